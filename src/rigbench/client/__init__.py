@@ -1,0 +1,6 @@
+"""The one streaming OpenAI-compatible client and the raw records it produces."""
+
+from rigbench.client._client import ChatClient
+from rigbench.client._records import ChunkKind, RequestError, RequestErrorKind, StreamResult
+
+__all__ = ["ChatClient", "ChunkKind", "RequestError", "RequestErrorKind", "StreamResult"]

@@ -1,0 +1,65 @@
+"""rigbench's own failures. A failure of the model or engine under test is *data* (a record with a
+typed reason), never one of these.
+
+Every message says what failed, what was observed, and what to do next.
+
+    RigbenchError
+    ├── UsageError            bad option, plan or input file (the user can fix it)
+    ├── SetupError            fetching or building something rigbench needs (model, llama-server)
+    ├── RigError              the engine process or endpoint
+    │   ├── RigStartError     a launched engine exited or never became healthy
+    │   ├── PortInUseError    the chosen port is taken
+    │   └── EndpointError     an endpoint is unreachable or does not speak the OpenAI API
+    ├── StoreError            a run directory is missing, corrupt or of an unknown format
+    └── AnalysisError         the data cannot support the requested figure
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AnalysisError",
+    "EndpointError",
+    "PortInUseError",
+    "RigError",
+    "RigStartError",
+    "RigbenchError",
+    "SetupError",
+    "StoreError",
+    "UsageError",
+]
+
+
+class RigbenchError(Exception):
+    """Base of every error rigbench raises on purpose; the CLI prints these without a traceback."""
+
+
+class UsageError(RigbenchError):
+    pass
+
+
+class SetupError(RigbenchError):
+    pass
+
+
+class RigError(RigbenchError):
+    pass
+
+
+class RigStartError(RigError):
+    pass
+
+
+class PortInUseError(RigError):
+    pass
+
+
+class EndpointError(RigError):
+    pass
+
+
+class StoreError(RigbenchError):
+    pass
+
+
+class AnalysisError(RigbenchError):
+    pass

@@ -1,0 +1,25 @@
+"""The run directory format.
+
+    RUN_DIR/
+      run.json        RunHeader: format version, ids, status, plan, fingerprint, trust verdict
+      records.jsonl   append-only; one JSON object per line, each with a `kind`; flushed per record
+      engine.log      the engine's stdout+stderr, when rigbench launched it
+      blobs/          large evidence (request/response bodies), named by content hash
+
+A kill -9 at any moment loses at most the line being written: the reader skips a torn last line,
+and a header whose status is still "running" is reported as "incomplete".
+
+Format history (bump FORMAT_VERSION on any incompatible change, keep an example of the old
+version under tests/golden/ and keep the reader loading it):
+  1  2026-11-29  first version
+"""
+
+from __future__ import annotations
+
+__all__ = ["FORMAT_VERSION", "HEADER_FILE", "LOG_FILE", "RECORDS_FILE", "SUPPORTED_VERSIONS"]
+
+FORMAT_VERSION = 1
+SUPPORTED_VERSIONS = frozenset({1})
+HEADER_FILE = "run.json"
+RECORDS_FILE = "records.jsonl"
+LOG_FILE = "engine.log"

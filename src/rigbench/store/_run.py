@@ -1,0 +1,185 @@
+"""Writing and reading run directories."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from rigbench._version import __version__
+from rigbench.errors import StoreError
+from rigbench.store._format import HEADER_FILE, LOG_FILE, RECORDS_FILE, SUPPORTED_VERSIONS
+from rigbench.store._header import RunHeader, RunStatus, TrustVerdict
+
+__all__ = ["RunReader", "RunWriter", "new_run_id", "source_data_id"]
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+
+
+def new_run_id(label: str = "run") -> str:
+    stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%d-%H%M%S")
+    safe = "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in label)[:40]
+    return f"{stamp}-{safe}-{secrets.token_hex(2)}"
+
+
+def source_data_id(run_dir: Path) -> str:
+    """Content hash of a run's data: the records file, plus the plan and fingerprint it ran with.
+
+    Timestamps of the header itself (created/finished, status) are left out so re-rendering or
+    re-marking a run never changes its id.
+    """
+    h = hashlib.sha256()
+    header = json.loads((run_dir / HEADER_FILE).read_text())
+    h.update(json.dumps({"plan": header.get("plan"), "fingerprint": header.get("fingerprint")},
+                        sort_keys=True).encode())
+    rec = run_dir / RECORDS_FILE
+    if rec.exists():
+        with rec.open("rb") as f:
+            for line in f:
+                if line.endswith(b"\n"):  # a torn last line is not part of the data
+                    h.update(line)
+    return h.hexdigest()[:16]
+
+
+class RunWriter:
+    """Creates a run directory and appends records, one flushed line each."""
+
+    def __init__(self, run_dir: Path, header: RunHeader, *, resume: bool = False) -> None:
+        self.dir = run_dir
+        if resume:
+            if not (run_dir / HEADER_FILE).exists():
+                raise StoreError(f"cannot resume {run_dir}: no {HEADER_FILE} there. Pass a run directory.")
+        else:
+            if run_dir.exists() and any(run_dir.iterdir()):
+                raise StoreError(f"run directory {run_dir} already exists and is not empty; choose another --out.")
+            run_dir.mkdir(parents=True, exist_ok=True)
+        self._header = header
+        self._write_header()
+        if resume:
+            _drop_torn_tail(run_dir / RECORDS_FILE)
+        self._records = (run_dir / RECORDS_FILE).open("a", encoding="utf-8")
+
+    @property
+    def header(self) -> RunHeader:
+        return self._header
+
+    @property
+    def log_path(self) -> Path:
+        return self.dir / LOG_FILE
+
+    def blob(self, name: str, data: bytes | str) -> str:
+        """Store a piece of evidence; returns its path relative to the run dir."""
+        raw = data.encode() if isinstance(data, str) else data
+        digest = hashlib.sha256(raw).hexdigest()[:16]
+        rel = f"blobs/{digest}-{name}"
+        path = self.dir / rel
+        path.parent.mkdir(exist_ok=True)
+        if not path.exists():
+            path.write_bytes(raw)
+        return rel
+
+    def append(self, record: BaseModel | dict[str, Any]) -> None:
+        line = record.model_dump_json() if isinstance(record, BaseModel) else json.dumps(record)
+        self._records.write(line + "\n")
+        self._records.flush()
+
+    def update(self, **changes: Any) -> None:
+        self._header = self._header.model_copy(update=changes)
+        self._write_header()
+
+    def finish(self, status: RunStatus, *, trust: TrustVerdict | None = None, error: str | None = None) -> RunHeader:
+        self._records.flush()
+        os.fsync(self._records.fileno())
+        self._records.close()
+        self._header = self._header.model_copy(
+            update={"status": status, "finished_at": _now(), "trust": trust or self._header.trust,
+                    "error": error}
+        )
+        self._write_header()
+        self._header = self._header.model_copy(update={"source_data_id": source_data_id(self.dir)})
+        self._write_header()
+        return self._header
+
+    def _write_header(self) -> None:
+        tmp = self.dir / (HEADER_FILE + ".tmp")
+        tmp.write_text(self._header.model_dump_json(indent=2))
+        os.replace(tmp, self.dir / HEADER_FILE)
+
+
+def _drop_torn_tail(path: Path) -> None:
+    if not path.exists():
+        return
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        cut = data.rfind(b"\n") + 1
+        with path.open("r+b") as f:
+            f.truncate(cut)
+
+
+class RunReader:
+    """Reads a run directory written by any supported format version."""
+
+    def __init__(self, run_dir: Path | str) -> None:
+        self.dir = Path(run_dir)
+        hp = self.dir / HEADER_FILE
+        if not hp.exists():
+            raise StoreError(f"{self.dir} is not a rigbench run: no {HEADER_FILE}. "
+                             "Pass a directory made by `rigbench run` (see `rigbench ls`).")
+        try:
+            raw = json.loads(hp.read_text())
+        except ValueError as e:
+            raise StoreError(f"{hp} is not valid JSON ({e}); the run header is damaged.") from e
+        version = raw.get("format_version")
+        if version not in SUPPORTED_VERSIONS:
+            raise StoreError(f"{self.dir} has run format version {version!r}; this rigbench reads "
+                             f"{sorted(SUPPORTED_VERSIONS)}. Upgrade rigbench.")
+        try:
+            self.header = RunHeader.model_validate(raw)
+        except ValidationError as e:
+            raise StoreError(f"{hp} does not match the run format: {e}") from e
+        self.torn_lines = 0
+
+    @property
+    def complete(self) -> bool:
+        return self.header.status == "complete"
+
+    @property
+    def display_status(self) -> str:
+        """`running` on disk for a run nobody is writing means it was killed: say incomplete."""
+        return "incomplete" if self.header.status in ("running", "interrupted") else self.header.status
+
+    @property
+    def source_data_id(self) -> str:
+        return self.header.source_data_id or source_data_id(self.dir)
+
+    def raw_records(self, kind: str | None = None) -> Iterator[dict[str, Any]]:
+        path = self.dir / RECORDS_FILE
+        if not path.exists():
+            return
+        self.torn_lines = 0
+        with path.open("rb") as f:
+            for line in f:
+                if not line.endswith(b"\n"):
+                    self.torn_lines += 1  # the line being written when the run was killed
+                    continue
+                try:
+                    obj = json.loads(line)
+                except ValueError:
+                    self.torn_lines += 1
+                    continue
+                if kind is None or obj.get("kind") == kind:
+                    yield obj
+
+    def records(self, kind: str, model: type[M]) -> list[M]:
+        return [model.model_validate(r) for r in self.raw_records(kind)]

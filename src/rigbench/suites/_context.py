@@ -1,0 +1,71 @@
+"""What every suite gets from `rigbench run`, and the one method it must have.
+
+A suite turns its slice of the plan into records appended to the run (`ctx.writer.append`).
+It never prints and never computes statistics: progress goes through `ctx.progress`,
+statistics live in `rigbench.analysis`.
+
+Resume: every record a suite writes carries a `unit_id` that is stable across runs of the same
+plan (e.g. "speed/chat_short/c1/r3"); `ctx.done_units` holds the ids already in the run, and a
+suite skips those units.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from rigbench.client import ChatClient
+from rigbench.store import RunWriter
+
+__all__ = ["NullProgress", "Progress", "RigInfo", "Suite", "SuiteContext"]
+
+
+class Progress(Protocol):
+    def task(self, description: str, total: int | None) -> int: ...
+    def advance(self, task_id: int, n: int = 1) -> None: ...
+    def done(self, task_id: int) -> None: ...
+    def note(self, message: str) -> None: ...
+
+
+class NullProgress:
+    def task(self, description: str, total: int | None) -> int:
+        return 0
+
+    def advance(self, task_id: int, n: int = 1) -> None:
+        pass
+
+    def done(self, task_id: int) -> None:
+        pass
+
+    def note(self, message: str) -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class RigInfo:
+    """What a suite may need to know about the rig under test."""
+
+    engine: str  # "llamacpp" | "vllm" | "sglang" | "ollama" | "unknown"
+    model: str  # the name to put in requests' "model" field
+    base_url: str  # OpenAI base URL, ending in /v1
+    server_root: str  # base URL without /v1: /health, /metrics, /tokenize live here
+    context_length: int | None = None  # served context per request, when known
+    slots: int | None = None  # parallel slots / max concurrent sequences, when known
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class SuiteContext:
+    client: ChatClient
+    writer: RunWriter
+    rig: RigInfo
+    settings: dict[str, Any]  # this suite's resolved settings (from CLI or plan)
+    progress: Progress = field(default_factory=NullProgress)
+    done_units: set[str] = field(default_factory=set)
+    seed: int = 0
+
+
+class Suite(Protocol):
+    name: str
+
+    async def run(self, ctx: SuiteContext) -> None: ...
