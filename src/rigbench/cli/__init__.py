@@ -1,0 +1,27 @@
+"""Thin typer commands. They parse options, own `asyncio.run`, and print; no logic lives here."""
+
+from __future__ import annotations
+
+import sys
+
+from rich.console import Console
+
+from rigbench.cli._app import app
+from rigbench.errors import RigbenchError
+
+# Command modules register themselves on `app` when imported.
+from rigbench.cli import _run as _run  # noqa: E402,I001
+from rigbench.cli import _report as _report  # noqa: E402
+
+__all__ = ["app", "main"]
+
+
+def main() -> None:
+    try:
+        app()
+    except RigbenchError as e:
+        Console(stderr=True).print(f"[bold red]error:[/] {e}", highlight=False, soft_wrap=True)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        Console(stderr=True).print("[yellow]interrupted[/]")
+        sys.exit(130)

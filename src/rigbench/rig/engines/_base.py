@@ -1,0 +1,47 @@
+"""What rigbench needs to know about one serving engine.
+
+An adapter holds the engine's facts (endpoints, metric names, request knobs) and the few calls
+that differ between engines. Everything else talks plain OpenAI API through `ChatClient`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from rigbench.client import ChatClient
+
+__all__ = ["EngineAdapter", "MetricNames"]
+
+
+class MetricNames(Protocol):
+    """Canonical telemetry name -> this engine's Prometheus metric name (None: not exported)."""
+
+    def get(self, canonical: str) -> str | None: ...
+
+
+class EngineAdapter(Protocol):
+    name: str  # "llamacpp" | "vllm" | "sglang" | "ollama"
+    health_path: str  # relative to the server root, e.g. "/health"
+    metrics_path: str | None  # Prometheus endpoint relative to the server root, or None
+    # canonical -> engine metric name. Canonical names: kv_cache_usage_ratio, requests_running,
+    # requests_waiting, spec_draft_tokens_total, spec_accepted_tokens_total, spec_drafts_total,
+    # prompt_tokens_total, generation_tokens_total
+    metric_names: dict[str, str]
+
+    async def server_info(self, client: ChatClient) -> dict[str, Any]:
+        """Version, build and whatever serving configuration the server exposes."""
+        ...
+
+    async def tokenize(self, client: ChatClient, text: str) -> list[int] | None:
+        """Token ids of raw text (no template, no BOS), or None if the engine has no endpoint."""
+        ...
+
+    async def detokenize(self, client: ChatClient, tokens: list[int]) -> str | None: ...
+
+    async def count_chat_tokens(self, client: ChatClient, model: str, messages: list[dict[str, Any]]) -> int | None:
+        """Prompt tokens of `messages` *after* the chat template, or None if not knowable up front."""
+        ...
+
+    def forced_length_fields(self, max_tokens: int) -> dict[str, Any]:
+        """Extra request fields that make the engine generate exactly `max_tokens` tokens."""
+        ...
