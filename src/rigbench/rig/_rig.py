@@ -1,0 +1,290 @@
+"""Rig lifecycle: launch (or attach), wait until healthy, measure startup, fingerprint, stop."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from rigbench.client import ChatClient
+from rigbench.errors import EndpointError, RigStartError
+from rigbench.rig._fingerprint import Fingerprint, ModelInfo, host_info, now_iso, sha256_text
+from rigbench.rig._process import EngineProcess
+from rigbench.suites._context import RigInfo
+
+__all__ = ["AttachedRig", "LaunchedRig", "StartupTiming"]
+
+
+class StartupTiming(BaseModel):
+    """spawn -> healthy -> first successful completion, each on the monotonic clock."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: str = "startup"
+    unit_id: str = "startup"
+    spawn_to_healthy_s: float
+    healthy_to_first_completion_s: float
+    spawn_to_first_completion_s: float
+
+
+async def _probe_json(client: ChatClient, url: str) -> Any | None:
+    try:
+        status, body = await client.get_json(url, timeout_s=5)
+    except Exception:
+        return None
+    return body if status == 200 and isinstance(body, dict) else None
+
+
+async def _served_model_name(client: ChatClient) -> str | None:
+    body = await _probe_json(client, "/models")
+    if body and isinstance(body.get("data"), list) and body["data"]:
+        first = body["data"][0]
+        if isinstance(first, dict) and first.get("id"):
+            return str(first["id"])
+    return None
+
+
+async def _engine_facts(client: ChatClient) -> dict[str, Any]:
+    """What the server tells about itself, normalised; keys absent when not exposed."""
+    root = client.server_root
+    facts: dict[str, Any] = {}
+    props = await _probe_json(client, f"{root}/props")
+    if props and "default_generation_settings" in props:
+        facts["engine"] = "llamacpp"
+        facts["build"] = props.get("build_info")
+        facts["context_length"] = (props.get("default_generation_settings") or {}).get("n_ctx")
+        facts["slots"] = props.get("total_slots")
+        facts["chat_template"] = props.get("chat_template")
+        facts["model_path"] = props.get("model_path")
+        facts["chat_template_caps"] = props.get("chat_template_caps")
+        params = (props.get("default_generation_settings") or {}).get("params") or {}
+        facts["speculative_types"] = params.get("speculative.types")
+        return facts
+    version = await _probe_json(client, f"{root}/version")
+    if version and "version" in version:
+        facts["engine"] = "vllm"
+        facts["version"] = version.get("version")
+    info = await _probe_json(client, f"{root}/get_server_info") or await _probe_json(client, f"{root}/server_info")
+    if info:
+        facts["engine"] = "sglang"
+        facts["version"] = info.get("version")
+        facts["context_length"] = info.get("context_length")
+        facts["slots"] = info.get("max_running_requests")
+    ollama = await _probe_json(client, f"{root}/api/version")
+    if ollama and "version" in ollama and "engine" not in facts:
+        facts["engine"] = "ollama"
+        facts["version"] = ollama.get("version")
+    models = await _probe_json(client, "/models")
+    if models and isinstance(models.get("data"), list) and models["data"]:
+        first = models["data"][0]
+        if isinstance(first, dict) and first.get("max_model_len") and "context_length" not in facts:
+            facts["context_length"] = first["max_model_len"]
+    return facts
+
+
+def _speculative_from_argv(argv: list[str]) -> dict[str, Any] | None:
+    spec: dict[str, Any] = {}
+    keys = {"-md": "draft_model", "--model-draft": "draft_model", "--spec-type": "type",
+            "--draft-max": "draft_max", "--draft": "draft_max", "--draft-n": "draft_max",
+            "--spec-draft-n-max": "draft_max", "--draft-min": "draft_min", "--spec-synth-len": "synthetic_length",
+            "--speculative-config": "config", "--speculative-algorithm": "algorithm",
+            "--speculative-num-draft-tokens": "num_draft_tokens"}
+    for i, a in enumerate(argv[:-1]):
+        if a in keys:
+            spec[keys[a]] = argv[i + 1]
+    return spec or None
+
+
+def _startup_from(t_spawn: float, t_healthy: float, t_first: float) -> StartupTiming:
+    return StartupTiming(
+        spawn_to_healthy_s=t_healthy - t_spawn,
+        healthy_to_first_completion_s=t_first - t_healthy,
+        spawn_to_first_completion_s=t_first - t_spawn,
+    )
+
+
+async def _first_completion(client: ChatClient, model: str, timeout_s: float) -> None:
+    """One tiny completion: a server is only started once it can answer."""
+    deadline = time.monotonic() + timeout_s
+    last = ""
+    while time.monotonic() < deadline:
+        res = await client.stream_chat({"model": model, "max_tokens": 1, "temperature": 0,
+                                        "messages": [{"role": "user", "content": "Hi"}]})
+        if res.ok:
+            return
+        last = res.error.message if res.error else f"HTTP {res.http_status}"
+        await asyncio.sleep(0.5)
+    raise RigStartError(f"the server became healthy but no completion succeeded within {timeout_s:.0f} s "
+                        f"(last: {last}).")
+
+
+class LaunchedRig:
+    """An engine process rigbench starts and stops itself (llama-server, vllm serve, ...)."""
+
+    def __init__(
+        self,
+        argv: list[str],
+        *,
+        engine: str,
+        port: int,
+        log_path: Path,
+        model: ModelInfo,
+        draft_model: ModelInfo | None = None,
+        host: str = "127.0.0.1",
+        health_path: str = "/health",
+        start_timeout_s: float = 300.0,
+        api_key: str | None = None,
+    ) -> None:
+        self.argv = argv
+        self.engine = engine
+        self.port = port
+        self.host = host
+        self.model = model
+        self.draft_model = draft_model
+        self.health_path = health_path
+        self.start_timeout_s = start_timeout_s
+        self.process = EngineProcess(argv, log_path)
+        self.base_url = f"http://{host}:{port}/v1"
+        self.client = ChatClient(self.base_url, api_key=api_key)
+        self.startup: StartupTiming | None = None
+        self._facts: dict[str, Any] = {}
+        self.served_name: str | None = model.served_name
+
+    async def start(self) -> StartupTiming:
+        t_spawn = time.monotonic()
+        self.process.start(port=self.port, host=self.host)
+        root = self.client.server_root
+        deadline = t_spawn + self.start_timeout_s
+        while True:
+            code = self.process.exit_code()
+            if code is not None:
+                raise RigStartError(
+                    f"{self.engine} exited with code {code} while starting.\n  command: {self.process.command}\n"
+                    f"  log: {self.process.log_path}\n  last lines:\n{_indent(self.process.log_tail())}"
+                )
+            with contextlib.suppress(Exception):
+                status, _ = await self.client.get_json(f"{root}{self.health_path}", timeout_s=2)
+                if status == 200:
+                    break
+            if time.monotonic() > deadline:
+                self.process.stop()
+                raise RigStartError(
+                    f"{self.engine} did not become healthy within {self.start_timeout_s:.0f} s.\n"
+                    f"  command: {self.process.command}\n  log: {self.process.log_path}\n"
+                    f"  last lines:\n{_indent(self.process.log_tail())}"
+                )
+            await asyncio.sleep(0.1)
+        t_healthy = time.monotonic()
+        self.served_name = self.served_name or await _served_model_name(self.client) or "default"
+        try:
+            await _first_completion(self.client, self.served_name, timeout_s=self.start_timeout_s)
+        except RigStartError as e:
+            raise RigStartError(f"{e}\n  command: {self.process.command}\n  log: {self.process.log_path}") from e
+        t_first = time.monotonic()
+        self.startup = _startup_from(t_spawn, t_healthy, t_first)
+        self._facts = await _engine_facts(self.client)
+        return self.startup
+
+    def info(self) -> RigInfo:
+        return RigInfo(engine=self.engine, model=self.served_name or "default", base_url=self.base_url,
+                       server_root=self.client.server_root, context_length=self._facts.get("context_length"),
+                       slots=self._facts.get("slots"), extra={"facts": self._facts})
+
+    def fingerprint(self) -> Fingerprint:
+        f = self._facts
+        unknown = [k for k in ("engine_version", "context_length", "slots", "chat_template_sha256")
+                   if {"engine_version": f.get("version") or f.get("build"), "context_length": f.get("context_length"),
+                       "slots": f.get("slots"), "chat_template_sha256": f.get("chat_template")}[k] is None]
+        return Fingerprint(
+            mode="launched", argv=self.argv, engine=self.engine,
+            engine_version=f.get("version") or f.get("build"), engine_build=f.get("build"),
+            endpoint=self.base_url, model=self.model.model_copy(update={"served_name": self.served_name}),
+            draft_model=self.draft_model, chat_template_sha256=sha256_text(f.get("chat_template")),
+            context_length=f.get("context_length"), slots=f.get("slots"),
+            speculative=_speculative_from_argv(self.argv), host=host_info(), host_is_server=True,
+            started_at=now_iso(), unknown=unknown,
+            server_info={k: v for k, v in f.items() if k != "chat_template"},
+        )
+
+    async def stop(self) -> None:
+        await self.client.aclose()
+        self.process.stop()
+
+
+class AttachedRig:
+    """An already-running OpenAI-compatible endpoint; records what it exposes, the rest as unknown."""
+
+    def __init__(self, base_url: str, *, model: str | None, api_key: str | None = None) -> None:
+        url = base_url.rstrip("/")
+        if not url.startswith(("http://", "https://")):
+            raise EndpointError(f"--endpoint {base_url!r} is not an http(s) URL; e.g. http://127.0.0.1:8000/v1")
+        if not url.endswith("/v1"):
+            url += "/v1"
+        self.base_url = url
+        self.client = ChatClient(url, api_key=api_key)
+        self.requested_model = model
+        self.served_name: str | None = model
+        self.startup: StartupTiming | None = None
+        self._facts: dict[str, Any] = {}
+
+    async def start(self) -> None:
+        try:
+            status, body = await self.client.get_json("/models", timeout_s=10)
+        except Exception as e:
+            raise EndpointError(
+                f"cannot reach {self.base_url}/models: {type(e).__name__}: {e}. Is the server running, and is "
+                "the URL its OpenAI base (usually ending in /v1)?"
+            ) from e
+        if status == 401 or status == 403:
+            raise EndpointError(f"{self.base_url}/models answered HTTP {status}: the server wants an API key. "
+                                "Put it in an environment variable and pass its name with --api-key-env.")
+        if status != 200 or not isinstance(body, dict) or not isinstance(body.get("data"), list):
+            raise EndpointError(
+                f"{self.base_url}/models answered HTTP {status} with {str(body)[:200]!r}, not an OpenAI model "
+                "list. Check the URL: rigbench needs an OpenAI-compatible server."
+            )
+        names = [m.get("id") for m in body["data"] if isinstance(m, dict)]
+        if self.served_name is None:
+            if not names:
+                raise EndpointError(f"{self.base_url} serves no models; pass --model NAME.")
+            self.served_name = str(names[0])
+        self._facts = await _engine_facts(self.client)
+
+    def info(self) -> RigInfo:
+        return RigInfo(engine=self._facts.get("engine", "unknown"), model=self.served_name or "default",
+                       base_url=self.base_url, server_root=self.client.server_root,
+                       context_length=self._facts.get("context_length"), slots=self._facts.get("slots"),
+                       extra={"facts": self._facts})
+
+    def fingerprint(self) -> Fingerprint:
+        f = self._facts
+        unknown = ["argv (the server was started outside rigbench: its flags are not recorded)",
+                   "model file (path, size, sha256)"]
+        for key in ("context_length", "slots"):
+            if f.get(key) is None:
+                unknown.append(key)
+        if f.get("version") is None and f.get("build") is None:
+            unknown.append("engine_version")
+        if f.get("chat_template") is None:
+            unknown.append("chat_template_sha256")
+        local = any(h in self.base_url for h in ("://127.", "://localhost", "://[::1]"))
+        return Fingerprint(
+            mode="attached", argv=None, engine=f.get("engine", "unknown"),
+            engine_version=f.get("version") or f.get("build"), engine_build=f.get("build"),
+            endpoint=self.base_url, model=ModelInfo(served_name=self.served_name, path=f.get("model_path")),
+            chat_template_sha256=sha256_text(f.get("chat_template")), context_length=f.get("context_length"),
+            slots=f.get("slots"), speculative=None, host=host_info(), host_is_server=local,
+            started_at=now_iso(), unknown=unknown,
+            server_info={k: v for k, v in f.items() if k != "chat_template"},
+        )
+
+    async def stop(self) -> None:
+        await self.client.aclose()
+
+
+def _indent(text: str) -> str:
+    return "\n".join("    " + line for line in text.splitlines()) or "    (empty)"
