@@ -1,0 +1,135 @@
+"""Speed metrics, derived from the speed suite's raw records (definitions: docs/metrics.md)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from rigbench.analysis._stats import Stat, describe
+from rigbench.analysis._timing import RequestTiming, request_timing
+from rigbench.store import RunReader
+from rigbench.suites.speed import SpeedBatch, SpeedRequest, SpeedSkip
+
+__all__ = ["ScenarioSpeed", "SpeedSummary", "summarize_speed"]
+
+# Below this fraction of the asked output, a scenario "fell short" and says so.
+SHORT_OUTPUT_ATTAINMENT = 0.98
+
+
+class ScenarioSpeed(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    scenario: str
+    concurrency: int
+    input_tokens_target: int
+    output_tokens_target: int
+    input_tokens_measured: int | None  # rendered prompt, measured with the server's tokenizer
+    prompt_tokens_reported: int | None  # what the server's usage said (median)
+    input_mismatches: int  # requests whose reported prompt tokens differ from the target
+    requests: int  # measured (non-warm-up) requests, failed included
+    failed: int
+    error_kinds: dict[str, int] = Field(default_factory=dict)
+    attainment_min: float | None  # min over requests of output tokens received / asked
+    e2e_tok_s: Stat | None
+    decode_tok_s: Stat | None
+    ttft_s: Stat | None
+    ttft_not_comparable: str | None  # why TTFT is withheld (multi-token chunks), else None
+    itl_s: Stat | None  # per-token inter-token latency, pooled over requests
+    aggregate_tok_s: Stat | None  # per batch: all output tokens / batch wall time
+    tokens_per_chunk: float | None
+    prefill_share: float | None  # median TTFT / median request wall time
+
+
+class SpeedSummary(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    rows: list[ScenarioSpeed]
+    skipped: dict[str, str]  # scenario -> reason
+    warnings: list[str]
+
+
+def summarize_speed(reader: RunReader) -> SpeedSummary | None:
+    batches = {b.unit_id: b for b in reader.records("speed_batch", SpeedBatch)}
+    skipped = {s.scenario: s.reason for s in reader.records("speed_skip", SpeedSkip)}
+    if not batches and not skipped:
+        return None
+    # Keep the last write of each request, and only requests of batches that completed: a batch
+    # cut short by a kill is redone on resume, and its partial requests must not count twice.
+    reqs: dict[str, SpeedRequest] = {}
+    for r in reader.records("speed_request", SpeedRequest):
+        reqs[r.unit_id] = r
+    groups: dict[tuple[str, int], list[tuple[SpeedRequest, RequestTiming]]] = defaultdict(list)
+    order: list[tuple[str, int]] = []
+    for r in reqs.values():
+        if r.warmup or r.unit_id.rsplit("/", 1)[0] not in batches:
+            continue
+        key = (r.scenario, r.concurrency)
+        if key not in groups:
+            order.append(key)
+        groups[key].append((r, request_timing(r.result, output_tokens_target=r.output_tokens_target)))
+    rows: list[ScenarioSpeed] = []
+    warnings: list[str] = []
+    for key in order:
+        rows.append(_row(key, groups[key], [b for b in batches.values()
+                                           if (b.scenario, b.concurrency) == key and not b.warmup], warnings))
+    return SpeedSummary(rows=rows, skipped=skipped, warnings=warnings)
+
+
+def _row(key: tuple[str, int], items: list[tuple[SpeedRequest, RequestTiming]], batches: list[SpeedBatch],
+         warnings: list[str]) -> ScenarioSpeed:
+    scenario, conc = key
+    first = items[0][0]
+    ok = [(r, t) for r, t in items if r.result.ok]
+    errors: dict[str, int] = defaultdict(int)
+    for r, _ in items:
+        if not r.result.ok:
+            errors[r.result.error.kind if r.result.error else f"http_{r.result.http_status}"] += 1
+    timings = [t for _, t in ok]
+    multi = [t for t in timings if t.multi_token_chunks]
+    ttft_note = None
+    if multi:
+        ttft_note = (f"{len(multi)} of {len(timings)} requests streamed chunks carrying more than one token "
+                     "(e.g. speculative decoding): the first chunk is not the first token, so TTFT is withheld")
+    # aggregate tok/s per batch: output tokens of its requests / batch wall time
+    by_batch: dict[str, int] = defaultdict(int)
+    for r, t in ok:
+        by_batch[r.unit_id.rsplit("/", 1)[0]] += t.output_tokens
+    agg = [by_batch[b.unit_id] / ((b.ended_ns - b.started_ns) / 1e9) for b in batches
+           if b.ended_ns > b.started_ns and b.unit_id in by_batch]
+    attain = [t.attainment for t in timings if t.attainment is not None]
+    attainment_min = min(attain) if attain else None
+    if attainment_min is not None and attainment_min < SHORT_OUTPUT_ATTAINMENT:
+        warnings.append(f"{scenario} (c={conc}): output fell short of the {first.output_tokens_target} tokens "
+                        f"asked (lowest {attainment_min:.0%}); the engine may not honour forced length")
+    reported = [r.result.prompt_tokens for r, _ in ok if r.result.prompt_tokens is not None]
+    mismatches = sum(1 for p in reported if p != first.input_tokens_target)
+    if mismatches:
+        warnings.append(f"{scenario} (c={conc}): {mismatches} request(s) reported a prompt length other than "
+                        f"the {first.input_tokens_target} tokens targeted")
+    if errors:
+        warnings.append(f"{scenario} (c={conc}): {sum(errors.values())} of {len(items)} requests failed "
+                        f"({', '.join(f'{k}: {v}' for k, v in errors.items())})")
+    measured = [r.input_tokens_measured for r, _ in items if r.input_tokens_measured is not None]
+    ttft = describe([t.ttft_s for t in timings if t.ttft_s is not None]) if not multi else None
+    wall = describe([t.wall_s for t in timings if t.wall_s is not None])
+    prefill_share = None
+    ttft_any = describe([t.ttft_s for t in timings if t.ttft_s is not None])
+    if ttft_any and wall and wall.median > 0:
+        prefill_share = ttft_any.median / wall.median
+    itl: list[float] = []
+    for t in timings:
+        itl.extend(t.itl_s)
+    tpc = [t.tokens_per_chunk for t in timings if t.tokens_per_chunk is not None]
+    return ScenarioSpeed(
+        scenario=scenario, concurrency=conc,
+        input_tokens_target=first.input_tokens_target, output_tokens_target=first.output_tokens_target,
+        input_tokens_measured=int(sorted(measured)[len(measured) // 2]) if measured else None,
+        prompt_tokens_reported=int(sorted(reported)[len(reported) // 2]) if reported else None,
+        input_mismatches=mismatches, requests=len(items), failed=len(items) - len(ok), error_kinds=dict(errors),
+        attainment_min=attainment_min,
+        e2e_tok_s=describe([t.e2e_tok_s for t in timings if t.e2e_tok_s is not None]),
+        decode_tok_s=describe([t.decode_tok_s for t in timings if t.decode_tok_s is not None]),
+        ttft_s=ttft, ttft_not_comparable=ttft_note, itl_s=describe(itl), aggregate_tok_s=describe(agg),
+        tokens_per_chunk=sum(tpc) / len(tpc) if tpc else None, prefill_share=prefill_share,
+    )

@@ -1,0 +1,43 @@
+"""Descriptive statistics: every figure is reported with n, median, mean, standard deviation."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+__all__ = ["Stat", "describe"]
+
+
+class Stat(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    n: int
+    median: float
+    mean: float
+    std: float  # sample standard deviation (ddof=1); 0.0 when n == 1
+    min: float
+    max: float
+
+    def fmt(self, digits: int = 2, scale: float = 1.0) -> str:
+        """'median ± std (n)' in the spirit of the seed write-ups."""
+        if self.n == 0:
+            return "–"
+        return f"{self.median * scale:.{digits}f} ± {self.std * scale:.{digits}f}"
+
+
+def describe(values: Sequence[float]) -> Stat | None:
+    vals = [float(v) for v in values if v is not None and math.isfinite(v)]
+    if not vals:
+        return None
+    arr = np.asarray(vals)
+    return Stat(
+        n=len(vals),
+        median=float(np.median(arr)),
+        mean=float(arr.mean()),
+        std=float(arr.std(ddof=1)) if len(vals) > 1 else 0.0,
+        min=float(arr.min()),
+        max=float(arr.max()),
+    )

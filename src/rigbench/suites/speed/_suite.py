@@ -1,0 +1,152 @@
+"""The speed suite: each scenario x concurrency level x repetition, raw observations recorded."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import zlib
+from typing import Any
+
+from rigbench.client import StreamResult
+from rigbench.suites._context import SuiteContext
+from rigbench.suites.speed._prompts import ExactPrompt, PromptBuilder
+from rigbench.suites.speed._records import SpeedBatch, SpeedRequest, SpeedSkip
+from rigbench.suites.speed._scenarios import Scenario, scenarios_for
+
+__all__ = ["SpeedSettings", "SpeedSuite"]
+
+
+class SpeedSettings:
+    """Resolved settings; defaults are the ones `rigbench run` uses."""
+
+    def __init__(
+        self,
+        *,
+        profile: str = "quick",
+        scenarios: list[str] | None = None,
+        repetitions: int = 5,
+        warmup: int = 1,
+        concurrency: list[int] | None = None,
+        temperature: float = 0.0,
+    ) -> None:
+        self.profile = profile
+        self.scenarios = scenarios_for(profile, scenarios)
+        self.repetitions = repetitions
+        self.warmup = warmup
+        self.concurrency = concurrency or [1]
+        self.temperature = temperature
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "profile": self.profile,
+            "scenarios": {s.name: {"input_tokens": s.input_tokens, "output_tokens": s.output_tokens}
+                          for s in self.scenarios},
+            "repetitions": self.repetitions,
+            "warmup": self.warmup,
+            "concurrency": self.concurrency,
+            "temperature": self.temperature,
+        }
+
+
+def _forced_length_fields(engine: str, max_tokens: int) -> dict[str, Any]:
+    from rigbench.rig.engines import get_adapter
+
+    try:
+        return get_adapter(engine).forced_length_fields(max_tokens)
+    except KeyError:
+        return {}
+
+
+class SpeedSuite:
+    name = "speed"
+
+    def __init__(self, settings: SpeedSettings) -> None:
+        self.settings = settings
+
+    async def run(self, ctx: SuiteContext) -> None:
+        from rigbench.rig.engines import get_adapter
+
+        s = self.settings
+        try:
+            adapter = get_adapter(ctx.rig.engine)
+        except KeyError:
+            adapter = None
+        client = ctx.client
+        model = ctx.rig.model
+        if adapter is not None:
+            builder = PromptBuilder(
+                lambda text: adapter.tokenize(client, text),
+                lambda toks: adapter.detokenize(client, toks),
+                lambda messages: adapter.count_chat_tokens(client, model, messages),
+            )
+        else:
+            async def _none(_: Any) -> None:
+                return None
+
+            builder = PromptBuilder(_none, _none, _none)
+        batches = [(c, r) for c in s.concurrency for r in range(-s.warmup, s.repetitions)]
+        for scenario in s.scenarios:
+            skip = self._skip_reason(scenario, ctx)
+            if skip:
+                uid = f"speed/{scenario.name}/skip"
+                if uid not in ctx.done_units:
+                    ctx.writer.append(SpeedSkip(unit_id=uid, scenario=scenario.name, reason=skip))
+                ctx.progress.note(f"{scenario.name}: skipped ({skip})")
+                continue
+            todo = [(c, r) for c, r in batches if self._batch_uid(scenario, c, r) not in ctx.done_units]
+            task = ctx.progress.task(
+                f"speed {scenario.name} ({scenario.input_tokens} in / {scenario.output_tokens} out)",
+                sum(c for c, _ in todo),
+            )
+            for conc, rep in todo:
+                await self._batch(ctx, builder, scenario, conc, rep, task)
+            ctx.progress.done(task)
+
+    @staticmethod
+    def _batch_uid(scenario: Scenario, conc: int, rep: int) -> str:
+        return f"speed/{scenario.name}/c{conc}/r{rep}"
+
+    def _skip_reason(self, scenario: Scenario, ctx: SuiteContext) -> str | None:
+        need = scenario.input_tokens + scenario.output_tokens
+        ctx_len = ctx.rig.context_length
+        if ctx_len is not None and need > ctx_len:
+            return (f"needs {need} tokens of context ({scenario.input_tokens} in + {scenario.output_tokens} out) "
+                    f"but the server serves {ctx_len} per request")
+        return None
+
+    async def _batch(self, ctx: SuiteContext, builder: PromptBuilder, scenario: Scenario, conc: int, rep: int,
+                     task: int) -> None:
+        seed0 = (ctx.seed * 1_000_003 + zlib.crc32(scenario.name.encode()) % 10_007 * 7919 + conc * 131 + (rep + 100) * 17) & 0xFFFFFFF
+        prompts = [await builder.build(scenario.task, scenario.input_tokens, seed0 * 1024 + i) for i in range(conc)]
+        extra = _forced_length_fields(ctx.rig.engine, scenario.output_tokens)
+
+        async def one(i: int, prompt: ExactPrompt) -> StreamResult:
+            body: dict[str, Any] = {
+                "model": ctx.rig.model,
+                "messages": prompt.messages,
+                "max_tokens": scenario.output_tokens,
+                "temperature": self.settings.temperature,
+                "seed": seed0 + i,
+                **extra,
+            }
+            res = await ctx.client.stream_chat(body)
+            ctx.progress.advance(task)
+            return res
+
+        started = time.perf_counter_ns()
+        results = await asyncio.gather(*(one(i, p) for i, p in enumerate(prompts)))
+        ended = time.perf_counter_ns()
+        warm = rep < 0
+        for i, (prompt, res) in enumerate(zip(prompts, results, strict=True)):
+            ctx.writer.append(SpeedRequest(
+                unit_id=f"{self._batch_uid(scenario, conc, rep)}/i{i}", scenario=scenario.name,
+                concurrency=conc, repetition=rep, warmup=warm, index=i,
+                input_tokens_target=scenario.input_tokens, output_tokens_target=scenario.output_tokens,
+                input_tokens_measured=prompt.measured_tokens, result=res,
+            ))
+        # The batch record is written last: it marks the batch complete for resume.
+        ctx.writer.append(SpeedBatch(
+            unit_id=self._batch_uid(scenario, conc, rep), scenario=scenario.name, concurrency=conc,
+            repetition=rep, warmup=warm, started_ns=started, ended_ns=ended, requests=len(results),
+            failed=sum(1 for r in results if not r.ok),
+        ))
