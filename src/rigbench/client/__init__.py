@@ -2,5 +2,15 @@
 
 from rigbench.client._client import ChatClient
 from rigbench.client._records import ChunkKind, RequestError, RequestErrorKind, StreamResult
+from rigbench.client._selfcheck import SelfCheck, SelfCheckMonitor, current_monitor
 
-__all__ = ["ChatClient", "ChunkKind", "RequestError", "RequestErrorKind", "StreamResult"]
+__all__ = [
+    "ChatClient",
+    "ChunkKind",
+    "RequestError",
+    "RequestErrorKind",
+    "SelfCheck",
+    "SelfCheckMonitor",
+    "StreamResult",
+    "current_monitor",
+]

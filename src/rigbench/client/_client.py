@@ -1,7 +1,9 @@
 """The one streaming OpenAI-compatible client. Every suite talks to the server through it.
 
-The per-chunk path stamps `perf_counter_ns()` once per socket read and appends a few ints per
-event; everything else (metrics, token accounting) happens later in `rigbench.analysis`.
+The per-chunk path stamps `perf_counter_ns()` once per socket read, in the protocol's
+`data_received` (see `_http.py` for why not aiohttp there), and appends a few ints per event;
+everything else (metrics, token accounting) happens later in `rigbench.analysis`.
+Plain JSON calls (/models, /tokenize, /metrics...) go through aiohttp.
 """
 
 from __future__ import annotations
@@ -9,11 +11,14 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from typing import Any
+from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import aiohttp
 
+from rigbench.client._http import ConnectionPool, HttpConnection, ResponseHead
 from rigbench.client._records import RequestError, StreamResult
+from rigbench.client._selfcheck import current_monitor
 from rigbench.client._sse import COMMENT, SSEParser
 
 __all__ = ["ChatClient"]
@@ -35,16 +40,23 @@ class ChatClient:
         max_connections: int = 1024,
         connect_timeout_s: float = 10.0,
         read_timeout_s: float = 600.0,
+        http_stack: Literal["asyncio", "aiohttp"] = "asyncio",
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self._headers = {"Content-Type": "application/json"}
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
         self._connector_limit = max_connections
-        self._timeout = aiohttp.ClientTimeout(
-            total=None, connect=connect_timeout_s, sock_read=read_timeout_s
-        )
+        self._timeout = aiohttp.ClientTimeout(total=None, connect=connect_timeout_s, sock_read=read_timeout_s)
         self._session: aiohttp.ClientSession | None = None
+        # The streaming path: "asyncio" (the default, chosen by benchmarks/client_overhead.py)
+        # or "aiohttp" (kept for comparison and as a fallback, e.g. behind a proxy).
+        self.http_stack = http_stack
+        self._connect_timeout_s = connect_timeout_s
+        self._read_timeout_s = read_timeout_s
+        self._pool: ConnectionPool | None = None
+        self._path_prefix = urlsplit(self.base_url).path.rstrip("/")
+        self._auth = f"Authorization: Bearer {api_key}\r\n".encode() if api_key else b""
 
     @property
     def server_root(self) -> str:
@@ -62,6 +74,9 @@ class ChatClient:
         return self._session
 
     async def aclose(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
         if self._session is not None:
             await self._session.close()
             self._session = None
@@ -90,7 +105,9 @@ class ChatClient:
             return url
         return self.base_url + (url if url.startswith("/") else "/" + url)
 
-    async def _request(self, method: str, url: str, body: dict[str, Any] | None, timeout_s: float) -> tuple[int, Any]:
+    async def _request(
+        self, method: str, url: str, body: dict[str, Any] | None, timeout_s: float
+    ) -> tuple[int, Any]:
         async with self._sess().request(
             method, self._url(url), json=body, timeout=aiohttp.ClientTimeout(total=timeout_s)
         ) as r:
@@ -102,9 +119,14 @@ class ChatClient:
 
     # -- the streaming path -----------------------------------------------------------------
 
-    async def stream_chat(self, body: dict[str, Any], *, path: str = "/chat/completions") -> StreamResult:
-        """Send one streaming chat completion and record everything it produced.
+    async def stream_chat(
+        self, body: dict[str, Any], *, path: str = "/chat/completions", scheduled_ns: int | None = None
+    ) -> StreamResult:
+        """Send one streaming chat completion (or completion, with `path="/completions"`) and
+        record everything it produced.
 
+        `scheduled_ns`: when the caller meant the request to go out (default: now); the gap to
+        the actual write, less any connection opening, is the send lag the self-check watches.
         Never raises for a failure of the server: that becomes `StreamResult.error`.
         """
         payload = dict(body)
@@ -113,6 +135,73 @@ class ChatClient:
         opts.setdefault("include_usage", True)
         payload["stream_options"] = opts
         data = json.dumps(payload).encode()
+        if scheduled_ns is None:
+            scheduled_ns = _perf_ns()
+        if self.http_stack == "aiohttp":
+            acc = await self._stream_aiohttp(data, path)
+        else:
+            acc = await self._stream_asyncio(data, path)
+        acc.scheduled_ns = scheduled_ns
+        mon = current_monitor()
+        if mon is not None and acc.sent_ns:
+            opening = (acc.sent_ns - acc.connect_ns) if acc.connect_ns is not None else 0
+            mon.note_send_lag(acc.sent_ns - scheduled_ns - opening)
+        return acc.result()
+
+    def _pool_get(self) -> ConnectionPool:
+        if self._pool is None:
+            self._pool = ConnectionPool(
+                self.base_url, limit=self._connector_limit, connect_timeout_s=self._connect_timeout_s
+            )
+        return self._pool
+
+    async def _stream_asyncio(self, data: bytes, path: str) -> _Accumulator:
+        pool = self._pool_get()
+        target = (self._path_prefix + (path if path.startswith("/") else "/" + path)).encode()
+        request = (
+            b"POST "
+            + target
+            + b" HTTP/1.1\r\nHost: "
+            + pool.host_header.encode()
+            + b"\r\nUser-Agent: rigbench\r\nAccept: text/event-stream\r\n"
+            b"Content-Type: application/json\r\nContent-Length: "
+            + str(len(data)).encode()
+            + b"\r\n"
+            + self._auth
+            + b"\r\n"
+            + data
+        )
+        loop = asyncio.get_running_loop()
+        for attempt in range(2):
+            acc = _Accumulator()
+            try:
+                conn, opened_ns = await pool.acquire()
+            except (TimeoutError, OSError) as e:
+                acc.sent_ns = _perf_ns()
+                what = "timed out" if isinstance(e, asyncio.TimeoutError) else str(e)
+                acc.error = RequestError(kind="connect", message=f"cannot connect to {self.base_url}: {what}")
+                return acc
+            acc.connect_ns = opened_ns
+            sink = _StreamSink(acc, loop.create_future())
+            try:
+                acc.sent_ns = conn.send(request, sink)
+                timer = _ReadTimer(loop, conn, sink, self._read_timeout_s)
+                try:
+                    await sink.fut
+                finally:
+                    timer.cancel()
+            except BaseException:
+                conn.close()
+                raise
+            finally:
+                pool.release(conn)
+            # A kept-alive connection the server had already closed: retry once on a fresh one.
+            if sink.stale and opened_ns is None and attempt == 0:
+                continue
+            return acc
+        return acc
+
+    async def _stream_aiohttp(self, data: bytes, path: str) -> _Accumulator:
         acc = _Accumulator()
         sent_ns = _perf_ns()
         acc.sent_ns = sent_ns
@@ -125,17 +214,12 @@ class ChatClient:
                     acc.error = RequestError(
                         kind="http_status", message=f"HTTP {resp.status}", http_status=resp.status, body=text
                     )
-                    return acc.result()
+                    return acc
                 ctype = resp.headers.get("Content-Type", "")
                 if "text/event-stream" not in ctype:
                     text = (await resp.text(errors="replace"))[:2048]
-                    acc.error = RequestError(
-                        kind="not_openai",
-                        message=f"expected an SSE stream (text/event-stream), got Content-Type {ctype!r}",
-                        http_status=resp.status,
-                        body=text,
-                    )
-                    return acc.result()
+                    acc.error = _not_sse(ctype, resp.status, text)
+                    return acc
                 parser = SSEParser()
                 reader = resp.content
                 while not acc.finished:
@@ -150,7 +234,7 @@ class ChatClient:
                     tail = parser.flush()
                     if tail:
                         acc.on_events(tail, _perf_ns())
-        except asyncio.TimeoutError:
+        except TimeoutError:
             acc.error = acc.error or RequestError(kind="timeout", message="no data within the read timeout")
         except aiohttp.ClientConnectorError as e:
             acc.error = RequestError(kind="connect", message=f"cannot connect to {self.base_url}: {e}")
@@ -158,11 +242,120 @@ class ChatClient:
             acc.error = acc.error or RequestError(kind="disconnect", message=f"stream broken: {e}")
         except aiohttp.ClientError as e:
             acc.error = acc.error or RequestError(kind="connect", message=f"{type(e).__name__}: {e}")
-        if acc.error is None and not acc.done and acc.finish_reason is None:
+        acc.end_check()
+        return acc
+
+
+def _not_sse(ctype: str, status: int, text: str) -> RequestError:
+    return RequestError(
+        kind="not_openai",
+        message=f"expected an SSE stream (text/event-stream), got Content-Type {ctype!r}",
+        http_status=status,
+        body=text,
+    )
+
+
+class _StreamSink:
+    """Feeds one response's bytes, stamped in `data_received`, to the SSE parser and accumulator."""
+
+    __slots__ = ("acc", "ctype", "err_body", "fut", "mode", "parser", "stale")
+
+    def __init__(self, acc: _Accumulator, fut: asyncio.Future[None]) -> None:
+        self.acc = acc
+        self.fut = fut
+        self.parser = SSEParser()
+        self.mode = ""  # "sse" | "error" | "not_sse"
+        self.err_body: list[bytes] = []
+        self.stale = False
+        self.ctype = ""
+
+    def on_head(self, head: ResponseHead, now_ns: int) -> None:
+        acc = self.acc
+        acc.headers_ns = now_ns
+        acc.http_status = head.status
+        if head.status != 200:
+            self.mode = "error"
+        elif "text/event-stream" not in head.content_type:
+            self.mode = "not_sse"
+            self.ctype = head.content_type
+        else:
+            self.mode = "sse"
+
+    def on_body(self, data: bytes, now_ns: int) -> bool:
+        acc = self.acc
+        if self.mode == "sse":
+            if acc.finished:
+                return False  # after [DONE]: drain to the end of the body so the connection is reused
+            events = self.parser.feed(data)
+            if events:
+                acc.on_events(events, now_ns)
+                if acc.finished:
+                    self.resolve()
+                    return acc.error is not None
+            return False
+        self.err_body.append(data)
+        return sum(map(len, self.err_body)) > 65536  # enough evidence; do not read a huge body
+
+    def on_end(self, exc: BaseException | None, now_ns: int) -> None:
+        acc = self.acc
+        if not acc.finished:
+            if self.mode == "sse":
+                tail = self.parser.flush()
+                if tail:
+                    acc.on_events(tail, now_ns)
+            elif self.mode in ("error", "not_sse"):
+                text = b"".join(self.err_body).decode(errors="replace")[:2048]
+                status = acc.http_status or 0
+                acc.error = (
+                    RequestError(kind="http_status", message=f"HTTP {status}", http_status=status, body=text)
+                    if self.mode == "error"
+                    else _not_sse(self.ctype, status, text)
+                )
+            elif exc is not None and acc.headers_ns is None and acc.first_event_ns is None:
+                self.stale = True
+            if exc is not None and acc.error is None and not acc.done:
+                if isinstance(exc, ValueError):
+                    acc.error = RequestError(kind="not_openai", message=str(exc))
+                else:
+                    acc.error = RequestError(kind="disconnect", message=f"stream broken: {exc}")
+            acc.end_check()
+            if acc.done_ns is None:
+                acc.done_ns = now_ns
+        self.resolve()
+
+    def resolve(self) -> None:
+        if not self.fut.done():
+            self.fut.set_result(None)
+
+
+class _ReadTimer:
+    """Fails the request after `timeout_s` without a byte; one timer per request, re-armed lazily."""
+
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, conn: HttpConnection, sink: _StreamSink, timeout_s: float
+    ) -> None:
+        self.loop, self.conn, self.sink, self.timeout_s = loop, conn, sink, timeout_s
+        self.h: asyncio.TimerHandle | None = loop.call_later(timeout_s, self._check)
+
+    def _check(self) -> None:
+        idle_s = (_perf_ns() - self.conn.last_ns) / 1e9
+        if idle_s < self.timeout_s:
+            self.h = self.loop.call_later(self.timeout_s - idle_s, self._check)
+            return
+        self.h = None
+        acc = self.sink.acc
+        if not acc.finished:
             acc.error = RequestError(
-                kind="disconnect", message="stream ended before [DONE] or a finish_reason"
+                kind="timeout", message=f"no data for {self.timeout_s:g} s (read timeout)"
             )
-        return acc.result()
+            acc.done_ns = _perf_ns()
+        self.conn.close()
+        self.sink.resolve()
+
+    def cancel(self) -> None:
+        if self.h is not None:
+            self.h.cancel()
+            self.h = None
 
 
 class _Accumulator:
@@ -174,18 +367,22 @@ class _Accumulator:
         "chunk_ns",
         "coalesced",
         "comments",
+        "connect_ns",
         "content",
         "done",
         "done_ns",
         "empty",
         "error",
         "finish_reason",
+        "first_content_ns",
         "first_event_ns",
         "headers_ns",
         "http_status",
         "model",
         "reasoning",
         "reasoning_field",
+        "response_id",
+        "scheduled_ns",
         "sent_ns",
         "timings",
         "tools",
@@ -194,6 +391,10 @@ class _Accumulator:
 
     def __init__(self) -> None:
         self.sent_ns = 0
+        self.scheduled_ns: int | None = None
+        self.connect_ns: int | None = None
+        self.first_content_ns: int | None = None
+        self.response_id: str | None = None
         self.headers_ns: int | None = None
         self.first_event_ns: int | None = None
         self.done_ns: int | None = None
@@ -219,6 +420,13 @@ class _Accumulator:
     def finished(self) -> bool:
         return self.done or self.error is not None
 
+    def end_check(self) -> None:
+        """The body ended: without [DONE] or a finish_reason that is a broken stream."""
+        if self.error is None and not self.done and self.finish_reason is None:
+            self.error = RequestError(
+                kind="disconnect", message="stream ended before [DONE] or a finish_reason"
+            )
+
     def on_events(self, events: list[bytes | object], now: int) -> None:
         if self.first_event_ns is None:
             self.first_event_ns = now
@@ -239,13 +447,18 @@ class _Accumulator:
                 obj = json.loads(ev)
             except ValueError:
                 self.error = RequestError(
-                    kind="malformed_sse", message="a data line is not JSON", body=ev[:2048].decode(errors="replace")
+                    kind="malformed_sse",
+                    message="a data line is not JSON",
+                    body=ev[:2048].decode(errors="replace"),
                 )
                 self.done_ns = now
                 return
             if not isinstance(obj, dict):
-                self.error = RequestError(kind="malformed_sse", message="a data line is not a JSON object",
-                                          body=ev[:2048].decode(errors="replace"))
+                self.error = RequestError(
+                    kind="malformed_sse",
+                    message="a data line is not a JSON object",
+                    body=ev[:2048].decode(errors="replace"),
+                )
                 self.done_ns = now
                 return
             self._on_object(obj, now)
@@ -257,7 +470,9 @@ class _Accumulator:
         if "error" in obj and "choices" not in obj:
             err = obj["error"]
             msg = err.get("message") if isinstance(err, dict) else str(err)
-            self.error = RequestError(kind="server_error_event", message=str(msg)[:500], body=json.dumps(obj)[:2048])
+            self.error = RequestError(
+                kind="server_error_event", message=str(msg)[:500], body=json.dumps(obj)[:2048]
+            )
             return
         if obj.get("usage"):
             self.usage = obj["usage"]
@@ -265,11 +480,14 @@ class _Accumulator:
             self.timings = obj["timings"]
         if self.model is None and obj.get("model"):
             self.model = obj["model"]
+        if self.response_id is None and obj.get("id"):
+            self.response_id = obj["id"]
         choices = obj.get("choices")
         if choices is None:
             if not obj.get("usage"):
-                self.error = RequestError(kind="malformed_sse", message="event without `choices`",
-                                          body=json.dumps(obj)[:2048])
+                self.error = RequestError(
+                    kind="malformed_sse", message="event without `choices`", body=json.dumps(obj)[:2048]
+                )
             return
         if not choices:
             return  # usage-only final chunk
@@ -277,8 +495,10 @@ class _Accumulator:
         delta = choice.get("delta") or {}
         n_chars = 0
         kinds = ""
-        text = delta.get("content")
+        text = delta.get("content") if delta else choice.get("text")  # chat, or /completions
         if text:
+            if self.first_content_ns is None:
+                self.first_content_ns = now
             self.content.append(text)
             n_chars += len(text)
             kinds += "c"
@@ -310,7 +530,9 @@ class _Accumulator:
 
     def _merge_tool_call(self, tc: dict[str, Any]) -> None:
         idx = tc.get("index", len(self.tools))
-        cur = self.tools.setdefault(idx, {"id": None, "type": "function", "function": {"name": "", "arguments": ""}})
+        cur = self.tools.setdefault(
+            idx, {"id": None, "type": "function", "function": {"name": "", "arguments": ""}}
+        )
         if tc.get("id"):
             cur["id"] = tc["id"]
         if tc.get("type"):
@@ -324,6 +546,10 @@ class _Accumulator:
     def result(self) -> StreamResult:
         return StreamResult(
             sent_ns=self.sent_ns,
+            scheduled_ns=self.scheduled_ns,
+            connect_ns=self.connect_ns,
+            first_content_ns=self.first_content_ns,
+            response_id=self.response_id,
             headers_ns=self.headers_ns,
             first_event_ns=self.first_event_ns,
             done_ns=self.done_ns if self.done_ns is not None else _perf_ns(),

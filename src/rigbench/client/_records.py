@@ -43,9 +43,15 @@ class StreamResult(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     sent_ns: int  # just before the request was written
+    # When the caller meant to send it (defaults to the call of stream_chat); sent - scheduled,
+    # less connection opening, is the client's send lag.
+    scheduled_ns: int | None = None
+    connect_ns: int | None = None  # a new connection was opened from here; None: one was reused
     headers_ns: int | None = None  # response status line + headers received
     first_event_ns: int | None = None  # first SSE data event of any kind (role-only included)
     done_ns: int | None = None  # stream ended ([DONE], close, or error)
+    first_content_ns: int | None = None  # first chunk carrying answer content (not reasoning/tools)
+    response_id: str | None = None  # the `id` the server gave the completion
 
     # One entry per *generating* chunk: a data event whose delta carried text or a tool call.
     # Role-only and empty events are not chunks (they are counted in `empty_events`).

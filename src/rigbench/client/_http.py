@@ -1,0 +1,252 @@
+"""A minimal HTTP/1.1 client for the streaming path, on a bare `asyncio.Protocol`.
+
+Why not aiohttp here (benchmarks/client_overhead.py has the numbers, docs/benchmarks.md the
+record): a streamed event through aiohttp costs a coroutine wake-up and a StreamReader hop, and
+its timestamp is taken when the reading task resumes, after every other callback of that loop
+iteration has run. Here the stamp is taken in `data_received`, the first Python code that sees
+the bytes, the SSE events are handled right there, and the waiting task wakes once per request.
+
+Only what OpenAI-compatible servers need: one request per connection at a time, keep-alive
+reuse, chunked / Content-Length / close-delimited bodies, optional TLS. No proxies, no redirects.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl as _ssl
+import time
+from collections.abc import Callable
+from typing import Protocol
+from urllib.parse import urlsplit
+
+__all__ = ["BodySink", "ConnectionPool", "HttpConnection", "ResponseHead"]
+
+_perf_ns = time.perf_counter_ns
+
+
+class ResponseHead:
+    __slots__ = ("content_type", "headers", "status")
+
+    def __init__(self, status: int, headers: dict[str, str]) -> None:
+        self.status = status
+        self.headers = headers
+        self.content_type = headers.get("content-type", "")
+
+
+class BodySink(Protocol):
+    """Receives one response, in `data_received` order, every call stamped with its arrival."""
+
+    def on_head(self, head: ResponseHead, now_ns: int) -> None: ...
+    def on_body(self, data: bytes, now_ns: int) -> bool: ...  # True: stop, close the connection
+    def on_end(self, exc: BaseException | None, now_ns: int) -> None: ...  # body ended or broke
+
+
+_HEAD, _BODY, _IDLE = 0, 1, 2
+
+
+class HttpConnection(asyncio.Protocol):
+    """One keep-alive connection. `send()` writes a request; the reply goes to a BodySink."""
+
+    def __init__(self, on_idle: Callable[[HttpConnection], None]) -> None:
+        self.transport: asyncio.Transport | None = None
+        self._on_idle = on_idle
+        self._sink: BodySink | None = None
+        self._state = _IDLE
+        self._buf = b""
+        self._mode = ""  # "chunked" | "length" | "close"
+        self._left = 0  # bytes left of the current chunk (chunked) or of the body (length)
+        self._crlf = False  # a chunk's trailing CRLF is still to come
+        self.closed = False
+        self.keep_alive = True
+        self.got_bytes = False  # any byte of the current response
+        self.last_ns = 0
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def send(self, request: bytes, sink: BodySink) -> int:
+        """Write the request; returns the perf_counter_ns stamp taken just before the write."""
+        assert self.transport is not None and self._state == _IDLE
+        self._sink = sink
+        self._state = _HEAD
+        self._buf = b""
+        self.got_bytes = False
+        now = _perf_ns()
+        self.last_ns = now
+        self.transport.write(request)
+        return now
+
+    def close(self) -> None:
+        self.closed = True
+        if self.transport is not None:
+            self.transport.close()
+
+    def data_received(self, data: bytes) -> None:
+        now = _perf_ns()
+        self.last_ns = now
+        self.got_bytes = True
+        if self._state == _BODY:
+            self._body(data, now)
+        elif self._state == _HEAD:
+            self._head(data, now)
+        # bytes on an idle connection: the server broke the protocol; the next send will fail
+
+    def _head(self, data: bytes, now: int) -> None:
+        buf = self._buf + data if self._buf else data
+        end = buf.find(b"\r\n\r\n")
+        if end < 0:
+            self._buf = buf
+            return
+        self._buf = b""
+        lines = buf[:end].decode("latin-1").split("\r\n")
+        try:
+            status = int(lines[0].split(" ", 2)[1])
+        except (IndexError, ValueError):
+            self._fail(ValueError(f"not an HTTP response: {lines[0][:80]!r}"), now)
+            return
+        headers: dict[str, str] = {}
+        for line in lines[1:]:
+            k, _, v = line.partition(":")
+            headers[k.strip().lower()] = v.strip()
+        te = headers.get("transfer-encoding", "").lower()
+        if "chunked" in te:
+            self._mode, self._left, self._crlf = "chunked", 0, False
+        elif "content-length" in headers:
+            self._mode, self._left = "length", int(headers["content-length"])
+        else:
+            self._mode = "close"
+        self.keep_alive = headers.get("connection", "").lower() != "close" and self._mode != "close"
+        self._state = _BODY
+        assert self._sink is not None
+        self._sink.on_head(ResponseHead(status, headers), now)
+        rest = buf[end + 4 :]
+        if self._state != _BODY:
+            return
+        if rest or (self._mode == "length" and self._left == 0):
+            self._body(rest, now)
+
+    def _body(self, data: bytes, now: int) -> None:
+        sink = self._sink
+        assert sink is not None
+        if self._mode == "chunked":
+            payload, ended = self._dechunk(data)
+        elif self._mode == "length":
+            payload = data[: self._left]
+            self._left -= len(payload)
+            ended = self._left == 0
+        else:
+            payload, ended = data, False
+        if payload and sink.on_body(payload, now):
+            self._finish(None, now, reuse=False)
+            return
+        if ended:
+            self._finish(None, now, reuse=self.keep_alive)
+
+    def _dechunk(self, data: bytes) -> tuple[bytes, bool]:
+        buf = self._buf + data if self._buf else data
+        out: list[bytes] = []
+        i, n = 0, len(buf)
+        while True:
+            if self._left:
+                take = min(self._left, n - i)
+                out.append(buf[i : i + take])
+                i += take
+                self._left -= take
+                if self._left:
+                    break
+                self._crlf = True
+            if self._crlf:
+                if n - i < 2:
+                    break
+                i += 2
+                self._crlf = False
+            nl = buf.find(b"\r\n", i)
+            if nl < 0:
+                break
+            size = int(buf[i:nl].split(b";", 1)[0], 16)
+            i = nl + 2
+            if size == 0:
+                self._buf = b""
+                return b"".join(out), True  # trailers, if any, are ignored
+            self._left = size
+        self._buf = buf[i:]
+        return (out[0] if len(out) == 1 else b"".join(out)), False
+
+    def _finish(self, exc: BaseException | None, now: int, *, reuse: bool) -> None:
+        sink, self._sink = self._sink, None
+        self._state = _IDLE
+        self._buf = b""
+        if not reuse:
+            self.close()
+        if sink is not None:
+            sink.on_end(exc, now)
+        if reuse and not self.closed:
+            self._on_idle(self)
+
+    def _fail(self, exc: BaseException, now: int) -> None:
+        self._finish(exc, now, reuse=False)
+
+    def eof_received(self) -> bool | None:
+        return None  # close the transport; connection_lost follows
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self.transport = None
+        if self._sink is not None:
+            now = _perf_ns()
+            if self._state == _BODY and self._mode == "close":
+                self._finish(None, now, reuse=False)
+            else:
+                self._fail(exc or ConnectionResetError("the server closed the connection"), now)
+
+
+class ConnectionPool:
+    """Keep-alive connections to one origin, at most `limit` open at once."""
+
+    def __init__(self, url: str, *, limit: int, connect_timeout_s: float) -> None:
+        u = urlsplit(url)
+        self.https = u.scheme == "https"
+        self.host = u.hostname or "127.0.0.1"
+        self.port = u.port or (443 if self.https else 80)
+        self.host_header = u.netloc
+        self.connect_timeout_s = connect_timeout_s
+        self._sem = asyncio.Semaphore(limit)
+        self._idle: list[HttpConnection] = []
+        self._ssl: _ssl.SSLContext | None = _ssl.create_default_context() if self.https else None
+
+    async def acquire(self) -> tuple[HttpConnection, int | None]:
+        """A ready connection and, when a new one had to be opened, the stamp its opening began."""
+        await self._sem.acquire()
+        try:
+            while self._idle:
+                c = self._idle.pop()
+                if not c.closed and c.transport is not None and not c.transport.is_closing():
+                    return c, None
+            opened_ns = _perf_ns()
+            return await self.open(), opened_ns
+        except BaseException:
+            self._sem.release()
+            raise
+
+    async def open(self) -> HttpConnection:
+        loop = asyncio.get_running_loop()
+        _, proto = await asyncio.wait_for(
+            loop.create_connection(
+                lambda: HttpConnection(self._to_idle), self.host, self.port, ssl=self._ssl
+            ),
+            self.connect_timeout_s,
+        )
+        return proto
+
+    def release(self, conn: HttpConnection) -> None:
+        """The caller is done with `conn`; it goes back to the pool by itself once its body ends."""
+        self._sem.release()
+
+    def _to_idle(self, conn: HttpConnection) -> None:
+        self._idle.append(conn)
+
+    def close(self) -> None:
+        for c in self._idle:
+            c.close()
+        self._idle.clear()

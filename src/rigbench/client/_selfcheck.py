@@ -1,0 +1,129 @@
+"""rigbench watching itself: client CPU, event-loop lag and send lag while a suite runs.
+
+    async with SelfCheckMonitor("speed", writer.append) as mon:
+        await suite.run(ctx)
+
+On exit one `SelfCheck` record (kind="selfcheck") goes to `emit`. The monitor costs one timer
+callback per `interval_s` and one list append per request. Judging the record ("client-bound")
+happens in `rigbench.analysis`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import os
+import time
+from collections.abc import Callable
+from types import TracebackType
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+__all__ = ["SelfCheck", "SelfCheckMonitor", "current_monitor"]
+
+_current: contextvars.ContextVar[SelfCheckMonitor | None] = contextvars.ContextVar(
+    "rigbench_selfcheck", default=None
+)
+
+
+def current_monitor() -> SelfCheckMonitor | None:
+    """The monitor wrapped around the running code, if any (the client reports send lag to it)."""
+    return _current.get()
+
+
+class SelfCheck(BaseModel):
+    """The client's own load during one monitored span (one suite, usually)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["selfcheck"] = "selfcheck"
+    unit_id: str  # "selfcheck/<label>"
+    label: str
+    wall_s: float
+    cpu_s: float  # this process, user + system, all threads
+    cpu_cores: int  # os.cpu_count() at the time
+    loop_lag_samples: int
+    loop_lag_p50_s: float | None
+    loop_lag_p99_s: float | None
+    loop_lag_max_s: float | None
+    send_lag_samples: int
+    send_lag_p50_s: float | None
+    send_lag_p99_s: float | None
+    send_lag_max_s: float | None
+    loop: str  # event loop class, e.g. "uvloop.Loop" or "_UnixSelectorEventLoop"
+
+    @property
+    def cpu_fraction(self) -> float:
+        """CPU used as a fraction of one core (the event loop runs on one core)."""
+        return self.cpu_s / self.wall_s if self.wall_s > 0 else 0.0
+
+
+def _q(xs: list[int], q: float) -> float | None:
+    return float(np.percentile(np.asarray(xs, dtype=np.float64), q)) / 1e9 if xs else None
+
+
+class SelfCheckMonitor:
+    """Async context manager sampling loop lag every `interval_s` and collecting send lags."""
+
+    def __init__(
+        self, label: str, emit: Callable[[SelfCheck], object] | None = None, *, interval_s: float = 0.005
+    ) -> None:
+        self.label = label
+        self.emit = emit
+        self.interval_s = interval_s
+        self.loop_lags_ns: list[int] = []
+        self.send_lags_ns: list[int] = []
+        self.record: SelfCheck | None = None
+        self._handle: asyncio.TimerHandle | None = None
+        self._token: contextvars.Token[SelfCheckMonitor | None] | None = None
+        self._due = 0.0
+
+    def note_send_lag(self, lag_ns: int) -> None:
+        self.send_lags_ns.append(max(0, lag_ns))
+
+    def _tick(self) -> None:
+        # A timer callback rather than a task: it measures how late the loop runs callbacks.
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        self.loop_lags_ns.append(max(0, int((now - self._due) * 1e9)))
+        self._due = now + self.interval_s
+        self._handle = loop.call_at(self._due, self._tick)
+
+    async def __aenter__(self) -> SelfCheckMonitor:
+        loop = asyncio.get_running_loop()
+        self._loop_name = f"{type(loop).__module__}.{type(loop).__qualname__}"
+        self._t0 = time.perf_counter()
+        self._c0 = time.process_time()
+        self._token = _current.set(self)
+        self._due = loop.time() + self.interval_s
+        self._handle = loop.call_at(self._due, self._tick)
+        return self
+
+    async def __aexit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+        if self._token is not None:
+            _current.reset(self._token)
+        ll, sl = self.loop_lags_ns, self.send_lags_ns
+        self.record = SelfCheck(
+            unit_id=f"selfcheck/{self.label}",
+            label=self.label,
+            wall_s=time.perf_counter() - self._t0,
+            cpu_s=time.process_time() - self._c0,
+            cpu_cores=os.cpu_count() or 1,
+            loop_lag_samples=len(ll),
+            loop_lag_p50_s=_q(ll, 50),
+            loop_lag_p99_s=_q(ll, 99),
+            loop_lag_max_s=max(ll) / 1e9 if ll else None,
+            send_lag_samples=len(sl),
+            send_lag_p50_s=_q(sl, 50),
+            send_lag_p99_s=_q(sl, 99),
+            send_lag_max_s=max(sl) / 1e9 if sl else None,
+            loop=self._loop_name,
+        )
+        if self.emit is not None:
+            self.emit(self.record)

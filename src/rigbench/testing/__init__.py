@@ -1,0 +1,20 @@
+"""The reference emulator: an OpenAI-compatible server with scripted timing and faults that
+records the true send time of every chunk (ground truth for tests and benchmarks)."""
+
+from rigbench.testing._process import EmulatorProcess
+from rigbench.testing._script import Delay, EmulatorScript, Fault, FaultKind, UsageMode
+from rigbench.testing._serve import serve
+from rigbench.testing._server import Emulator
+from rigbench.testing._truth import RequestTruth
+
+__all__ = [
+    "Delay",
+    "Emulator",
+    "EmulatorProcess",
+    "EmulatorScript",
+    "Fault",
+    "FaultKind",
+    "RequestTruth",
+    "UsageMode",
+    "serve",
+]

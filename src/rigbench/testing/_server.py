@@ -1,0 +1,573 @@
+"""The reference emulator: a small OpenAI-compatible HTTP/1.1 server whose behaviour is scripted.
+
+Built on a bare `asyncio.Protocol` so that a chunk costs one preformatted bytes join and one
+`transport.write` (a few microseconds): the emulator must never be what limits a benchmark.
+Each stream is a chain of `loop.call_at` callbacks on an absolute schedule, so the emulator's own
+lateness does not accumulate, and every write is stamped into a `RequestTruth`.
+
+Endpoints: POST /v1/chat/completions, POST /v1/completions (stream or not), GET /v1/models,
+POST /tokenize (llama.cpp `content` or vLLM `prompt`/`messages`), GET /metrics, GET /health,
+GET /emulator/truth (JSON list of RequestTruth), POST /emulator/reset.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+from typing import Any
+
+from rigbench.testing._script import EmulatorScript, Fault
+from rigbench.testing._truth import RequestTruth
+
+__all__ = ["Emulator"]
+
+_perf_ns = time.perf_counter_ns
+_WORDS = [w.encode() for w in ("the ", "cat ", "sat ", "on ", "a ", "mat ", "and ", "ran ")]
+
+
+def _token(i: int, width: int) -> bytes:
+    """Output token i: a fixed-width word so tests can count tokens from characters."""
+    w = _WORDS[i % len(_WORDS)].strip()
+    return (w + b"." * width)[: width - 1] + b" "
+
+
+def _count_tokens(text: str) -> int:
+    return len(text.split())
+
+
+class _Req:
+    __slots__ = ("body", "headers", "method", "path")
+
+    def __init__(self, method: str, path: str, headers: dict[str, str], body: bytes) -> None:
+        self.method, self.path, self.headers, self.body = method, path, headers, body
+
+
+class Emulator:
+    """An in-process emulator server. For timing-truth comparisons run it in another process
+    (`EmulatorProcess`), so that its writes are not delayed by the client's event loop."""
+
+    def __init__(
+        self, script: EmulatorScript | None = None, *, host: str = "127.0.0.1", port: int = 0
+    ) -> None:
+        self.script = script or EmulatorScript()
+        self.host = host
+        self.port = port
+        self._server: asyncio.base_events.Server | None = None
+        self.truth: list[RequestTruth] = []
+        self._n_requests = 0
+        self.running = 0
+        self.generation_tokens_total = 0
+        self.prompt_tokens_total = 0
+        self.requests_total = 0
+        self.connections_total = 0
+
+    @property
+    def url(self) -> str:
+        """The OpenAI base URL, ending in /v1."""
+        return f"http://{self.host}:{self.port}/v1"
+
+    async def start(self) -> Emulator:
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(
+            lambda: _Conn(self), self.host, self.port, backlog=4096, reuse_address=True
+        )
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            if hasattr(self._server, "close_clients"):
+                self._server.close_clients()
+            self._server = None
+
+    async def __aenter__(self) -> Emulator:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    async def serve_forever(self) -> None:
+        if self._server is None:
+            await self.start()
+        assert self._server is not None
+        await self._server.serve_forever()
+
+    def truth_by_id(self) -> dict[str, RequestTruth]:
+        return {t.response_id: t for t in self.truth}
+
+    def next_index(self) -> int:
+        i = self._n_requests
+        self._n_requests += 1
+        return i
+
+    def reset(self) -> None:
+        self.truth = []
+
+    def metrics_text(self) -> str:
+        m = self.script.model
+        lines = [
+            "# TYPE emulator_requests_total counter",
+            f"emulator_requests_total {self.requests_total}",
+            "# TYPE vllm:num_requests_running gauge",
+            f'vllm:num_requests_running{{model_name="{self.script.model}"}} {self.running}',
+            "# TYPE vllm:generation_tokens_total counter",
+            f'vllm:generation_tokens_total{{model_name="{m}"}} {self.generation_tokens_total}',
+            "# TYPE vllm:prompt_tokens_total counter",
+            f'vllm:prompt_tokens_total{{model_name="{self.script.model}"}} {self.prompt_tokens_total}',
+            "# TYPE emulator_connections_total counter",
+            f"emulator_connections_total {self.connections_total}",
+        ]
+        return "\n".join(lines) + "\n"
+
+
+class _Conn(asyncio.Protocol):
+    """One client connection: parses HTTP/1.1 requests (keep-alive, Content-Length bodies)."""
+
+    def __init__(self, emu: Emulator) -> None:
+        self.emu = emu
+        self.transport: asyncio.Transport | None = None
+        self.buf = b""
+        self.busy = False  # a response is in progress
+        self.stream: _Stream | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        self.emu.connections_total += 1
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.stream is not None:
+            self.stream.cancel()
+        self.transport = None
+
+    def data_received(self, data: bytes) -> None:
+        self.buf += data
+        if not self.busy:
+            self._try_request()
+
+    def _try_request(self) -> None:
+        end = self.buf.find(b"\r\n\r\n")
+        if end < 0:
+            return
+        head = self.buf[:end].decode("latin-1").split("\r\n")
+        try:
+            method, target, _ = head[0].split(" ", 2)
+        except ValueError:
+            self._simple(400, {"error": {"message": "bad request line"}}, close=True)
+            return
+        headers = {}
+        for line in head[1:]:
+            k, _, v = line.partition(":")
+            headers[k.strip().lower()] = v.strip()
+        n = int(headers.get("content-length", "0") or 0)
+        if len(self.buf) < end + 4 + n:
+            return
+        body = self.buf[end + 4 : end + 4 + n]
+        self.buf = self.buf[end + 4 + n :]
+        self.busy = True
+        self._dispatch(_Req(method, target.split("?", 1)[0], headers, body), _perf_ns(), target)
+
+    def finished(self, *, close: bool = False) -> None:
+        self.stream = None
+        self.busy = False
+        if close and self.transport is not None:
+            self.transport.close()
+        elif self.buf:
+            self._try_request()
+
+    # -- responses ---------------------------------------------------------------------------
+
+    def _simple(self, status: int, obj: Any, *, close: bool = False, ctype: str = "application/json") -> int:
+        raw = obj.encode() if isinstance(obj, str) else json.dumps(obj).encode()
+        reason = {200: "OK", 400: "Bad Request", 404: "Not Found"}.get(status, "Status")
+        head = (
+            f"HTTP/1.1 {status} {reason}\r\nContent-Type: {ctype}\r\nContent-Length: {len(raw)}\r\n"
+            f"Connection: {'close' if close else 'keep-alive'}\r\n\r\n"
+        ).encode()
+        assert self.transport is not None
+        now = _perf_ns()
+        self.transport.write(head + raw)
+        self.finished(close=close)
+        return now
+
+    def _dispatch(self, req: _Req, received_ns: int, target: str) -> None:
+        emu = self.emu
+        p = req.path
+        if req.method == "GET" and p in ("/v1/models", "/models"):
+            self._simple(
+                200,
+                {
+                    "object": "list",
+                    "data": [
+                        {
+                            "id": emu.script.model,
+                            "object": "model",
+                            "owned_by": "rigbench-emulator",
+                            "max_model_len": 32768,
+                        }
+                    ],
+                },
+            )
+        elif req.method == "GET" and p == "/health":
+            self._simple(200, {"status": "ok"})
+        elif req.method == "GET" and p == "/metrics":
+            self._simple(200, emu.metrics_text(), ctype="text/plain; version=0.0.4")
+        elif req.method == "GET" and p == "/emulator/truth":
+            self._simple(200, [t.model_dump() for t in emu.truth])
+        elif req.method == "POST" and p == "/emulator/reset":
+            emu.reset()
+            self._simple(200, {"ok": True})
+        elif req.method == "POST" and p in ("/tokenize", "/v1/tokenize"):
+            obj = _json(req.body)
+            text = _prompt_text(obj)
+            n = _count_tokens(text)
+            self._simple(200, {"tokens": list(range(n)), "count": n, "max_model_len": 32768})
+        elif req.method == "POST" and p in (
+            "/v1/chat/completions",
+            "/chat/completions",
+            "/v1/completions",
+            "/completions",
+        ):
+            obj = _json(req.body)
+            if not isinstance(obj, dict):
+                self._simple(400, {"error": {"message": "body is not a JSON object", "code": 400}})
+                return
+            _Stream(self, obj, received_ns, chat="chat" in p, path=p).start()
+        else:
+            self._simple(404, {"error": {"message": f"no route {req.method} {p}", "code": 404}})
+
+
+def _json(body: bytes) -> Any:
+    try:
+        return json.loads(body or b"{}")
+    except ValueError:
+        return None
+
+
+def _prompt_text(obj: Any) -> str:
+    if not isinstance(obj, dict):
+        return ""
+    if isinstance(obj.get("content"), str):
+        return str(obj["content"])
+    if isinstance(obj.get("prompt"), str):
+        return str(obj["prompt"])
+    parts = []
+    for m in obj.get("messages") or []:
+        c = m.get("content") if isinstance(m, dict) else None
+        if isinstance(c, str):
+            parts.append(c)
+        elif isinstance(c, list):
+            parts.extend(str(x.get("text", "")) for x in c if isinstance(x, dict))
+    return " ".join(parts)
+
+
+class _Stream:
+    """One response. Streams are chains of call_at callbacks, never coroutines (cheaper)."""
+
+    def __init__(self, conn: _Conn, body: dict[str, Any], received_ns: int, *, chat: bool, path: str) -> None:
+        self.conn = conn
+        emu = conn.emu
+        self.emu = emu
+        script = emu.script
+        override = body.get("x_emulator")
+        if isinstance(override, dict):
+            script = EmulatorScript.model_validate({**script.model_dump(), **override})
+        self.s = script
+        self.index = emu.next_index()
+        self.rng = random.Random(script.seed * 1_000_003 + self.index)
+        self.chat = chat
+        self.stream = bool(body.get("stream"))
+        opts = body.get("stream_options") or {}
+        self.include_usage = bool(opts.get("include_usage")) if isinstance(opts, dict) else False
+        cap = body.get("max_completion_tokens") or body.get("max_tokens")
+        self.n_tokens = (
+            min(script.output_tokens, int(cap))
+            if isinstance(cap, int) and cap > 0
+            else (script.output_tokens)
+        )
+        self.prompt_tokens = _count_tokens(_prompt_text(body))
+        self.id = f"{'chatcmpl' if chat else 'cmpl'}-emu{self.index}"
+        self.created = int(time.time())
+        self.fault: Fault | None = next((f for f in script.faults if f.applies(self.index)), None)
+        # A chunk is either reasoning or content, never both (as servers send them).
+        n_reason = min(script.reasoning_tokens, self.n_tokens)
+        self.sizes = script.chunk_sizes(n_reason, self.rng) + script.chunk_sizes(
+            self.n_tokens - n_reason, self.rng
+        )
+        self.counted = False
+        self.recorded = False
+        self.loop = asyncio.get_running_loop()
+        self.handle: asyncio.TimerHandle | None = None
+        self.j = 0  # next chunk index
+        self.tok = 0  # tokens sent so far
+        self.fault_fired = False
+        self.path = path
+        self.received_ns = received_ns
+        # truth, kept as plain lists until the end
+        self.t_headers: int | None = None
+        self.t_role: int | None = None
+        self.t_chunks: list[int] = []
+        self.t_kinds: list[str] = []
+        self.comments = 0
+        self.usage_sent = False
+        pre = f'data: {{"id":"{self.id}","object":"{"chat.completion.chunk" if chat else "text_completion"}",'
+        pre += f'"created":{self.created},"model":"{script.model}","choices":[{{"index":0,'
+        self.pre = pre.encode()
+        self.due = self.loop.time()
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        emu = self.emu
+        emu.requests_total += 1
+        emu.prompt_tokens_total += self.prompt_tokens
+        f = self.fault
+        if f is not None and f.kind == "http_status":
+            self.fault_fired = True
+            now = self.conn._simple(
+                f.status, {"error": {"message": f.message, "type": "emulated", "code": f.status}}
+            )
+            self._record(end_ns=now)
+            return
+        emu.running += 1
+        self.counted = True
+        self.conn.stream = self
+        if not self.stream:
+            total = self.s.ttft.draw_s(self.rng) + sum(
+                self.s.itl.draw_s(self.rng) for _ in range(self.n_tokens - 1)
+            )
+            self.handle = self.loop.call_later(total, self._whole)
+            return
+        head = (
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
+            b"Transfer-Encoding: chunked\r\nConnection: keep-alive\r\n\r\n"
+        )
+        first = b""
+        if self.chat and self.s.role_chunk:
+            first = _frame(
+                self.pre + b'"delta":{"role":"assistant","content":""},"finish_reason":null}]}\n\n'
+            )
+        tr = self.conn.transport
+        if tr is None:
+            self.cancel()
+            return
+        now = _perf_ns()
+        tr.write(head + first)
+        self.t_headers = now
+        if first:
+            self.t_role = now
+        self.due = self.loop.time() + self.s.ttft.draw_s(self.rng)
+        self._wait()
+
+    def cancel(self) -> None:
+        """The client went away before the response ended."""
+        if self.handle is not None:
+            self.handle.cancel()
+            self.handle = None
+        self._record(end_ns=_perf_ns())
+
+    def _wait(self) -> None:
+        ka = self.s.keepalive_ms
+        now = self.loop.time()
+        if ka is not None and self.due - now > ka / 1000.0:
+            self.handle = self.loop.call_at(now + ka / 1000.0, self._keepalive)
+        else:
+            self.handle = self.loop.call_at(self.due, self._emit)
+
+    def _keepalive(self) -> None:
+        tr = self.conn.transport
+        if tr is None:
+            return
+        tr.write(_frame(b": keep-alive\n\n"))
+        self.comments += 1
+        self._wait()
+
+    # -- the per-chunk path --------------------------------------------------------------------
+
+    def _emit(self) -> None:
+        tr = self.conn.transport
+        if tr is None:
+            return
+        f = self.fault
+        if f is not None and not self.fault_fired and self.tok >= f.at_token:
+            self.fault_fired = True
+            if f.kind == "stall":
+                self.due = self.loop.time() + f.stall_ms / 1000.0
+                self._wait()
+                return
+            if f.kind == "disconnect":
+                now = _perf_ns()
+                self.conn.stream = None
+                tr.close()
+                self._record(end_ns=now)
+                return
+            if f.kind == "malformed":
+                tr.write(_frame(self.pre + b'"delta":{"content":"oops"'))  # cut-off JSON, then on
+                tr.write(_frame(b"\n\n"))
+            elif f.kind == "error_event":
+                err = json.dumps({"error": {"message": f.message, "type": "emulated", "code": 500}}).encode()
+                now = _perf_ns()
+                tr.write(_frame(b"data: " + err + b"\n\n") + _frame(b"data: [DONE]\n\n") + b"0\r\n\r\n")
+                self._record(end_ns=now)
+                self.conn.finished()
+                return
+        k = self.sizes[self.j]
+        s = self.s
+        width = s.token_chars
+        text = b"".join(_token(self.tok + i, width) for i in range(k))
+        if s.tool_call:
+            kind = "t"
+            args = text.decode()
+            if self.j == 0:
+                args = '{"q": "' + args
+            tc: dict[str, Any] = {"index": 0, "function": {"arguments": args}}
+            if self.j == 0:
+                tc.update(id=f"call_{self.index}", type="function")
+                tc["function"] = {"name": "search", "arguments": args}
+            delta = b'"delta":' + json.dumps({"tool_calls": [tc]}).encode()
+        elif self.tok < s.reasoning_tokens:
+            kind = "r"
+            delta = b'"delta":{"' + s.reasoning_field.encode() + b'":"' + text + b'"}'
+        elif self.chat:
+            kind = "c"
+            delta = b'"delta":{"content":"' + text + b'"}'
+        else:
+            kind = "c"
+            delta = b'"text":"' + text + b'"'
+        self.tok += k
+        self.j += 1
+        last = self.j >= len(self.sizes)
+        payload = self.pre + delta + b',"finish_reason":null}]}\n\n'
+        if last:
+            payload += self._tail()
+        now = _perf_ns()
+        tr.write(_frame(payload) + (b"0\r\n\r\n" if last else b""))
+        self.t_chunks.append(now)
+        self.t_kinds.append(kind)
+        self.emu.generation_tokens_total += k
+        if last:
+            self._record(end_ns=now)
+            self.conn.finished()
+            return
+        # The next chunk is due after one inter-token delay per token it carries.
+        nk = self.sizes[self.j]
+        self.due += sum(s.itl.draw_s(self.rng) for _ in range(nk)) if nk > 1 else s.itl.draw_s(self.rng)
+        self._wait()
+
+    def _tail(self) -> bytes:
+        s = self.s
+        fr = "tool_calls" if s.tool_call else ("length" if self.n_tokens < s.output_tokens else "stop")
+        usage = {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.tok,
+            "total_tokens": self.prompt_tokens + self.tok,
+        }
+        finish = '"finish_reason":"' + fr + '"}]'
+        if s.tool_call:
+            close = json.dumps({"tool_calls": [{"index": 0, "function": {"arguments": '"}'}}]})
+        else:
+            close = "{}" if self.chat else ""
+        body = '"delta":' + close if close else '"text":""'
+        out = self.pre + body.encode() + b"," + finish.encode()
+        if self.include_usage and s.usage == "last_token_chunk":
+            out += b',"usage":' + json.dumps(usage).encode()
+            self.usage_sent = True
+        out += b"}\n\n"
+        if self.include_usage and s.usage == "final_chunk":
+            kind = "chat.completion.chunk" if self.chat else "text_completion"
+            out += (
+                "data: "
+                + json.dumps(
+                    {
+                        "id": self.id,
+                        "object": kind,
+                        "created": self.created,
+                        "model": s.model,
+                        "choices": [],
+                        "usage": usage,
+                    }
+                )
+                + "\n\n"
+            ).encode()
+            self.usage_sent = True
+        return out + b"data: [DONE]\n\n"
+
+    def _whole(self) -> None:
+        s = self.s
+        sizes_text = "".join(_token(i, s.token_chars).decode() for i in range(self.n_tokens))
+        n_reason = min(s.reasoning_tokens, self.n_tokens)
+        reasoning = sizes_text[: n_reason * s.token_chars]
+        content = sizes_text[n_reason * s.token_chars :]
+        usage = {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.n_tokens,
+            "total_tokens": self.prompt_tokens + self.n_tokens,
+        }
+        fr = "tool_calls" if s.tool_call else ("length" if self.n_tokens < s.output_tokens else "stop")
+        if self.chat:
+            msg: dict[str, Any] = {"role": "assistant", "content": None if s.tool_call else content}
+            if reasoning:
+                msg[s.reasoning_field] = reasoning
+            if s.tool_call:
+                msg["tool_calls"] = [
+                    {
+                        "id": f"call_{self.index}",
+                        "type": "function",
+                        "function": {"name": "search", "arguments": json.dumps({"q": content})},
+                    }
+                ]
+            choice: dict[str, Any] = {"index": 0, "message": msg, "finish_reason": fr}
+        else:
+            choice = {"index": 0, "text": content, "finish_reason": fr}
+        obj = {
+            "id": self.id,
+            "object": "chat.completion" if self.chat else "text_completion",
+            "created": self.created,
+            "model": s.model,
+            "choices": [choice],
+            "usage": usage,
+        }
+        self.handle = None
+        self.tok = self.n_tokens
+        self.emu.generation_tokens_total += self.n_tokens
+        if self.conn.transport is None:
+            return
+        now = self.conn._simple(200, obj)
+        self.usage_sent = True
+        self._record(end_ns=now)
+
+    def _record(self, *, end_ns: int) -> None:
+        if self.recorded:
+            return
+        self.recorded = True
+        if self.counted:
+            self.emu.running -= 1
+        fault = self.fault.kind if (self.fault is not None and self.fault_fired) else None
+        self.emu.truth.append(
+            RequestTruth(
+                index=self.index,
+                response_id=self.id,
+                path=self.path,
+                stream=self.stream,
+                received_ns=self.received_ns,
+                headers_ns=self.t_headers,
+                role_ns=self.t_role,
+                chunk_ns=self.t_chunks,
+                chunk_tokens=self.sizes[: len(self.t_chunks)],
+                chunk_kind="".join(self.t_kinds),
+                comments=self.comments,
+                end_ns=end_ns,
+                fault=fault,
+                prompt_tokens=self.prompt_tokens,
+                output_tokens=self.tok,
+                usage_sent=self.usage_sent,
+            )
+        )
+
+
+def _frame(payload: bytes) -> bytes:
+    """One HTTP/1.1 chunked-transfer frame."""
+    return b"%x\r\n%b\r\n" % (len(payload), payload)
