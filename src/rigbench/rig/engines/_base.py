@@ -25,8 +25,12 @@ class EngineAdapter(Protocol):
     metrics_path: str | None  # Prometheus endpoint relative to the server root, or None
     # canonical -> engine metric name. Canonical names: kv_cache_usage_ratio, requests_running,
     # requests_waiting, spec_draft_tokens_total, spec_accepted_tokens_total, spec_drafts_total,
-    # prompt_tokens_total, generation_tokens_total
+    # prompt_tokens_total, generation_tokens_total; spec_accept_length, spec_accept_rate (gauges,
+    # for engines that export a mean instead of counters: SGLang)
     metric_names: dict[str, str]
+    # False: the engine has no way to force the output length (Ollama), so forced_length_fields
+    # only caps it and a run must count the tokens actually produced
+    forced_length_exact: bool
 
     async def server_info(self, client: ChatClient) -> dict[str, Any]:
         """Version, build and whatever serving configuration the server exposes."""
@@ -38,10 +42,16 @@ class EngineAdapter(Protocol):
 
     async def detokenize(self, client: ChatClient, tokens: list[int]) -> str | None: ...
 
-    async def count_chat_tokens(self, client: ChatClient, model: str, messages: list[dict[str, Any]]) -> int | None:
+    async def count_chat_tokens(
+        self, client: ChatClient, model: str, messages: list[dict[str, Any]]
+    ) -> int | None:
         """Prompt tokens of `messages` *after* the chat template, or None if not knowable up front."""
         ...
 
     def forced_length_fields(self, max_tokens: int) -> dict[str, Any]:
         """Extra request fields that make the engine generate exactly `max_tokens` tokens."""
+        ...
+
+    def reasoning_fields(self, effort: str | None) -> dict[str, Any]:
+        """Extra request fields for a reasoning effort ("none" turns thinking off; None: model default)."""
         ...

@@ -1,0 +1,25 @@
+"""Engine adapters: what rigbench knows about llama.cpp, vLLM, SGLang and Ollama."""
+
+from rigbench.rig.engines._base import EngineAdapter
+from rigbench.rig.engines._detect import detect_engine
+from rigbench.rig.engines._llamacpp import LlamaCppAdapter
+from rigbench.rig.engines._ollama import OllamaAdapter
+from rigbench.rig.engines._prometheus import MetricSample, canonical_values, parse_prometheus
+from rigbench.rig.engines._registry import ENGINE_NAMES, EngineName, get_adapter
+from rigbench.rig.engines._sglang import SGLangAdapter
+from rigbench.rig.engines._vllm import VLLMAdapter
+
+__all__ = [
+    "ENGINE_NAMES",
+    "EngineAdapter",
+    "EngineName",
+    "LlamaCppAdapter",
+    "MetricSample",
+    "OllamaAdapter",
+    "SGLangAdapter",
+    "VLLMAdapter",
+    "canonical_values",
+    "detect_engine",
+    "get_adapter",
+    "parse_prometheus",
+]

@@ -1,0 +1,84 @@
+"""llama.cpp `llama-server`: facts verified against a live server (see docs/engines.md)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rigbench.client import ChatClient
+from rigbench.rig.engines._http import get_json, post_json, require_json
+
+__all__ = ["LlamaCppAdapter"]
+
+_METRICS = {
+    "requests_running": "llamacpp:requests_processing",
+    "requests_waiting": "llamacpp:requests_deferred",
+    "prompt_tokens_total": "llamacpp:prompt_tokens_total",
+    "generation_tokens_total": "llamacpp:tokens_predicted_total",
+    "spec_draft_tokens_total": "llamacpp:spec_decode_num_draft_tokens_total",
+    "spec_accepted_tokens_total": "llamacpp:spec_decode_num_accepted_tokens_total",
+    "spec_drafts_total": "llamacpp:spec_decode_num_drafts_total",
+}
+# Builds before the KV-cache gauges were dropped exported the usage ratio under this name.
+_FALLBACKS = {"kv_cache_usage_ratio": "llamacpp:kv_cache_usage_ratio"}
+
+
+class LlamaCppAdapter:
+    name = "llamacpp"
+    health_path = "/health"  # 503 {"error": ...} while loading, 200 {"status": "ok"} when ready
+    metrics_path: str | None = "/metrics"  # only with --metrics
+    forced_length_exact = True
+
+    def __init__(self) -> None:
+        self.metric_names: dict[str, str] = dict(_METRICS)
+        self.metric_fallbacks: dict[str, str] = dict(_FALLBACKS)
+
+    async def server_info(self, client: ChatClient) -> dict[str, Any]:
+        url = client.server_root + "/props"
+        status, props = await get_json(client, "/props")
+        props = require_json(status, props, engine="llama.cpp", what="reading /props", url=url)
+        settings = props.get("default_generation_settings") or {}
+        return {
+            "engine": self.name,
+            "version": props.get("build_info"),
+            "model": props.get("model_alias") or props.get("model_path"),
+            "context_length": settings.get("n_ctx"),  # per slot
+            "slots": props.get("total_slots"),
+            "chat_template": props.get("chat_template"),
+            "raw": {"props": props},
+        }
+
+    async def tokenize(self, client: ChatClient, text: str) -> list[int] | None:
+        url = client.server_root + "/tokenize"
+        status, body = await post_json(client, "/tokenize", {"content": text, "add_special": False})
+        body = require_json(status, body, engine="llama.cpp", what="tokenizing", url=url, key="tokens")
+        return [int(t) for t in body["tokens"]]
+
+    async def detokenize(self, client: ChatClient, tokens: list[int]) -> str | None:
+        url = client.server_root + "/detokenize"
+        status, body = await post_json(client, "/detokenize", {"tokens": tokens})
+        body = require_json(status, body, engine="llama.cpp", what="detokenizing", url=url, key="content")
+        return str(body["content"])
+
+    async def count_chat_tokens(
+        self, client: ChatClient, model: str, messages: list[dict[str, Any]]
+    ) -> int | None:
+        # Render with the server's own template, then tokenize the way the chat path does
+        # (add_special and parse_special both on), so the count equals usage.prompt_tokens.
+        url = client.server_root + "/apply-template"
+        status, body = await post_json(client, "/apply-template", {"messages": messages})
+        body = require_json(status, body, engine="llama.cpp", what="rendering the chat template", url=url,
+                            key="prompt")
+        tok_url = client.server_root + "/tokenize"
+        status, toks = await post_json(client, "/tokenize", {"content": body["prompt"], "add_special": True,
+                                                             "parse_special": True})
+        toks = require_json(status, toks, engine="llama.cpp", what="tokenizing the rendered chat",
+                            url=tok_url, key="tokens")
+        return len(toks["tokens"])
+
+    def forced_length_fields(self, max_tokens: int) -> dict[str, Any]:
+        return {"max_tokens": max_tokens, "ignore_eos": True}
+
+    def reasoning_fields(self, effort: str | None) -> dict[str, Any]:
+        # The server maps reasoning_effort "none" to enable_thinking=false and passes any other
+        # value to the chat template as `reasoning_effort` (needs --jinja).
+        return {} if effort is None else {"reasoning_effort": effort}

@@ -1,0 +1,63 @@
+"""Ollama (`ollama serve`): facts read from Ollama's source, tested against recorded responses."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rigbench.client import ChatClient
+from rigbench.rig.engines._http import get_json, post_json, probe_json, require_json
+
+__all__ = ["OllamaAdapter"]
+
+
+class OllamaAdapter:
+    name = "ollama"
+    health_path = "/"  # 200 "Ollama is running" as soon as the server listens (models load lazily)
+    metrics_path: str | None = None  # no Prometheus endpoint
+    forced_length_exact = False  # no ignore_eos / min_tokens: max_tokens (num_predict) only caps
+
+    def __init__(self) -> None:
+        self.metric_names: dict[str, str] = {}
+
+    async def server_info(self, client: ChatClient) -> dict[str, Any]:
+        url = client.server_root + "/api/version"
+        status, version = await get_json(client, "/api/version")
+        version = require_json(status, version, engine="Ollama", what="reading /api/version", url=url,
+                               key="version")
+        ps = await probe_json(client, "/api/ps")
+        loaded = ps.get("models") if isinstance(ps, dict) else None
+        first = loaded[0] if isinstance(loaded, list) and loaded and isinstance(loaded[0], dict) else {}
+        return {
+            "engine": self.name,
+            "version": version["version"],
+            "model": first.get("model"),
+            "context_length": first.get("context_length"),  # of the loaded runner; None until one is loaded
+            "slots": None,  # OLLAMA_NUM_PARALLEL is not exposed over HTTP
+            "raw": {"version": version, "ps": ps},
+        }
+
+    async def show(self, client: ChatClient, model: str) -> dict[str, Any]:
+        """/api/show: the model's details, parameters, template, capabilities and GGUF metadata."""
+        url = client.server_root + "/api/show"
+        status, body = await post_json(client, "/api/show", {"model": model})
+        return dict(require_json(status, body, engine="Ollama", what=f"showing model {model!r}", url=url))
+
+    async def tokenize(self, client: ChatClient, text: str) -> list[int] | None:
+        return None  # Ollama has no tokenize endpoint
+
+    async def detokenize(self, client: ChatClient, tokens: list[int]) -> str | None:
+        return None
+
+    async def count_chat_tokens(
+        self, client: ChatClient, model: str, messages: list[dict[str, Any]]
+    ) -> int | None:
+        return None  # known only afterwards, from usage.prompt_tokens (prompt_eval_count)
+
+    def forced_length_fields(self, max_tokens: int) -> dict[str, Any]:
+        # The OpenAI route maps max_tokens to options.num_predict; nothing makes it ignore EOS.
+        return {"max_tokens": max_tokens}
+
+    def reasoning_fields(self, effort: str | None) -> dict[str, Any]:
+        # The OpenAI route maps reasoning_effort to `think`: "none" -> false, minimal -> low,
+        # low/medium/high/max kept, xhigh -> max; other values are a 400.
+        return {} if effort is None else {"reasoning_effort": effort}

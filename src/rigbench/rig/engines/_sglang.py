@@ -1,0 +1,80 @@
+"""SGLang (`python -m sglang.launch_server`): facts read from SGLang's source and docs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rigbench.client import ChatClient
+from rigbench.errors import EndpointError
+from rigbench.rig.engines._http import post_json, probe_json, require_json
+from rigbench.rig.engines._reasoning import template_reasoning_fields
+
+__all__ = ["SGLangAdapter"]
+
+_METRICS = {
+    "kv_cache_usage_ratio": "sglang:token_usage",
+    "requests_running": "sglang:num_running_reqs",
+    "requests_waiting": "sglang:num_queue_reqs",
+    "prompt_tokens_total": "sglang:prompt_tokens_total",
+    "generation_tokens_total": "sglang:generation_tokens_total",
+    # SGLang exports speculative decoding as per-batch means, not counters.
+    "spec_accept_length": "sglang:spec_accept_length",
+    "spec_accept_rate": "sglang:spec_accept_rate",
+}
+
+
+class SGLangAdapter:
+    name = "sglang"
+    health_path = "/health"  # 200 once a tiny generation succeeds; 503 while unhealthy
+    metrics_path: str | None = "/metrics"  # only with --enable-metrics
+    forced_length_exact = True
+
+    def __init__(self) -> None:
+        self.metric_names: dict[str, str] = dict(_METRICS)
+
+    async def server_info(self, client: ChatClient) -> dict[str, Any]:
+        # /server_info and /model_info are the current names; the get_ forms are deprecated aliases
+        # that older releases only have.
+        info = await probe_json(client, "/server_info") or await probe_json(client, "/get_server_info")
+        if not isinstance(info, dict) or "version" not in info:
+            raise EndpointError(
+                f"SGLang server info unavailable: neither {client.server_root}/server_info nor "
+                "/get_server_info answered with a JSON object carrying 'version'. Check that the server "
+                "is SGLang and has finished starting."
+            )
+        model_info = await probe_json(client, "/model_info") or await probe_json(client, "/get_model_info")
+        states = info.get("internal_states") or [{}]
+        return {
+            "engine": self.name,
+            "version": info["version"],
+            "model": info.get("served_model_name") or info.get("model_path"),
+            "context_length": info.get("context_length") or info.get("max_req_input_len"),
+            "slots": info.get("max_running_requests"),
+            "speculative_algorithm": info.get("speculative_algorithm"),
+            # Server-cumulative running mean; only meaningful on a server dedicated to the run.
+            "avg_spec_accept_length": states[0].get("avg_spec_accept_length") if states else None,
+            "raw": {"server_info": info, "model_info": model_info},
+        }
+
+    async def tokenize(self, client: ChatClient, text: str) -> list[int] | None:
+        url = client.server_root + "/v1/tokenize"
+        status, body = await post_json(client, "/v1/tokenize", {"prompt": text, "add_special_tokens": False})
+        body = require_json(status, body, engine="SGLang", what="tokenizing", url=url, key="tokens")
+        return [int(t) for t in body["tokens"]]
+
+    async def detokenize(self, client: ChatClient, tokens: list[int]) -> str | None:
+        url = client.server_root + "/v1/detokenize"
+        status, body = await post_json(client, "/v1/detokenize", {"tokens": tokens})
+        body = require_json(status, body, engine="SGLang", what="detokenizing", url=url, key="text")
+        return str(body["text"])
+
+    async def count_chat_tokens(
+        self, client: ChatClient, model: str, messages: list[dict[str, Any]]
+    ) -> int | None:
+        return None  # /v1/tokenize takes a prompt only; usage.prompt_tokens gives the count afterwards
+
+    def forced_length_fields(self, max_tokens: int) -> dict[str, Any]:
+        return {"max_tokens": max_tokens, "min_tokens": max_tokens, "ignore_eos": True}
+
+    def reasoning_fields(self, effort: str | None) -> dict[str, Any]:
+        return template_reasoning_fields(effort)
