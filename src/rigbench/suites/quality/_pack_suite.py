@@ -1,0 +1,137 @@
+"""Run task packs, plain (`packs`) or once per reasoning-effort level (`effort`)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from rigbench.client import StreamResult
+from rigbench.suites._context import SuiteContext
+from rigbench.suites.quality._graders import grade
+from rigbench.suites.quality._knobs import effort_request_fields
+from rigbench.suites.quality._packs import Pack, Task, load_pack
+from rigbench.suites.quality._reasoning import split_reasoning, split_tokens
+from rigbench.suites.quality._records import PackAnswer, PackConfig
+
+__all__ = ["EffortSettings", "EffortSweepSuite", "PackSettings", "PackSuite", "grade_task"]
+
+
+class PackSettings(BaseModel):
+    """Settings of `--suite packs` (plan key `packs`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    packs: list[str] = ["multilingual"]  # shipped pack names or paths to YAML packs
+    repetitions: int = Field(1, ge=1)
+    concurrency: int = Field(1, ge=1)  # 1 keeps per-task wall time free of queueing
+    max_tokens: int | None = None  # None: the pack's (per task, else pack default)
+    extra_body: dict[str, Any] = {}
+
+
+class EffortSettings(BaseModel):
+    """Settings of `--suite effort` (plan key `effort`): one pack at each reasoning-effort level."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    pack: str = "multilingual"
+    levels: list[str] = ["none", "low", "medium", "high"]  # add "xhigh" etc. where the engine names it
+    engine: str | None = None  # knob table key; None: the rig's engine
+    repetitions: int = Field(1, ge=1)
+    concurrency: int = Field(1, ge=1)
+    max_tokens: int | None = None
+    extra_body: dict[str, Any] = {}
+
+
+async def grade_task(task: Task, result: StreamResult, *, suite: Literal["packs", "effort"], pack: str,
+                     unit_id: str, effort: str | None, repetition: int) -> PackAnswer:
+    """Grade one response with every grader of its task; correct only if all pass."""
+    split = split_reasoning(result)
+    tokens = split_tokens(result)
+    grades = [await grade(g, split.answer) for g in task.graders] if result.ok else []
+    return PackAnswer(
+        unit_id=unit_id, suite=suite, pack=pack, task_id=task.id, language=task.language, effort=effort,
+        repetition=repetition, grades=grades, correct=result.ok and all(g.passed for g in grades),
+        answer_chars=len(split.answer), reasoning_form=split.form,
+        reasoning_tokens=tokens.reasoning_tokens, answer_tokens=tokens.answer_tokens,
+        token_split=tokens.method, result=result,
+    )
+
+
+async def _run_pack(ctx: SuiteContext, pack: Pack, *, suite: Literal["packs", "effort"],
+                    levels: list[str | None], engine: str, repetitions: int, concurrency: int,
+                    max_tokens: int | None, extra_body: dict[str, Any]) -> None:
+    prefix = f"{suite}/{pack.name}"
+    knobs = {str(lv): effort_request_fields(engine, lv) for lv in levels if lv is not None}
+    config = PackConfig(unit_id=f"{prefix}/config", suite=suite, pack=pack.name, pack_path=pack.path,
+                        pack_sha256=pack.sha256, task_ids=[t.id for t in pack.tasks], repetitions=repetitions,
+                        efforts=[lv for lv in levels if lv is not None], knobs=knobs, engine=engine)
+    if config.unit_id not in ctx.done_units:
+        ctx.writer.append(config)
+    units: list[tuple[str, Task, str | None, int]] = []
+    for lv in levels:
+        for rep in range(repetitions):
+            for t in pack.tasks:
+                level_part = f"{lv}/" if lv is not None else ""
+                units.append((f"{prefix}/{level_part}{t.id}/r{rep}", t, lv, rep))
+    todo = [u for u in units if u[0] not in ctx.done_units]
+    label = f"pack {pack.name}" + (f" x {len(levels)} effort levels" if suite == "effort" else "")
+    task_id = ctx.progress.task(label, len(units))
+    ctx.progress.advance(task_id, len(units) - len(todo))
+    sem = asyncio.Semaphore(concurrency)
+
+    async def one(unit_id: str, t: Task, lv: str | None, rep: int) -> None:
+        async with sem:
+            messages = ([{"role": "system", "content": t.system}] if t.system else []) + [
+                {"role": "user", "content": t.prompt}]
+            body: dict[str, Any] = {
+                "model": ctx.rig.model, "messages": messages,
+                "temperature": pack.defaults.temperature,
+                "max_tokens": max_tokens or t.max_tokens or pack.defaults.max_tokens,
+                **extra_body,
+                **(effort_request_fields(engine, lv)),
+            }
+            result = await ctx.client.stream_chat(body)
+            ctx.writer.append(await grade_task(t, result, suite=suite, pack=pack.name, unit_id=unit_id,
+                                               effort=lv, repetition=rep))
+            ctx.progress.advance(task_id)
+
+    try:
+        # Levels run one after another so one level's load never overlaps another's timing.
+        for lv in levels:
+            await asyncio.gather(*(one(*u) for u in todo if u[2] == lv))
+    finally:
+        ctx.progress.done(task_id)
+
+
+class PackSuite:
+    name = "packs"
+
+    def __init__(self, settings: PackSettings | dict[str, Any] | None = None) -> None:
+        self.settings = (settings if isinstance(settings, PackSettings)
+                         else PackSettings.model_validate(settings or {}))
+        self.packs = [load_pack(p) for p in self.settings.packs]  # fail before any request
+
+    async def run(self, ctx: SuiteContext) -> None:
+        s = self.settings
+        for pack in self.packs:
+            await _run_pack(ctx, pack, suite="packs", levels=[None], engine=ctx.rig.engine,
+                            repetitions=s.repetitions, concurrency=s.concurrency, max_tokens=s.max_tokens,
+                            extra_body=s.extra_body)
+
+
+class EffortSweepSuite:
+    name = "effort"
+
+    def __init__(self, settings: EffortSettings | dict[str, Any] | None = None) -> None:
+        self.settings = (settings if isinstance(settings, EffortSettings)
+                         else EffortSettings.model_validate(settings or {}))
+        self.pack = load_pack(self.settings.pack)
+
+    async def run(self, ctx: SuiteContext) -> None:
+        s = self.settings
+        await _run_pack(ctx, self.pack, suite="effort", levels=list(s.levels),
+                        engine=s.engine or ctx.rig.engine,
+                        repetitions=s.repetitions, concurrency=s.concurrency, max_tokens=s.max_tokens,
+                        extra_body=s.extra_body)
