@@ -1,0 +1,271 @@
+"""BFCL (Berkeley Function Calling Leaderboard) categories, from the data in the `bfcl-eval` wheel.
+
+The wheel is fetched once with `pip download --no-deps` (Apache-2.0 data; rigbench never imports
+the package), its data files are unpacked into the user cache, and items are graded by
+rigbench's own checker (`_bfcl_checker`).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import random
+import subprocess
+import sys
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+from rigbench.errors import SetupError
+from rigbench.suites._context import SuiteContext
+from rigbench.suites.agent._bfcl_checker import check_item
+from rigbench.suites.agent._exchange import parse_arguments, send
+from rigbench.suites.agent._records import BFCLItemRecord
+
+__all__ = [
+    "BFCL_CATEGORIES",
+    "BFCL_VERSION",
+    "BFCLItem",
+    "BFCLSuite",
+    "fetch_bfcl_data",
+    "load_bfcl",
+    "to_tools",
+]
+
+BFCL_VERSION = "2026.3.23"
+BFCL_CATEGORIES = ("simple", "multiple", "parallel", "parallel_multiple", "irrelevance")
+_FILES = {
+    "simple": "BFCL_v4_simple_python.json",
+    "multiple": "BFCL_v4_multiple.json",
+    "parallel": "BFCL_v4_parallel.json",
+    "parallel_multiple": "BFCL_v4_parallel_multiple.json",
+    "irrelevance": "BFCL_v4_irrelevance.json",
+}
+# BFCL's own type mapping to OpenAPI (bfcl_eval/constants/type_mappings.py, GORILLA_TO_OPENAPI).
+_TO_OPENAPI = {
+    "integer": "integer",
+    "number": "number",
+    "float": "number",
+    "string": "string",
+    "boolean": "boolean",
+    "bool": "boolean",
+    "array": "array",
+    "list": "array",
+    "dict": "object",
+    "object": "object",
+    "tuple": "array",
+    "any": "string",
+}
+
+
+@dataclass(frozen=True)
+class BFCLItem:
+    category: str
+    item_id: str
+    messages: list[dict[str, Any]]
+    functions: list[dict[str, Any]]
+    ground_truth: list[dict[str, dict[str, list[Any]]]] | None  # None for irrelevance
+
+
+def fetch_bfcl_data(version: str = BFCL_VERSION, cache_dir: Path | None = None) -> Path:
+    """The directory holding the BFCL data files of `version`, downloading the wheel if needed."""
+    root = (cache_dir or Path(platformdirs.user_cache_dir("rigbench"))) / "bfcl" / version
+    if all((root / f).exists() for f in _FILES.values()):
+        return root
+    with tempfile.TemporaryDirectory(prefix="rigbench-bfcl-") as td:
+        cmd = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--only-binary",
+            ":all:",
+            f"bfcl-eval=={version}",
+            "-d",
+            td,
+        ]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        wheels = list(Path(td).glob("bfcl_eval-*.whl"))
+        if proc.returncode != 0 or not wheels:
+            raise SetupError(
+                f"could not download the BFCL data (`{' '.join(cmd)}` exited {proc.returncode}: "
+                f"{(proc.stderr or proc.stdout)[-400:]}). Check network access to PyPI, or pass a local copy "
+                "with the bfcl_data_dir setting, or set bfcl_per_category=0 to skip BFCL."
+            )
+        root.mkdir(parents=True, exist_ok=True)
+        wheel_sha = hashlib.sha256(wheels[0].read_bytes()).hexdigest()
+        with zipfile.ZipFile(wheels[0]) as z:
+            for name in _FILES.values():
+                for sub in ("", "possible_answer/"):
+                    member = f"bfcl_eval/data/{sub}{name}"
+                    if member in z.namelist():
+                        dest = root / sub / name
+                        dest.parent.mkdir(parents=True, exist_ok=True)
+                        dest.write_bytes(z.read(member))
+        (root / "SOURCE.json").write_text(
+            json.dumps(
+                {
+                    "package": "bfcl-eval",
+                    "version": version,
+                    "wheel": wheels[0].name,
+                    "wheel_sha256": wheel_sha,
+                    "license": "Apache-2.0",
+                },
+                indent=2,
+            )
+        )
+    return root
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def load_bfcl(data_dir: Path, category: str) -> list[BFCLItem]:
+    """Items of one category from a directory in the wheel's layout (data + possible_answer/)."""
+    qpath = data_dir / _FILES[category]
+    if not qpath.exists():
+        raise SetupError(f"BFCL data file {qpath} is missing; delete {data_dir} to fetch it again.")
+    answers: dict[str, Any] = {}
+    if category != "irrelevance":
+        apath = data_dir / "possible_answer" / _FILES[category]
+        if not apath.exists():
+            raise SetupError(f"BFCL answer file {apath} is missing; delete {data_dir} to fetch it again.")
+        answers = {a["id"]: a["ground_truth"] for a in _read_jsonl(apath)}
+    items = []
+    for q in _read_jsonl(qpath):
+        if category != "irrelevance" and q["id"] not in answers:
+            raise SetupError(
+                f"BFCL item {q['id']} has no possible answer in {data_dir}; the data is inconsistent."
+            )
+        items.append(BFCLItem(category, q["id"], q["question"][0], q["function"], answers.get(q["id"])))
+    return items
+
+
+def _cast(props: dict[str, Any]) -> dict[str, Any]:
+    for value in props.values():
+        t = value.get("type")
+        if t == "float":
+            value["format"] = "float"
+        value["type"] = _TO_OPENAPI.get(t, "string") if t else "string"
+        if "properties" in value:
+            value["properties"] = _cast(value["properties"])
+        items = value.get("items")
+        if isinstance(items, dict) and "type" in items:
+            items["type"] = _TO_OPENAPI.get(items["type"], "string")
+            if "properties" in items:
+                items["properties"] = _cast(items["properties"])
+    return props
+
+
+def to_tools(functions: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """OpenAI tools for BFCL functions, as BFCL's own converter does ('.' in names becomes '_').
+
+    Returns the tools and a map from the name sent back to BFCL's name.
+    """
+    tools, names = [], {}
+    for f in copy.deepcopy(functions):
+        sent = f["name"].replace(".", "_")
+        names[sent] = f["name"]
+        params = f.get("parameters") or {}
+        params["type"] = "object"
+        params["properties"] = _cast(params.get("properties") or {})
+        tools.append(
+            {
+                "type": "function",
+                "function": {"name": sent, "description": f.get("description", ""), "parameters": params},
+            }
+        )
+    return tools, names
+
+
+class BFCLSuite:
+    """BFCL simple / multiple / parallel / parallel_multiple / irrelevance.
+
+    Settings: `bfcl_per_category` (default 10 items, a seeded sample; 0 skips BFCL),
+    `bfcl_trials` (default 1), `bfcl_data_dir` (a local copy; otherwise the cached wheel data).
+    """
+
+    name = "agent_bfcl"
+
+    def __init__(self, *, per_category: int = 10, trials: int = 1, max_tokens: int = 512) -> None:
+        self.per_category = per_category
+        self.trials = trials
+        self.max_tokens = max_tokens
+
+    async def run(self, ctx: SuiteContext) -> None:
+        per_cat = int(ctx.settings.get("bfcl_per_category", self.per_category))
+        trials = int(ctx.settings.get("bfcl_trials", self.trials))
+        self.max_tokens = int(ctx.settings.get("bfcl_max_tokens", self.max_tokens))
+        if per_cat <= 0:
+            return
+        local = ctx.settings.get("bfcl_data_dir")
+        data_dir = Path(local) if local else fetch_bfcl_data()
+        version = str(
+            ctx.settings.get("bfcl_version_label") or (BFCL_VERSION if not local else f"local:{local}")
+        )
+        units = []
+        for cat in BFCL_CATEGORIES:
+            items = sorted(load_bfcl(data_dir, cat), key=lambda i: i.item_id)
+            picked = random.Random(f"{cat}:{ctx.seed}").sample(items, min(per_cat, len(items)))
+            units += [(it, t) for it in picked for t in range(trials)]
+        todo = [(it, t) for it, t in units if _uid(it, t) not in ctx.done_units]
+        task = ctx.progress.task("agent: BFCL", len(todo))
+        for item, trial in todo:
+            ctx.writer.append(await self._one(ctx, item, trial, version))
+            ctx.progress.advance(task)
+        ctx.progress.done(task)
+
+    async def _one(self, ctx: SuiteContext, item: BFCLItem, trial: int, version: str) -> BFCLItemRecord:
+        tools, names = to_tools(item.functions)
+        body = {
+            "model": ctx.rig.model,
+            "messages": item.messages,
+            "tools": tools,
+            "tool_choice": "auto",
+            "temperature": 0.0,
+            "seed": ctx.seed + trial,
+            "max_tokens": self.max_tokens,
+        }
+        ex = (await send(ctx.client, ctx.writer, body)).exchange
+        decoded: list[dict[str, Any]] = []
+        etype: str | None
+        err: str | None
+        if ex.error:
+            res_valid, etype, err = False, "request_error", ex.error[:500]
+        else:
+            bad = None
+            for c in ex.tool_calls:
+                args = parse_arguments(c)
+                name = (c.get("function") or {}).get("name") or ""
+                if args is None:
+                    bad = f"arguments of {name!r} are not a JSON object"
+                    break
+                decoded.append({names.get(name, name): args})
+            if bad:
+                res_valid, etype, err = False, "decode_error", bad
+            else:
+                r = check_item(item.category, item.functions, decoded, item.ground_truth)
+                res_valid, etype, err = r.valid, r.error_type, r.error
+        return BFCLItemRecord(
+            unit_id=_uid(item, trial),
+            category=item.category,
+            item_id=item.item_id,
+            trial=trial,
+            bfcl_version=version,
+            valid=res_valid,
+            error_type=etype,
+            error=err,
+            decoded_calls=decoded,
+            exchange=ex,
+        )
+
+
+def _uid(item: BFCLItem, trial: int) -> str:
+    return f"agent/bfcl/{item.category}/{item.item_id}/t{trial}"
