@@ -3,81 +3,176 @@
 Used by analysis/_speed.py (keep these field names: they are the speed report's vocabulary).
 
 - TTFT: request sent -> first chunk carrying generated text (content, reasoning or a tool call).
+  Withheld (None, with the reason in `ttft_not_comparable`) when chunks carry more than one token.
 - tokens per chunk: output tokens (server usage, else timings, else chunk count) / generating chunks.
-- decode tok/s: (output tokens - first chunk's tokens) / (last chunk - first chunk).
+  Per chunk: exact counts when the caller passes them, else 1 each when they add up, else the
+  output tokens are shared out in proportion to each chunk's characters.
+- arrivals: chunks with the same stamp came in one socket read; they form one arrival carrying the
+  sum of their tokens, so a coalesced read never produces a 0 s gap.
+- decode tok/s: (output tokens - first arrival's tokens) / (last chunk - first chunk).
 - end-to-end tok/s: output tokens / (last chunk - request sent).
-- ITL: per-token inter-token latency: each chunk gap divided over the tokens of the later chunk.
+- ITL: per token: each arrival's gap to the previous arrival divided evenly over its tokens.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from rigbench.client import StreamResult
 
-__all__ = ["RequestTiming", "request_timing"]
+__all__ = ["MULTI_TOKEN_CHUNK_THRESHOLD", "RequestTiming", "chunk_token_counts", "request_timing"]
 
 # Above this mean, chunks carry several tokens (speculative decoding on vLLM/SGLang, batching
-# proxies): the first chunk is then not the first token.
+# proxies): the first chunk is then not the first token. A little above 1.0 so that one token
+# split over two chunks (a multi-byte character) does not trip it.
 MULTI_TOKEN_CHUNK_THRESHOLD = 1.05
+
+ChunkTokensSource = Literal["exact", "one_each", "by_chars", "none"]
 
 
 class RequestTiming(BaseModel):
+    """Timing of one request. Seconds since the request was sent unless the name says otherwise."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     output_tokens: int
     output_tokens_source: str  # "usage" | "timings" | "chunks"
-    chunks: int
-    tokens_per_chunk: float | None
+    chunks: int  # generating chunks
+    arrivals: int  # distinct read stamps among them
+    coalesced_chunks: int  # chunks that arrived in the same read as the chunk before them
+    tokens_per_chunk: float | None  # output tokens / chunks
+    tokens_per_chunk_max: int | None
+    chunk_tokens_source: ChunkTokensSource
     multi_token_chunks: bool
-    ttft_s: float | None  # first generating chunk
+    ttft_s: float | None  # first generating chunk; None when not comparable
+    ttft_not_comparable: str | None  # why ttft_s is withheld
+    first_chunk_s: float | None  # first generating chunk, always (what TTFT would be)
     ttft_content_s: float | None  # first chunk with answer content (after any reasoning)
-    first_event_s: float | None  # first SSE event of any kind (what some tools call TTFT)
-    wall_s: float | None  # request sent -> last chunk
+    first_event_s: float | None  # first SSE event of any kind, role-only included (vLLM's TTFT)
+    wall_s: float | None  # request sent -> last generating chunk
+    e2e_latency_s: float | None  # request sent -> end of the stream (vLLM's E2EL)
     e2e_tok_s: float | None
     decode_tok_s: float | None
-    itl_s: list[float] = Field(default_factory=list)
+    itl_mean_s: float | None  # mean of itl_s = 1 / decode_tok_s (vLLM's TPOT, see docs/metrics.md)
+    itl_s: list[float] = Field(default_factory=list)  # one per token after the first arrival's
     attainment: float | None  # output tokens / asked
 
 
-def request_timing(res: StreamResult, *, output_tokens_target: int | None = None) -> RequestTiming:
+def chunk_token_counts(
+    res: StreamResult, output_tokens: int, exact: Sequence[int] | None = None
+) -> tuple[list[int], ChunkTokensSource]:
+    """Tokens carried by each generating chunk, and how that was known."""
+    n = len(res.chunk_ns)
+    if n == 0:
+        return [], "none"
+    if exact is not None:
+        if len(exact) != n:
+            raise ValueError(f"chunk token counts: got {len(exact)} for {n} chunks")
+        return [int(k) for k in exact], "exact"
+    if output_tokens <= n:
+        return [1] * n, "one_each"
+    # Share the tokens out by characters (at least one per chunk), largest remainder first.
+    chars = list(res.chunk_chars) if len(res.chunk_chars) == n else [0] * n
+    known = [c for c in chars if c > 0]
+    fill = (sum(known) / len(known)) if known else 1.0
+    weights = [c if c > 0 else fill for c in chars]
+    extra = output_tokens - n
+    total_w = sum(weights)
+    shares = [extra * w / total_w for w in weights]
+    counts = [1 + int(s) for s in shares]
+    left = output_tokens - sum(counts)
+    order = sorted(range(n), key=lambda i: shares[i] - int(shares[i]), reverse=True)
+    for i in order[:left]:
+        counts[i] += 1
+    return counts, "by_chars"
+
+
+def request_timing(
+    res: StreamResult,
+    *,
+    output_tokens_target: int | None = None,
+    chunk_tokens: Sequence[int] | None = None,
+) -> RequestTiming:
+    """Derive one request's timing. `chunk_tokens`: exact tokens per chunk, when known (e.g. from
+    the server's /tokenize on each chunk's text); otherwise they are inferred (see module doc)."""
     n_chunks = len(res.chunk_ns)
     if res.completion_tokens is not None:
         out = res.completion_tokens
         source = "usage" if res.usage and "completion_tokens" in res.usage else "timings"
+    elif chunk_tokens is not None:
+        out, source = sum(chunk_tokens), "chunks"
     else:
         out, source = n_chunks, "chunks"
+    counts, counts_source = chunk_token_counts(res, out, chunk_tokens)
     tpc = out / n_chunks if n_chunks else None
     multi = tpc is not None and tpc > MULTI_TOKEN_CHUNK_THRESHOLD
-    ttft = ttft_content = first_event = wall = e2e = decode = None
+    if counts_source == "exact" and counts and counts[0] > 1:
+        multi = True
+    # Arrivals: merge chunks read together (same stamp) into one.
+    stamps: list[int] = []
+    tokens: list[int] = []
+    for t, k in zip(res.chunk_ns, counts, strict=True):
+        if stamps and t == stamps[-1]:
+            tokens[-1] += k
+        else:
+            stamps.append(t)
+            tokens.append(k)
+    ttft = ttft_content = first_event = first_chunk = wall = e2e = decode = itl_mean = None
+    reason = None
     itl: list[float] = []
-    if n_chunks:
-        t0 = res.chunk_ns[0]
-        ttft = (t0 - res.sent_ns) / 1e9
-        wall = (res.chunk_ns[-1] - res.sent_ns) / 1e9
+    if stamps:
+        t0 = stamps[0]
+        first_chunk = (t0 - res.sent_ns) / 1e9
+        if multi:
+            reason = (
+                f"chunks carry {tpc:.2f} tokens on average (speculative decoding?): the first chunk "
+                "arrives after more than one token was generated, so it is not time to first token"
+            )
+        else:
+            ttft = first_chunk
+        wall = (stamps[-1] - res.sent_ns) / 1e9
         e2e = out / wall if wall > 0 else None
-        per_chunk = tpc or 1.0
-        first_tokens = per_chunk if multi else 1.0
-        span = (res.chunk_ns[-1] - t0) / 1e9
-        if n_chunks > 1 and span > 0:
-            decode = (out - first_tokens) / span
-        prev = t0
-        for t in res.chunk_ns[1:]:
-            gap = (t - prev) / 1e9
-            if multi:
-                itl.extend([gap / per_chunk] * max(1, round(per_chunk)))
-            else:
-                itl.append(gap)
-            prev = t
-        for i, k in enumerate(res.chunk_kind):
-            if k in ("c", "m"):
+        span = (stamps[-1] - t0) / 1e9
+        if len(stamps) > 1 and span > 0:
+            decode = (out - tokens[0]) / span if out > tokens[0] else None
+        for i in range(1, len(stamps)):
+            k = tokens[i]
+            per = (stamps[i] - stamps[i - 1]) / 1e9 / k
+            itl.extend([per] * k)
+        if itl:
+            itl_mean = sum(itl) / len(itl)
+    if res.first_content_ns is not None:
+        ttft_content = (res.first_content_ns - res.sent_ns) / 1e9
+    else:  # records written before first_content_ns existed
+        for i, kind in enumerate(res.chunk_kind):
+            if kind == "c":
                 ttft_content = (res.chunk_ns[i] - res.sent_ns) / 1e9
                 break
     if res.first_event_ns is not None:
         first_event = (res.first_event_ns - res.sent_ns) / 1e9
     return RequestTiming(
-        output_tokens=out, output_tokens_source=source, chunks=n_chunks, tokens_per_chunk=tpc,
-        multi_token_chunks=multi, ttft_s=ttft, ttft_content_s=ttft_content, first_event_s=first_event,
-        wall_s=wall, e2e_tok_s=e2e, decode_tok_s=decode, itl_s=itl,
+        output_tokens=out,
+        output_tokens_source=source,
+        chunks=n_chunks,
+        arrivals=len(stamps),
+        coalesced_chunks=n_chunks - len(stamps),
+        tokens_per_chunk=tpc,
+        tokens_per_chunk_max=max(counts) if counts else None,
+        chunk_tokens_source=counts_source,
+        multi_token_chunks=multi,
+        ttft_s=ttft,
+        ttft_not_comparable=reason,
+        first_chunk_s=first_chunk,
+        ttft_content_s=ttft_content,
+        first_event_s=first_event,
+        wall_s=wall,
+        e2e_latency_s=(res.done_ns - res.sent_ns) / 1e9 if res.done_ns is not None else None,
+        e2e_tok_s=e2e,
+        decode_tok_s=decode,
+        itl_mean_s=itl_mean,
+        itl_s=itl,
         attainment=(out / output_tokens_target) if output_tokens_target else None,
     )

@@ -6,12 +6,12 @@ import sys
 
 from rich.console import Console
 
-from rigbench.cli._app import app
-from rigbench.errors import RigbenchError
+from rigbench.cli import _report as _report
 
 # Command modules register themselves on `app` when imported.
-from rigbench.cli import _run as _run  # noqa: E402,I001
-from rigbench.cli import _report as _report  # noqa: E402
+from rigbench.cli import _run as _run
+from rigbench.cli._app import app
+from rigbench.errors import RigbenchError
 
 __all__ = ["app", "main"]
 

@@ -33,7 +33,7 @@ class LlamaCppConfig:
 def llamacpp_argv(binary: Path, model: Path, port: int, cfg: LlamaCppConfig, draft: Path | None) -> list[str]:
     argv = [str(binary), "-m", str(model), "--host", "127.0.0.1", "--port", str(port),
             "-c", str(cfg.ctx_per_slot * cfg.slots), "-np", str(cfg.slots), "--kv-unified",
-            "--jinja", "--metrics", "--no-webui"]
+            "--jinja", "--metrics", "--no-webui", "--alias", model.name.removesuffix(".gguf")]
     if cfg.threads:
         argv += ["-t", str(cfg.threads)]
     if draft is not None:

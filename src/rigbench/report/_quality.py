@@ -1,0 +1,200 @@
+"""Quality tables (MMLU-Pro, task packs, effort sweep, cross-run comparison) for the terminal and
+Markdown. Both renderings come from the same cells; no statistics here, only formatting.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+from rich.console import Console
+from rich.table import Table
+
+from rigbench.analysis._quality import (
+    EffortSummary,
+    MMLUProComparison,
+    MMLUProSummary,
+    PackSummary,
+    Proportion,
+    QualitySummary,
+)
+from rigbench.analysis._stats import Stat
+
+__all__ = [
+    "render_mmlu_comparison_markdown",
+    "render_mmlu_comparison_terminal",
+    "render_quality_markdown",
+    "render_quality_terminal",
+]
+
+
+class _Section(NamedTuple):
+    title: str
+    head: list[str]
+    rows: list[list[str]]
+    notes: list[str]
+    left_cols: int = 1  # leading text columns; the rest are right-aligned numbers
+
+
+def _pct(p: float) -> str:
+    return "–" if math.isnan(p) else f"{p * 100:.1f}%"
+
+
+def _acc(p: Proportion) -> str:
+    """'74.9% ± 3.1' : accuracy with one standard error, in points."""
+    if p.n == 0:
+        return "–"
+    return f"{p.p * 100:.1f}% ± {p.se * 100:.1f}"
+
+
+def _pts(x: float | None) -> str:
+    if x is None or math.isnan(x):
+        return "–"
+    return f"{x * 100:+.1f}".replace("-", "−")
+
+
+def _med(s: Stat | None, digits: int = 0) -> str:
+    if s is None or s.n == 0:
+        return "–"
+    return f"{s.median:.{digits}f}"
+
+
+def _mmlu(s: MMLUProSummary) -> _Section:
+    head = ["subject", "n", "accuracy ± SE", "95% CI", "chance", "no letter", "failed req"]
+    rows = [[x.subject, str(x.accuracy.n), _acc(x.accuracy),
+             f"{_pct(x.accuracy.ci_low)}–{_pct(x.accuracy.ci_high)}", _pct(x.chance),
+             str(x.extraction_failures), str(x.request_failures)] for x in s.subjects]
+    o = s.overall
+    rows.append(["overall", str(o.n), _acc(o), f"{_pct(o.ci_low)}–{_pct(o.ci_high)}", _pct(s.chance),
+                 str(s.extraction_by_pattern.get("failed", 0)),
+                 str(s.extraction_by_pattern.get("request_failed", 0))])
+    verdict = ("above chance" if s.better_than_chance else "NOT above chance: the model is guessing")
+    notes = [
+        f"Chance level is {_pct(s.chance)} (1 in the number of options); overall {verdict} "
+        f"(one-sided exact binomial p = {s.better_than_chance_p:.3g}).",
+        f"Extraction failures: {s.extraction_failure_rate:.1%} of answers had no letter; scored wrong, "
+        "never guessed. Letters found by pattern: "
+        + ", ".join(f"{k} {v}" for k, v in s.extraction_by_pattern.items()) + ".",
+        f"Per question (median): {_med(s.completion_tokens)} output tokens "
+        f"({_med(s.reasoning_tokens)} reasoning, {_med(s.answer_tokens)} answer), "
+        f"{_med(s.wall_s, 1)} s wall. Reasoning form: "
+        + ", ".join(f"{k} {v}" for k, v in s.reasoning_forms.items()) + ".",
+    ]
+    if s.dataset:
+        notes.append(f"Data {s.dataset}, sample seed {s.sample_seed}, "
+                     f"{s.questions_per_subject or 'all'} questions per subject; protocol {s.protocol}.")
+    notes += [f"Warning: {w}" for w in s.warnings]
+    return _Section("MMLU-Pro (accuracy ± one standard error, in points)", head, rows, notes)
+
+
+def _pack(p: PackSummary) -> _Section:
+    head = ["task", "lang", "correct", "failed graders", "wall s", "reasoning tok", "answer tok", "chars"]
+    rows = []
+    for t in p.tasks:
+        failed = ", ".join(f"{g} {n}" for g, n in t.failed_graders.items()) or "–"
+        rows.append([t.task_id, t.language, f"{t.accuracy.k}/{t.accuracy.n}", failed, _med(t.wall_s, 2),
+                     _med(t.reasoning_tokens), _med(t.answer_tokens), _med(t.answer_chars)])
+    rows.append(["all", "", f"{p.overall.k}/{p.overall.n}", "", f"{p.wall_s_total:.2f}", "", "", ""])
+    notes = [f"{t.task_id}: {t.first_failure}" for t in p.tasks if t.first_failure]
+    if p.request_failures:
+        notes.append(f"Warning: {p.request_failures} request(s) failed (counted wrong).")
+    return _Section(f"Task pack {p.pack} (medians over repetitions)", head, rows, notes, left_cols=4)
+
+
+def _effort(e: EffortSummary) -> _Section:
+    head = ["effort", "correct", "reasoning tok", "answer tok", "wall s", "time to correct s",
+            "e2e tok/s", "thinking"]
+    rows = []
+    for lv in e.levels:
+        thinking = "yes" if lv.thinking_observed else "no"
+        if lv.off_requested:
+            thinking += " (off asked: " + ("honoured)" if lv.off_honoured else "IGNORED)")
+        ttc = f"{lv.time_to_correct_s:.2f}" if lv.time_to_correct_s is not None else \
+            f"– ({len(lv.tasks_never_correct)} never correct)"
+        rows.append([lv.effort, f"{lv.accuracy.k}/{lv.accuracy.n}",
+                     "–" if lv.reasoning_tokens_total is None else str(lv.reasoning_tokens_total),
+                     "–" if lv.answer_tokens_total is None else str(lv.answer_tokens_total),
+                     f"{lv.wall_s_total:.2f}", ttc, _med(lv.e2e_tok_s, 1), thinking])
+    notes = ["Time to correct answer: per task, the wall time of its first correct answer, summed. "
+             "It can rank levels differently from tok/s: thinking less can finish first."]
+    if e.fastest_to_correct:
+        notes.append(f"Fastest to a correct answer on every task: {e.fastest_to_correct}.")
+    notes += [f"Warning: {w}" for w in e.warnings]
+    title = f"Reasoning-effort sweep, pack {e.pack} (engine {e.engine or 'unknown'})"
+    return _Section(title, head, rows, notes)
+
+
+def _sections(summary: QualitySummary) -> list[_Section]:
+    out = []
+    if summary.mmlu_pro is not None:
+        out.append(_mmlu(summary.mmlu_pro))
+    out += [_pack(p) for p in summary.packs]
+    out += [_effort(e) for e in summary.effort]
+    return out
+
+
+def _comparison(c: MMLUProComparison) -> list[_Section]:
+    head = ["subject"] + [f"{r} acc ± SE" for r in c.runs] + [f"{r} vs best" for r in c.runs] \
+        + [f"{r} vs worst" for r in c.runs] + ["chance"]
+    rows = []
+    for s in c.subjects:
+        acc = s.accuracy
+        rows.append([s.subject] + [_acc(acc[r]) + f" (n={acc[r].n})" if r in acc else "–" for r in c.runs]
+                    + [_pts(s.vs_best.get(r)) for r in c.runs] + [_pts(s.vs_worst.get(r)) for r in c.runs]
+                    + [_pct(s.chance)])
+    t_head = ["subject", "A", "B", "A − B", "test", "n", "A only / B only", "p", "verdict"]
+    t_rows = [[t.subject, t.run_a, t.run_b, _pts(t.diff), t.test, str(t.n),
+               f"{t.a_only} / {t.b_only}" if t.a_only is not None else "–", f"{t.p_value:.3g}",
+               "differs" if t.significant else "not significant"] for t in c.tests]
+    return [
+        _Section("MMLU-Pro across runs (vs best / vs worst: points against the best / worst other run)",
+                 head, rows, []),
+        _Section("MMLU-Pro pairwise tests (exact McNemar when the same questions were asked, else Fisher; "
+                 "alpha 0.05)", t_head, t_rows,
+                 ["'not significant' means the data cannot tell the two apart, not that they are equal."],
+                 left_cols=3),
+    ]
+
+
+def _table(sec: _Section) -> Table:
+    t = Table(title=sec.title, title_justify="left")
+    for i, h in enumerate(sec.head):
+        t.add_column(h, justify="left" if i < sec.left_cols else "right", overflow="fold")
+    for row in sec.rows:
+        t.add_row(*row)
+    return t
+
+
+def _markdown(sec: _Section) -> str:
+    esc = [[c.replace("|", "\\|") for c in row] for row in sec.rows]
+    lines = [f"### {sec.title}", "", "| " + " | ".join(sec.head) + " |",
+             "|" + "|".join(["---"] * sec.left_cols + ["---:"] * (len(sec.head) - sec.left_cols)) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in esc]
+    if sec.notes:
+        lines += [""] + [f"- {n}" for n in sec.notes]
+    return "\n".join(lines)
+
+
+def _render(console: Console, sections: list[_Section]) -> None:
+    for sec in sections:
+        console.print(_table(sec))
+        for n in sec.notes:
+            console.print(f"  {n}", style="yellow" if n.startswith("Warning") else None, highlight=False)
+        console.print()
+
+
+def render_quality_terminal(console: Console, summary: QualitySummary) -> None:
+    """Print every quality table of one run (nothing when the run has no quality records)."""
+    _render(console, _sections(summary))
+
+
+def render_quality_markdown(summary: QualitySummary) -> str:
+    return "\n\n".join(_markdown(s) for s in _sections(summary))
+
+
+def render_mmlu_comparison_terminal(console: Console, comparison: MMLUProComparison) -> None:
+    _render(console, _comparison(comparison))
+
+
+def render_mmlu_comparison_markdown(comparison: MMLUProComparison) -> str:
+    return "\n\n".join(_markdown(s) for s in _comparison(comparison))

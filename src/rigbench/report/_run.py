@@ -1,0 +1,104 @@
+"""Whole-run reports: terminal (rich), Markdown, JSON. They format; they never compute."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from rigbench.analysis import RunAnalysis
+from rigbench.report._fmt import fmt_bytes
+from rigbench.report._speed import speed_markdown, speed_table
+
+__all__ = ["render_json", "render_markdown", "render_terminal"]
+
+
+def _trust_line(a: RunAnalysis) -> tuple[str, str]:
+    t = a.header.trust
+    if t is None:
+        return "not assessed", "yellow"
+    return ("trusted" if t.trusted else "UNTRUSTED"), ("green" if t.trusted else "bold red")
+
+
+def _fingerprint_rows(fp: dict[str, Any]) -> list[tuple[str, str]]:
+    if not fp:
+        return [("fingerprint", "not recorded")]
+    model = fp.get("model") or {}
+    host = fp.get("host") or {}
+    rows = [
+        ("engine", f"{fp.get('engine')} {fp.get('engine_version') or '(version unknown)'}"),
+        ("mode", fp.get("mode", "?") + ("" if fp.get("host_is_server", True) else " (remote: host below is the client)")),
+        ("model", f"{model.get('served_name') or '?'}  {model.get('path') or ''}"),
+        ("model file", f"{fmt_bytes(model.get('size_bytes'))}  sha256 {str(model.get('sha256') or 'unknown')[:16]}"),
+        ("chat template sha256", str(fp.get("chat_template_sha256") or "unknown")[:16]),
+        ("context / slots", f"{fp.get('context_length') or '?'} / {fp.get('slots') or '?'}"),
+        ("speculative", json.dumps(fp.get("speculative")) if fp.get("speculative") else "off / not configured"),
+        ("host", f"{host.get('cpu_model')}, {host.get('cpu_cores_logical')} threads, "
+                 f"{fmt_bytes(host.get('memory_bytes'))}" + (f", GPU {'; '.join(host.get('gpus') or [])}"
+                                                            if host.get("gpus") else "")),
+        ("os / python", f"{host.get('os')} / {host.get('python')}"),
+        ("command", " ".join(fp["argv"]) if fp.get("argv") else "not recorded (server started outside rigbench)"),
+    ]
+    if fp.get("unknown"):
+        rows.append(("unknown", "; ".join(fp["unknown"])))
+    return rows
+
+
+def render_terminal(a: RunAnalysis, console: Console) -> None:
+    trust, style = _trust_line(a)
+    head = Text.assemble(
+        ("run ", "bold"), (a.header.run_id, "bold cyan"), "  status ", (a.status, "bold"),
+        "  verdict ", (trust, style), "  source data ", (a.source_data_id, "bold"),
+    )
+    parts: list[Any] = [head]
+    for w in a.warnings:
+        parts.append(Text("! " + w, style="red" if w.startswith("UNTRUSTED") else "yellow"))
+    console.print(Panel(Group(*parts), title="rigbench", title_align="left"))
+    if a.startup:
+        s = a.startup
+        console.print(f"startup: spawn → healthy {s['spawn_to_healthy_s']:.2f} s, healthy → first completion "
+                      f"{s['healthy_to_first_completion_s']:.2f} s, total {s['spawn_to_first_completion_s']:.2f} s")
+    if a.speed:
+        console.print(speed_table(a.speed))
+        if any(r.ttft_not_comparable for r in a.speed.rows):
+            console.print("[dim]n/c*: TTFT not comparable — chunks carried several tokens each.[/]")
+    fp = Table(title="Fingerprint", show_header=False, title_justify="left")
+    fp.add_column(style="bold")
+    fp.add_column(overflow="fold")
+    for k, v in _fingerprint_rows(a.header.fingerprint):
+        fp.add_row(k, v)
+    console.print(fp)
+    console.print(f"[dim]run directory: {a.run_dir}[/]")
+
+
+def render_markdown(a: RunAnalysis) -> str:
+    trust, _ = _trust_line(a)
+    out = [f"# rigbench run {a.header.run_id}", "",
+           f"Status: **{a.status}** · verdict: **{trust}** · source data: `{a.source_data_id}` · "
+           f"rigbench {a.header.rigbench_version} · started {a.header.created_at}", ""]
+    if a.warnings:
+        out += ["> " + w for w in a.warnings] + [""]
+    if a.startup:
+        s = a.startup
+        out += ["## Startup", "",
+                f"spawn → healthy {s['spawn_to_healthy_s']:.2f} s · healthy → first completion "
+                f"{s['healthy_to_first_completion_s']:.2f} s · total {s['spawn_to_first_completion_s']:.2f} s", ""]
+    if a.speed:
+        out += ["## Speed", "", "Median ± standard deviation over repetitions (warm-up excluded); n = requests.",
+                "", speed_markdown(a.speed), ""]
+    out += ["## Fingerprint", "", "| | |", "|---|---|"]
+    out += [f"| {k} | {_md_escape(v)} |" for k, v in _fingerprint_rows(a.header.fingerprint)]
+    out += ["", f"Source data: `{a.source_data_id}`", ""]
+    return "\n".join(out)
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def render_json(a: RunAnalysis) -> str:
+    return a.model_dump_json(indent=2)

@@ -1,0 +1,141 @@
+"""One run, start to finish: rig up, sanity gate, suites, rig down, header closed.
+
+Lives outside `cli/` so plans and tests can drive it; the CLI only parses options, owns the
+event loop and prints.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rigbench._version import __version__
+from rigbench.errors import RigbenchError
+from rigbench.rig import AttachedRig, LaunchedRig, LlamaCppConfig, prepare_llamacpp_rig
+from rigbench.store import RunHeader, RunReader, RunWriter, TrustVerdict, new_run_id
+from rigbench.store._run import _now
+from rigbench.suites._context import NullProgress, Progress, Suite, SuiteContext
+
+__all__ = ["RunConfig", "execute_run"]
+
+
+@dataclass
+class RunConfig:
+    suites: list[Suite]
+    suite_settings: dict[str, dict[str, Any]]
+    out_dir: Path
+    llamacpp: LlamaCppConfig | None = None  # launch the embedded rig with this config...
+    endpoint: str | None = None  # ...or attach to this OpenAI base URL
+    model: str | None = None
+    api_key: str | None = None
+    allow_untrusted: bool = False
+    sanity: bool = True
+    seed: int = 0
+    label: str = "run"
+    resume: Path | None = None
+    command: list[str] = field(default_factory=lambda: _redacted_argv(sys.argv))
+
+
+def _redacted_argv(argv: list[str]) -> list[str]:
+    return [("<redacted>" if i > 0 and argv[i - 1] in ("--api-key",) else a) for i, a in enumerate(argv)]
+
+
+async def execute_run(cfg: RunConfig, progress: Progress | None = None,
+                      build_progress: Any = None) -> RunHeader:
+    prog = progress or NullProgress()
+    plan = {"suites": cfg.suite_settings, "seed": cfg.seed,
+            "rig": _rig_plan(cfg)}
+    if cfg.resume is not None:
+        reader = RunReader(cfg.resume)
+        done = {r["unit_id"] for r in reader.raw_records() if "unit_id" in r}
+        header = reader.header.model_copy(update={"status": "running", "finished_at": None, "error": None,
+                                                  "source_data_id": None})
+        writer = RunWriter(cfg.resume, header, resume=True)
+        run_dir = cfg.resume
+    else:
+        run_id = new_run_id(cfg.label)
+        run_dir = cfg.out_dir / run_id
+        header = RunHeader(run_id=run_id, created_at=_now(), rigbench_version=__version__, command=cfg.command,
+                           plan=plan)
+        writer = RunWriter(run_dir, header)
+        done = set()
+    rig: LaunchedRig | AttachedRig
+    status = "failed"
+    error: str | None = None
+    trust: TrustVerdict | None = None
+    try:
+        if cfg.endpoint:
+            rig = AttachedRig(cfg.endpoint, model=cfg.model, api_key=cfg.api_key)
+        else:
+            rig = prepare_llamacpp_rig(cfg.llamacpp or LlamaCppConfig(), writer.log_path,
+                                       build_progress=build_progress, note=prog.note)
+        try:
+            prog.note("starting the rig" if isinstance(rig, LaunchedRig) else f"attaching to {cfg.endpoint}")
+            startup = await rig.start()
+            if startup is not None and "startup" not in done:
+                writer.append(startup)
+            fp = rig.fingerprint()
+            writer.update(fingerprint=fp.model_dump(mode="json"))
+            info = rig.info()
+            reasons: list[str] = []
+            if cfg.sanity:
+                reasons += await _sanity_gate(rig.client, info, writer, prog)
+            else:
+                reasons.append("the sanity gate was skipped (--no-sanity): answers were not checked")
+            for suite in cfg.suites:
+                ctx = SuiteContext(client=rig.client, writer=writer, rig=info,
+                                   settings=cfg.suite_settings.get(suite.name, {}), progress=prog,
+                                   done_units=done, seed=cfg.seed)
+                await suite.run(ctx)
+            reasons += _screen_outputs(RunReader(run_dir))
+            trust = TrustVerdict(trusted=not reasons, reasons=reasons)
+            status = "complete"
+        finally:
+            await rig.stop()
+    except KeyboardInterrupt:
+        status, error = "interrupted", "interrupted by the user (Ctrl-C)"
+        raise
+    except RigbenchError as e:
+        error = str(e)
+        raise
+    except BaseException as e:  # asyncio.CancelledError on Ctrl-C lands here too
+        import asyncio
+
+        if isinstance(e, asyncio.CancelledError):
+            status, error = "interrupted", "interrupted (cancelled)"
+        else:
+            error = f"{type(e).__name__}: {e}"
+        raise
+    finally:
+        header = writer.finish(status, trust=trust, error=error)  # type: ignore[arg-type]
+    return header
+
+
+def _rig_plan(cfg: RunConfig) -> dict[str, Any]:
+    if cfg.endpoint:
+        return {"mode": "attach", "endpoint": cfg.endpoint, "model": cfg.model}
+    c = cfg.llamacpp or LlamaCppConfig()
+    return {"mode": "embedded", "engine": "llamacpp", "model": c.model.describe(),
+            "ctx_per_slot": c.ctx_per_slot, "slots": c.slots, "extra_args": c.extra_args,
+            "draft_model": c.draft_model.describe() if c.draft_model else None,
+            "spec_type": c.spec_type, "draft_max": c.draft_max, "spec_synth_len": c.spec_synth_len}
+
+
+async def _sanity_gate(client: Any, info: Any, writer: RunWriter, prog: Progress) -> list[str]:
+    """Known-answer questions before any speed number. Returns reasons for distrust (empty: passed)."""
+    try:
+        from rigbench.rig._sanity import run_sanity_gate  # type: ignore[attr-defined]
+    except ImportError:
+        return ["the sanity gate is not available in this build: answers were not checked"]
+    verdict = await run_sanity_gate(client, info, writer, prog)
+    return list(verdict.reasons) if not verdict.passed else []
+
+
+def _screen_outputs(reader: RunReader) -> list[str]:
+    try:
+        from rigbench.rig._sanity import screen_run_outputs  # type: ignore[attr-defined]
+    except ImportError:
+        return []
+    return list(screen_run_outputs(reader))
