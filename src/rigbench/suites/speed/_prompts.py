@@ -22,7 +22,7 @@ _WORDS = (
     "builds carries remembers finds watches opens follows explains measures repairs writes crosses "
     "slowly carefully suddenly together quietly again early later always often under across beyond "
     "with through before after while because although and but so then old new small bright long "
-    "warm cold green heavy gentle careful curious patient ancient modern simple distant"
+    "warm cold green heavy gentle careful curious patient ancient modern simple distant "
 ).split()
 
 
