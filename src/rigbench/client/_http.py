@@ -16,7 +16,7 @@ import asyncio
 import ssl as _ssl
 import time
 from collections.abc import Callable
-from typing import Protocol
+from typing import Protocol, cast
 from urllib.parse import urlsplit
 
 __all__ = ["BodySink", "ConnectionPool", "HttpConnection", "ResponseHead"]
@@ -62,8 +62,7 @@ class HttpConnection(asyncio.Protocol):
         self.last_ns = 0
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
 
     def send(self, request: bytes, sink: BodySink) -> int:
         """Write the request; returns the perf_counter_ns stamp taken just before the write."""
@@ -231,12 +230,14 @@ class ConnectionPool:
 
     async def open(self) -> HttpConnection:
         loop = asyncio.get_running_loop()
-        _, proto = await asyncio.wait_for(
+        transport, proto = await asyncio.wait_for(
             loop.create_connection(
                 lambda: HttpConnection(self._to_idle), self.host, self.port, ssl=self._ssl
             ),
             self.connect_timeout_s,
         )
+        if proto.transport is None:  # uvloop may call connection_made a little later
+            proto.transport = cast(asyncio.Transport, transport)
         return proto
 
     def release(self, conn: HttpConnection) -> None:

@@ -23,6 +23,8 @@ from pydantic import BaseModel, ConfigDict
 
 __all__ = ["SelfCheck", "SelfCheckMonitor", "current_monitor"]
 
+_perf_ns = time.perf_counter_ns
+
 _current: contextvars.ContextVar[SelfCheckMonitor | None] = contextvars.ContextVar(
     "rigbench_selfcheck", default=None
 )
@@ -78,18 +80,20 @@ class SelfCheckMonitor:
         self.record: SelfCheck | None = None
         self._handle: asyncio.TimerHandle | None = None
         self._token: contextvars.Token[SelfCheckMonitor | None] | None = None
-        self._due = 0.0
 
     def note_send_lag(self, lag_ns: int) -> None:
         self.send_lags_ns.append(max(0, lag_ns))
 
     def _tick(self) -> None:
-        # A timer callback rather than a task: it measures how late the loop runs callbacks.
+        # Every interval, queue a probe behind whatever the loop has to do and time how long it
+        # waits: that is how late the loop would run any callback (a data_received, a send).
+        # Timed with perf_counter, not loop.time(): uvloop's timer clock has 1 ms resolution.
         loop = asyncio.get_running_loop()
-        now = loop.time()
-        self.loop_lags_ns.append(max(0, int((now - self._due) * 1e9)))
-        self._due = now + self.interval_s
-        self._handle = loop.call_at(self._due, self._tick)
+        loop.call_soon(self._probe, _perf_ns())
+        self._handle = loop.call_later(self.interval_s, self._tick)
+
+    def _probe(self, queued_ns: int) -> None:
+        self.loop_lags_ns.append(_perf_ns() - queued_ns)
 
     async def __aenter__(self) -> SelfCheckMonitor:
         loop = asyncio.get_running_loop()
@@ -97,8 +101,7 @@ class SelfCheckMonitor:
         self._t0 = time.perf_counter()
         self._c0 = time.process_time()
         self._token = _current.set(self)
-        self._due = loop.time() + self.interval_s
-        self._handle = loop.call_at(self._due, self._tick)
+        self._handle = loop.call_later(self.interval_s, self._tick)
         return self
 
     async def __aexit__(

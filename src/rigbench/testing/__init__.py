@@ -1,6 +1,7 @@
 """The reference emulator: an OpenAI-compatible server with scripted timing and faults that
 records the true send time of every chunk (ground truth for tests and benchmarks)."""
 
+from rigbench.testing._accuracy import AccuracyReport, compare_with_truth
 from rigbench.testing._process import EmulatorProcess
 from rigbench.testing._script import Delay, EmulatorScript, Fault, FaultKind, UsageMode
 from rigbench.testing._serve import serve
@@ -8,6 +9,7 @@ from rigbench.testing._server import Emulator
 from rigbench.testing._truth import RequestTruth
 
 __all__ = [
+    "AccuracyReport",
     "Delay",
     "Emulator",
     "EmulatorProcess",
@@ -16,5 +18,6 @@ __all__ = [
     "FaultKind",
     "RequestTruth",
     "UsageMode",
+    "compare_with_truth",
     "serve",
 ]

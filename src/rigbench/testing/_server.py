@@ -16,7 +16,7 @@ import asyncio
 import json
 import random
 import time
-from typing import Any
+from typing import Any, cast
 
 from rigbench.testing._script import EmulatorScript, Fault
 from rigbench.testing._truth import RequestTruth
@@ -134,8 +134,7 @@ class _Conn(asyncio.Protocol):
         self.stream: _Stream | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
         self.emu.connections_total += 1
 
     def connection_lost(self, exc: Exception | None) -> None:

@@ -1,0 +1,272 @@
+"""Client overhead: CPU microseconds per SSE event, and the most events per second one core sustains.
+
+    python benchmarks/client_overhead.py --streams 512 --repeats 5 [--json out.json]
+
+Every (HTTP stack, event loop) pair runs in a fresh subprocess pinned to one core, against
+reference emulators in other processes (pinned to other cores, uvloop, so they are not the limit).
+Two workloads per run:
+  saturated  the emulators send tokens back to back (ITL 0): events/s at ~100% of the client's
+             core is the client's ceiling, CPU/event its cost under batching.
+  paced      512 streams at a realistic pace (ITL 20 ms ± 10 ms): CPU/event when events trickle in
+             one per wake-up, the worst case for per-event cost.
+Stacks: `protocol` (rigbench's streaming path: asyncio.Protocol, stamps in data_received),
+`aiohttp` (rigbench's http_stack="aiohttp"), `streams` (asyncio.open_connection + StreamReader,
+written here the way a user would). All three share the same SSE parser and accumulator, so the
+difference is the HTTP layer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as _dt
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from typing import Any
+
+from rigbench.client import ChatClient, StreamResult
+from rigbench.client._client import _Accumulator
+from rigbench.client._sse import SSEParser
+from rigbench.testing import Delay, EmulatorProcess, EmulatorScript
+
+STACKS = ("protocol", "aiohttp", "streams")
+BODY = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+
+
+class StreamsClient:
+    """The straightforward asyncio-streams client: one coroutine hop per read."""
+
+    def __init__(self, url: str) -> None:
+        hostport = url.split("//", 1)[1].split("/", 1)[0]
+        self.host, port = hostport.rsplit(":", 1)
+        self.port = int(port)
+        self.pool: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+
+    async def stream_chat(self, body: dict[str, Any]) -> StreamResult:
+        data = json.dumps({**body, "stream": True, "stream_options": {"include_usage": True}}).encode()
+        req = (
+            f"POST /v1/chat/completions HTTP/1.1\r\nHost: {self.host}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(data)}\r\n\r\n"
+        ).encode() + data
+        reader, writer = self.pool.pop() if self.pool else await asyncio.open_connection(self.host, self.port)
+        acc = _Accumulator()
+        parser = SSEParser()
+        acc.sent_ns = time.perf_counter_ns()
+        writer.write(req)
+        await reader.readuntil(b"\r\n\r\n")
+        acc.headers_ns = time.perf_counter_ns()
+        while True:
+            size = int((await reader.readline()).split(b";")[0], 16)
+            if size == 0:
+                await reader.readline()
+                break
+            chunk = await reader.readexactly(size + 2)
+            now = time.perf_counter_ns()
+            events = parser.feed(chunk[:-2])
+            if events and not acc.finished:
+                acc.on_events(events, now)
+        self.pool.append((reader, writer))
+        acc.end_check()
+        return acc.result()
+
+    async def aclose(self) -> None:
+        for _, w in self.pool:
+            w.close()
+
+
+async def _workload(urls: list[str], stack: str, streams: int, tokens: int) -> dict[str, float]:
+    clients: list[Any] = [
+        StreamsClient(u)
+        if stack == "streams"
+        else ChatClient(u, http_stack="aiohttp" if stack == "aiohttp" else "asyncio")
+        for u in urls
+    ]
+    body = {**BODY, "max_tokens": tokens}
+
+    async def batch(n_tok: int) -> tuple[int, int]:
+        b = {**body, "max_tokens": n_tok}
+        res = await asyncio.gather(*[clients[i % len(clients)].stream_chat(b) for i in range(streams)])
+        events = errors = 0
+        for r in res:
+            events += len(r.chunk_ns) + r.empty_events + 2  # + the usage chunk and [DONE]
+            errors += r.error is not None
+        return events, errors
+
+    await batch(2)  # open the connections
+    c0, t0 = time.process_time(), time.perf_counter()
+    events, errors = await batch(tokens)
+    cpu, wall = time.process_time() - c0, time.perf_counter() - t0
+    for c in clients:
+        await c.aclose()
+    return {
+        "events": events,
+        "errors": errors,
+        "cpu_s": cpu,
+        "wall_s": wall,
+        "us_per_event": cpu / events * 1e6,
+        "events_per_s": events / wall,
+        "cpu_fraction": cpu / wall,
+    }
+
+
+def _one(args: argparse.Namespace) -> None:
+    """Child: one stack x loop x workload, pinned to one core; prints a JSON line."""
+    if hasattr(os, "sched_setaffinity") and args.client_core >= 0:
+        os.sched_setaffinity(0, {args.client_core})
+    coro = _workload(args.urls.split(","), args.stack, args.streams, args.tokens)
+    if args.loop == "uvloop":
+        import uvloop
+
+        out = uvloop.run(coro)
+    else:
+        out = asyncio.run(coro)
+    print(json.dumps(out))
+
+
+def _spawn_emulators(n: int, script: EmulatorScript) -> list[EmulatorProcess]:
+    emus = [EmulatorProcess(script, uvloop=True).start() for _ in range(n)]
+    ncpu = os.cpu_count() or 1
+    if hasattr(os, "sched_setaffinity") and ncpu > n + 1:
+        for i, e in enumerate(emus):
+            assert e.pid is not None
+            os.sched_setaffinity(e.pid, {1 + i})
+    return emus
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--streams", type=int, default=512)
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--saturated-tokens", type=int, default=200)
+    p.add_argument("--paced-tokens", type=int, default=50)
+    p.add_argument("--emulators", type=int, default=0, help="emulator processes (default: min(4, cores-1))")
+    p.add_argument("--stacks", default=",".join(STACKS))
+    p.add_argument("--loops", default="asyncio,uvloop")
+    p.add_argument("--json", default="")
+    p.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--stack", default="protocol", help=argparse.SUPPRESS)
+    p.add_argument("--loop", default="asyncio", help=argparse.SUPPRESS)
+    p.add_argument("--urls", default="", help=argparse.SUPPRESS)
+    p.add_argument("--tokens", type=int, default=100, help=argparse.SUPPRESS)
+    p.add_argument("--client-core", type=int, default=0, help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.one:
+        _one(args)
+        return
+    ncpu = os.cpu_count() or 1
+    n_emu = args.emulators or max(1, min(4, ncpu - 1))
+    pin = ncpu > n_emu + 1
+    workloads = {
+        "saturated": (
+            EmulatorScript(ttft=Delay(mean_ms=0), itl=Delay(mean_ms=0), output_tokens=100_000),
+            args.saturated_tokens,
+        ),
+        "paced": (
+            EmulatorScript(
+                ttft=Delay(dist="uniform", mean_ms=20, jitter_ms=10),
+                itl=Delay(dist="uniform", mean_ms=20, jitter_ms=10),
+                output_tokens=100_000,
+            ),
+            args.paced_tokens,
+        ),
+    }
+    results: dict[str, Any] = {
+        "command": " ".join([os.path.basename(sys.executable), *sys.argv]),
+        "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "machine": f"{platform.node()} {platform.machine()} {ncpu} cores",
+        "cpu_model": _cpu_model(),
+        "python": platform.python_version(),
+        "emulator_processes": n_emu,
+        "client_pinned": pin,
+        "streams": args.streams,
+        "runs": [],
+    }
+    for wl, (script, tokens) in workloads.items():
+        emus = _spawn_emulators(n_emu, script)
+        urls = ",".join(e.url for e in emus)
+        try:
+            for stack in args.stacks.split(","):
+                for loop in args.loops.split(","):
+                    samples = []
+                    for _ in range(args.repeats):
+                        cmd = [
+                            sys.executable,
+                            __file__,
+                            "--one",
+                            "--stack",
+                            stack,
+                            "--loop",
+                            loop,
+                            "--urls",
+                            urls,
+                            "--streams",
+                            str(args.streams),
+                            "--tokens",
+                            str(tokens),
+                            "--client-core",
+                            "0" if pin else "-1",
+                        ]
+                        out = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+                        if out.returncode != 0:
+                            raise SystemExit(out.stderr[-2000:])
+                        samples.append(json.loads(out.stdout.strip().splitlines()[-1]))
+                    row = {"workload": wl, "stack": stack, "loop": loop, "samples": samples}
+                    for key in ("us_per_event", "events_per_s", "cpu_fraction"):
+                        xs = [s[key] for s in samples]
+                        row[key] = {"median": statistics.median(xs), "min": min(xs), "max": max(xs)}
+                    row["errors"] = sum(s["errors"] for s in samples)
+                    results["runs"].append(row)
+                    print(_line(row), flush=True)
+        finally:
+            for e in emus:
+                e.stop()
+    print()
+    print(_table(results))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def _line(row: dict[str, Any]) -> str:
+    u, e, c = row["us_per_event"], row["events_per_s"], row["cpu_fraction"]
+    return (
+        f"{row['workload']:9} {row['stack']:8} {row['loop']:7} {u['median']:6.2f} us/event "
+        f"[{u['min']:.2f}-{u['max']:.2f}]  {e['median']:9.0f} events/s [{e['min']:.0f}-{e['max']:.0f}]  "
+        f"cpu {c['median']:.2f}  errors {row['errors']}"
+    )
+
+
+def _table(results: dict[str, Any]) -> str:
+    lines = [
+        "| workload | stack | loop | client CPU µs/event, median [min–max] | events/s, median [min–max] "
+        "| client CPU (cores) | errors |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in results["runs"]:
+        u, e, c = r["us_per_event"], r["events_per_s"], r["cpu_fraction"]
+        lines.append(
+            f"| {r['workload']} | {r['stack']} | {r['loop']} | {u['median']:.2f} [{u['min']:.2f}–"
+            f"{u['max']:.2f}] | {e['median']:,.0f} [{e['min']:,.0f}–{e['max']:,.0f}] | "
+            f"{c['median']:.2f} | {r['errors']} |"
+        )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,87 @@
+"""Timing accuracy: rigbench's measurements versus the reference emulator's truth.
+
+    python benchmarks/timing_accuracy.py --streams 1,64,512 --loops asyncio,uvloop [--stack protocol]
+
+The emulator runs in another process (shared CLOCK_MONOTONIC, see rigbench.testing._truth);
+the client runs here under a SelfCheckMonitor, so each line also says how loaded the client was.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+
+from rigbench.client import ChatClient, SelfCheck, SelfCheckMonitor, StreamResult
+from rigbench.testing import Delay, EmulatorProcess, EmulatorScript, compare_with_truth
+
+BODY = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+
+
+async def drive(url: str, streams: int, stack: str, tokens: int) -> tuple[list[StreamResult], SelfCheck]:
+    async with ChatClient(url, http_stack=stack) as c:  # type: ignore[arg-type]
+        await asyncio.gather(*[c.stream_chat({**BODY, "max_tokens": 2}) for _ in range(streams)])
+        async with SelfCheckMonitor(f"c{streams}") as mon:
+            res = await asyncio.gather(
+                *[c.stream_chat({**BODY, "max_tokens": tokens}) for _ in range(streams)]
+            )
+    assert mon.record is not None
+    return list(res), mon.record
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--streams", default="1,64,512")
+    p.add_argument("--loops", default="asyncio,uvloop")
+    p.add_argument("--stack", default="protocol", choices=["protocol", "aiohttp"])
+    p.add_argument("--tokens", type=int, default=64)
+    p.add_argument("--itl-ms", type=float, default=20.0)
+    p.add_argument("--itl-jitter-ms", type=float, default=10.0)
+    p.add_argument("--tokens-per-chunk", type=int, default=1)
+    p.add_argument("--spec-depth", type=int, default=0)
+    args = p.parse_args()
+    script = EmulatorScript(
+        ttft=Delay(dist="uniform", mean_ms=30, jitter_ms=20),
+        itl=Delay(dist="uniform", mean_ms=args.itl_ms, jitter_ms=args.itl_jitter_ms),
+        output_tokens=args.tokens,
+        tokens_per_chunk=args.tokens_per_chunk,
+        spec_depth=args.spec_depth,
+    )
+    stack = "asyncio" if args.stack == "protocol" else "aiohttp"
+    with EmulatorProcess(script, uvloop=True) as emu:
+        for loop in args.loops.split(","):
+            for n in map(int, args.streams.split(",")):
+                emu.reset()
+                coro = drive(emu.url, n, stack, args.tokens)
+                if loop == "uvloop":
+                    import uvloop
+
+                    res, sc = uvloop.run(coro)
+                else:
+                    res, sc = asyncio.run(coro)
+                rep = compare_with_truth(res, emu.fetch_truth())
+                ms = {k: round(v * 1e3, 3) for k, v in rep.model_dump().items() if k.endswith("_s")}
+                print(
+                    json.dumps(
+                        {
+                            "stack": args.stack,
+                            "loop": loop,
+                            "streams": n,
+                            "requests": rep.requests,
+                            "errors": sum(r.error is not None for r in res),
+                            "tokens": rep.tokens,
+                            "token_count_mismatches": rep.token_count_mismatches,
+                            "zero_itl": rep.zero_itl,
+                            "coalesced_chunks": rep.coalesced_chunks,
+                            "sent_after_received": rep.sent_after_received,
+                            **{k.replace("_s", "_ms"): v for k, v in ms.items()},
+                            "client_cpu_fraction": round(sc.cpu_fraction, 3),
+                            "loop_lag_p99_ms": round((sc.loop_lag_p99_s or 0) * 1e3, 3),
+                        }
+                    ),
+                    flush=True,
+                )
+
+
+if __name__ == "__main__":
+    main()
