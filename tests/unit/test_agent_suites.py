@@ -417,3 +417,10 @@ def test_pass_hat_k() -> None:
 def test_shipped_tasks_load() -> None:
     assert load_task("cart_bugs").kind == "repo_fix"
     assert load_task("cart_root_cause").spec["answer"]["file"] == "app/discount.py"
+
+
+def test_public_surface() -> None:
+    import rigbench.suites.agent as agent
+
+    assert {"AgentSuite", "ProbesSuite", "ToolCallSuite", "BFCLSuite", "RepoTaskSuite", "PROBES"} <= set(agent.__all__)
+    assert len(agent.PROBES) == 15 and len(agent.TOOL_CASES) == 6
