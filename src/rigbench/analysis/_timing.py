@@ -74,19 +74,29 @@ def chunk_token_counts(
         return [int(k) for k in exact], "exact"
     if output_tokens <= n:
         return [1] * n, "one_each"
-    # Share the tokens out by characters (at least one per chunk), largest remainder first.
+    # Share the tokens out in proportion to characters (at least one per chunk), then settle the
+    # rounding by largest remainder.
     chars = list(res.chunk_chars) if len(res.chunk_chars) == n else [0] * n
     known = [c for c in chars if c > 0]
-    fill = (sum(known) / len(known)) if known else 1.0
+    fill = (sum(known) / len(known)) if known else 1.0  # tool-call chunks carry no counted chars
     weights = [c if c > 0 else fill for c in chars]
-    extra = output_tokens - n
     total_w = sum(weights)
-    shares = [extra * w / total_w for w in weights]
-    counts = [1 + int(s) for s in shares]
-    left = output_tokens - sum(counts)
-    order = sorted(range(n), key=lambda i: shares[i] - int(shares[i]), reverse=True)
-    for i in order[:left]:
-        counts[i] += 1
+    shares = [output_tokens * w / total_w for w in weights]
+    counts = [max(1, int(s)) for s in shares]
+    diff = output_tokens - sum(counts)
+    by_rest = sorted(range(n), key=lambda i: shares[i] - int(shares[i]), reverse=True)
+    for i in by_rest:
+        if diff == 0:
+            break
+        if diff > 0:
+            counts[i] += 1
+            diff -= 1
+    for i in reversed(by_rest):
+        if diff == 0:
+            break
+        if counts[i] > 1:
+            counts[i] -= 1
+            diff += 1
     return counts, "by_chars"
 
 

@@ -1,4 +1,4 @@
-"""rigbench watching itself: client CPU, event-loop lag and send lag while a suite runs.
+"""rigbench watching itself: client CPU, event-loop lag, send lag and GC pauses while a suite runs.
 
     async with SelfCheckMonitor("speed", writer.append) as mon:
         await suite.run(ctx)
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import gc
 import os
 import time
 from collections.abc import Callable
@@ -54,6 +55,9 @@ class SelfCheck(BaseModel):
     send_lag_p50_s: float | None
     send_lag_p99_s: float | None
     send_lag_max_s: float | None
+    gc_pauses: int = 0  # garbage collections during the span (each stops the loop)
+    gc_pause_total_s: float = 0.0
+    gc_pause_max_s: float = 0.0
     loop: str  # event loop class, e.g. "uvloop.Loop" or "_UnixSelectorEventLoop"
 
     @property
@@ -80,6 +84,8 @@ class SelfCheckMonitor:
         self.record: SelfCheck | None = None
         self._handle: asyncio.TimerHandle | None = None
         self._token: contextvars.Token[SelfCheckMonitor | None] | None = None
+        self._gc_start = 0
+        self.gc_pauses_ns: list[int] = []
 
     def note_send_lag(self, lag_ns: int) -> None:
         self.send_lags_ns.append(max(0, lag_ns))
@@ -95,6 +101,12 @@ class SelfCheckMonitor:
     def _probe(self, queued_ns: int) -> None:
         self.loop_lags_ns.append(_perf_ns() - queued_ns)
 
+    def _on_gc(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._gc_start = _perf_ns()
+        elif self._gc_start:
+            self.gc_pauses_ns.append(_perf_ns() - self._gc_start)
+
     async def __aenter__(self) -> SelfCheckMonitor:
         loop = asyncio.get_running_loop()
         self._loop_name = f"{type(loop).__module__}.{type(loop).__qualname__}"
@@ -102,6 +114,7 @@ class SelfCheckMonitor:
         self._c0 = time.process_time()
         self._token = _current.set(self)
         self._handle = loop.call_later(self.interval_s, self._tick)
+        gc.callbacks.append(self._on_gc)
         return self
 
     async def __aexit__(
@@ -109,6 +122,8 @@ class SelfCheckMonitor:
     ) -> None:
         if self._handle is not None:
             self._handle.cancel()
+        if self._on_gc in gc.callbacks:
+            gc.callbacks.remove(self._on_gc)
         if self._token is not None:
             _current.reset(self._token)
         ll, sl = self.loop_lags_ns, self.send_lags_ns
@@ -126,6 +141,9 @@ class SelfCheckMonitor:
             send_lag_p50_s=_q(sl, 50),
             send_lag_p99_s=_q(sl, 99),
             send_lag_max_s=max(sl) / 1e9 if sl else None,
+            gc_pauses=len(self.gc_pauses_ns),
+            gc_pause_total_s=sum(self.gc_pauses_ns) / 1e9,
+            gc_pause_max_s=max(self.gc_pauses_ns, default=0) / 1e9,
             loop=self._loop_name,
         )
         if self.emit is not None:

@@ -2,6 +2,7 @@
 records the true send time of every chunk (ground truth for tests and benchmarks)."""
 
 from rigbench.testing._accuracy import AccuracyReport, compare_with_truth
+from rigbench.testing._noise import NoiseFloor, SchedulerNoise
 from rigbench.testing._process import EmulatorProcess
 from rigbench.testing._script import Delay, EmulatorScript, Fault, FaultKind, UsageMode
 from rigbench.testing._serve import serve
@@ -16,7 +17,9 @@ __all__ = [
     "EmulatorScript",
     "Fault",
     "FaultKind",
+    "NoiseFloor",
     "RequestTruth",
+    "SchedulerNoise",
     "UsageMode",
     "compare_with_truth",
     "serve",

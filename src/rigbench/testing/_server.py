@@ -62,6 +62,7 @@ class Emulator:
         self.prompt_tokens_total = 0
         self.requests_total = 0
         self.connections_total = 0
+        self._conns: set[_Conn] = set()
 
     @property
     def url(self) -> str:
@@ -94,6 +95,12 @@ class Emulator:
             await self.start()
         assert self._server is not None
         await self._server.serve_forever()
+
+    def drop_connections(self) -> None:
+        """Close every open client connection (as a restarting server would)."""
+        for c in list(self._conns):
+            if c.transport is not None:
+                c.transport.close()
 
     def truth_by_id(self) -> dict[str, RequestTruth]:
         return {t.response_id: t for t in self.truth}
@@ -136,8 +143,10 @@ class _Conn(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
         self.emu.connections_total += 1
+        self.emu._conns.add(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self.emu._conns.discard(self)
         if self.stream is not None:
             self.stream.cancel()
         self.transport = None
