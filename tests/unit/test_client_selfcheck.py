@@ -47,11 +47,10 @@ async def test_monitor_measures_a_blocked_loop_and_emits_one_record() -> None:
 
 async def test_client_reports_send_lag_to_the_monitor() -> None:
     script = EmulatorScript(ttft=Delay(mean_ms=1), itl=Delay(mean_ms=0.2), output_tokens=4)
-    async with Emulator(script) as emu, ChatClient(emu.url) as c:
-        async with SelfCheckMonitor("sends") as mon:
-            late = time.perf_counter_ns() - 30_000_000  # meant to go out 30 ms ago
-            r = await c.stream_chat({"model": "m", "messages": []}, scheduled_ns=late)
-            await c.stream_chat({"model": "m", "messages": []})
+    async with Emulator(script) as emu, ChatClient(emu.url) as c, SelfCheckMonitor("sends") as mon:
+        late = time.perf_counter_ns() - 30_000_000  # meant to go out 30 ms ago
+        r = await c.stream_chat({"model": "m", "messages": []}, scheduled_ns=late)
+        await c.stream_chat({"model": "m", "messages": []})
     assert mon.record is not None and r.scheduled_ns == late
     assert mon.record.send_lag_samples == 2
     assert mon.record.send_lag_max_s is not None and mon.record.send_lag_max_s >= 0.030

@@ -6,6 +6,7 @@ import sys
 
 from rich.console import Console
 
+from rigbench.cli import _emulate as _emulate
 from rigbench.cli import _report as _report
 
 # Command modules register themselves on `app` when imported.
