@@ -81,7 +81,7 @@ async def execute_run(cfg: RunConfig, progress: Progress | None = None,
             info = rig.info()
             reasons: list[str] = []
             if cfg.sanity:
-                reasons += await _sanity_gate(rig.client, info, writer, prog)
+                reasons += await _sanity_gate(rig.client, info, writer, prog, done)
             else:
                 reasons.append("the sanity gate was skipped (--no-sanity): answers were not checked")
             for suite in cfg.suites:
@@ -89,7 +89,7 @@ async def execute_run(cfg: RunConfig, progress: Progress | None = None,
                                    settings=cfg.suite_settings.get(suite.name, {}), progress=prog,
                                    done_units=done, seed=cfg.seed)
                 await suite.run(ctx)
-            reasons += _screen_outputs(RunReader(run_dir))
+            reasons += _screen_outputs(RunReader(run_dir), writer)
             trust = TrustVerdict(trusted=not reasons, reasons=reasons)
             status = "complete"
         finally:
@@ -123,19 +123,30 @@ def _rig_plan(cfg: RunConfig) -> dict[str, Any]:
             "spec_type": c.spec_type, "draft_max": c.draft_max, "spec_synth_len": c.spec_synth_len}
 
 
-async def _sanity_gate(client: Any, info: Any, writer: RunWriter, prog: Progress) -> list[str]:
+async def _sanity_gate(client: Any, info: Any, writer: RunWriter, prog: Progress, done: set[str]) -> list[str]:
     """Known-answer questions before any speed number. Returns reasons for distrust (empty: passed)."""
-    try:
-        from rigbench.rig._sanity import run_sanity_gate  # type: ignore[attr-defined]
-    except ImportError:
-        return ["the sanity gate is not available in this build: answers were not checked"]
-    verdict = await run_sanity_gate(client, info, writer, prog)
-    return list(verdict.reasons) if not verdict.passed else []
+    from rigbench.rig._sanity import SanityVerdict, run_sanity_gate
+
+    if "sanity" in done:  # resumed run: the gate already ran on this rig
+        reader = RunReader(writer.dir)
+        prior = reader.records("sanity", SanityVerdict)[-1]
+        return list(prior.reasons)
+    task = prog.task("sanity gate: known-answer questions", None)
+    verdict = await run_sanity_gate(client, info.model)
+    prog.done(task)
+    writer.append(verdict)
+    return list(verdict.reasons)
 
 
-def _screen_outputs(reader: RunReader) -> list[str]:
-    try:
-        from rigbench.rig._sanity import screen_run_outputs  # type: ignore[attr-defined]
-    except ImportError:
+def _screen_outputs(reader: RunReader, writer: RunWriter) -> list[str]:
+    """Screen every speed output for gibberish; one that no working model would write untrusts the run."""
+    from rigbench.rig._sanity import screen_outputs
+
+    outputs = [(r["unit_id"], r["result"]["content"]) for r in reader.raw_records("speed_request")
+               if r["result"].get("error") is None]
+    screen = screen_outputs(outputs)
+    writer.append(screen)
+    if screen.trusted:
         return []
-    return list(screen_run_outputs(reader))
+    return [f"{screen.failed_outputs} of {screen.outputs} measured outputs look like gibberish, e.g. "
+            + "; ".join(screen.examples[:2])]

@@ -44,8 +44,14 @@ def analyze_run(reader: RunReader) -> RunAnalysis:
         warnings[:0] = [f"UNTRUSTED: {r}" for r in h.trust.reasons]
     if speed:
         warnings.extend(speed.warnings)
+    sections: dict[str, Any] = {}
+    from rigbench.analysis._agent import summarize_agent
+
+    agent = summarize_agent(reader)
+    if not agent.empty:
+        sections["agent"] = agent
     torn = reader.torn_lines
     return RunAnalysis(
         run_dir=str(reader.dir), header=h, status=reader.display_status, source_data_id=reader.source_data_id,
-        startup=startup, speed=speed, torn_lines=torn, warnings=warnings,
+        startup=startup, speed=speed, torn_lines=torn, warnings=warnings, sections=sections,
     )

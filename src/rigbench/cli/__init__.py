@@ -1,4 +1,7 @@
-"""Thin typer commands. They parse options, own `asyncio.run`, and print; no logic lives here."""
+"""Thin typer commands. They parse options, own `asyncio.run`, and print; no logic lives here.
+
+Command modules register themselves on `app` when imported below.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +11,8 @@ from rich.console import Console
 
 from rigbench.cli import _emulate as _emulate
 from rigbench.cli import _report as _report
-
-# Command modules register themselves on `app` when imported.
 from rigbench.cli import _run as _run
+from rigbench.cli import _setup as _setup
 from rigbench.cli._app import app
 from rigbench.errors import RigbenchError
 

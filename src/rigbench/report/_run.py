@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from rigbench.analysis import RunAnalysis
+from rigbench.report._agent import render_agent_markdown, render_agent_terminal
 from rigbench.report._fmt import fmt_bytes
 from rigbench.report._speed import speed_markdown, speed_table
 
@@ -66,6 +67,8 @@ def render_terminal(a: RunAnalysis, console: Console) -> None:
         console.print(speed_table(a.speed))
         if any(r.ttft_not_comparable for r in a.speed.rows):
             console.print("[dim]n/c*: TTFT not comparable — chunks carried several tokens each.[/]")
+    if "agent" in a.sections:
+        render_agent_terminal(console, a.sections["agent"])
     fp = Table(title="Fingerprint", show_header=False, title_justify="left")
     fp.add_column(style="bold")
     fp.add_column(overflow="fold")
@@ -90,6 +93,8 @@ def render_markdown(a: RunAnalysis) -> str:
     if a.speed:
         out += ["## Speed", "", "Median ± standard deviation over repetitions (warm-up excluded); n = requests.",
                 "", speed_markdown(a.speed), ""]
+    if "agent" in a.sections:
+        out += [render_agent_markdown(a.sections["agent"]), ""]
     out += ["## Fingerprint", "", "| | |", "|---|---|"]
     out += [f"| {k} | {_md_escape(v)} |" for k, v in _fingerprint_rows(a.header.fingerprint)]
     out += ["", f"Source data: `{a.source_data_id}`", ""]

@@ -162,6 +162,7 @@ class LaunchedRig:
         while True:
             code = self.process.exit_code()
             if code is not None:
+                await self.client.aclose()
                 raise RigStartError(
                     f"{self.engine} exited with code {code} while starting.\n  command: {self.process.command}\n"
                     f"  log: {self.process.log_path}\n  last lines:\n{_indent(self.process.log_tail())}"
@@ -172,6 +173,7 @@ class LaunchedRig:
                     break
             if time.monotonic() > deadline:
                 self.process.stop()
+                await self.client.aclose()
                 raise RigStartError(
                     f"{self.engine} did not become healthy within {self.start_timeout_s:.0f} s.\n"
                     f"  command: {self.process.command}\n  log: {self.process.log_path}\n"

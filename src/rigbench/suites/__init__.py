@@ -9,7 +9,10 @@ from rigbench.suites._context import NullProgress, Progress, RigInfo, Suite, Sui
 
 __all__ = ["SUITE_NAMES", "NullProgress", "Progress", "RigInfo", "Suite", "SuiteContext", "build_suites"]
 
-SUITE_NAMES = ("speed",)
+SUITE_NAMES = ("speed", "agent", "agent_probes", "agent_tools", "agent_bfcl", "agent_tasks")
+
+# Agent parts: CLI name -> the `parts` setting AgentSuite understands.
+_AGENT_PARTS = {"agent_probes": "probes", "agent_tools": "tools", "agent_bfcl": "bfcl", "agent_tasks": "tasks"}
 
 
 def build_suites(
@@ -32,6 +35,16 @@ def build_suites(
                                concurrency=concurrency)
             suites.append(SpeedSuite(sp))
             settings["speed"] = sp.as_dict()
+        elif name == "agent" or name in _AGENT_PARTS:
+            from rigbench.suites.agent import AgentSuite
+
+            agent = settings.setdefault("agent", {})
+            parts = agent.setdefault("parts", [])
+            for part in (["probes", "tools", "bfcl", "tasks"] if name == "agent" else [_AGENT_PARTS[name]]):
+                if part not in parts:
+                    parts.append(part)
+            if not any(isinstance(x, AgentSuite) for x in suites):
+                suites.append(AgentSuite())
         else:
             raise UsageError(f"unknown suite {name!r}; available: {', '.join(SUITE_NAMES)}.")
     return suites, settings

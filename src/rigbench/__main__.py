@@ -1,0 +1,3 @@
+from rigbench.cli import main
+
+main()

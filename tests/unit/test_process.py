@@ -1,0 +1,62 @@
+"""Engine processes: clear errors naming the command and log, and the whole group stopped."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+
+from rigbench.errors import PortInUseError, RigStartError
+from rigbench.rig import EngineProcess, LaunchedRig, ModelInfo, free_port
+
+
+def test_port_in_use(tmp_path: Path) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        with pytest.raises(PortInUseError, match=f"(?s)port {port}.*command: "):
+            EngineProcess(["true"], tmp_path / "log").start(port=port)
+
+
+def test_missing_binary(tmp_path: Path) -> None:
+    with pytest.raises(RigStartError, match="not found"):
+        EngineProcess([str(tmp_path / "no-such-engine")], tmp_path / "log").start()
+
+
+def test_crash_during_start_names_command_and_log(tmp_path: Path) -> None:
+    script = "import sys; print('bad flag --xyz', flush=True); sys.exit(3)"
+    rig = LaunchedRig([sys.executable, "-c", script], engine="fake", port=free_port(), log_path=tmp_path / "engine.log",
+                      model=ModelInfo())
+    with pytest.raises(RigStartError) as e:
+        asyncio.run(rig.start())
+    msg = str(e.value)
+    assert "exited with code 3" in msg and "engine.log" in msg and "bad flag --xyz" in msg and "-c" in msg
+
+
+def test_stop_kills_the_whole_process_group(tmp_path: Path) -> None:
+    pidfile = tmp_path / "child.pid"
+    script = ("import subprocess, sys, time; "
+              f"p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
+              f"open({str(pidfile)!r}, 'w').write(str(p.pid)); time.sleep(60)")
+    proc = EngineProcess([sys.executable, "-c", script], tmp_path / "log")
+    proc.start()
+    for _ in range(100):
+        if pidfile.exists() and pidfile.read_text():
+            break
+        asyncio.run(asyncio.sleep(0.05))
+    child = int(pidfile.read_text())
+    proc.stop(timeout_s=5)
+    import os
+
+    for _ in range(50):
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            break
+        asyncio.run(asyncio.sleep(0.05))
+    else:
+        pytest.fail("the engine's child process outlived stop()")
