@@ -23,6 +23,7 @@ import datetime as _dt
 import json
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -98,9 +99,11 @@ async def _workload(urls: list[str], stack: str, streams: int, tokens: int) -> d
         return events, errors
 
     await batch(2)  # open the connections
-    c0, t0 = time.process_time(), time.perf_counter()
+    c0, t0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
     events, errors = await batch(tokens)
-    cpu, wall = time.process_time() - c0, time.perf_counter() - t0
+    c1, wall = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter() - t0
+    user, system = c1.ru_utime - c0.ru_utime, c1.ru_stime - c0.ru_stime
+    cpu = user + system
     for c in clients:
         await c.aclose()
     return {
@@ -109,6 +112,8 @@ async def _workload(urls: list[str], stack: str, streams: int, tokens: int) -> d
         "cpu_s": cpu,
         "wall_s": wall,
         "us_per_event": cpu / events * 1e6,
+        "user_us_per_event": user / events * 1e6,
+        "sys_us_per_event": system / events * 1e6,
         "events_per_s": events / wall,
         "cpu_fraction": cpu / wall,
     }
@@ -216,7 +221,8 @@ def main() -> None:
                             raise SystemExit(out.stderr[-2000:])
                         samples.append(json.loads(out.stdout.strip().splitlines()[-1]))
                     row = {"workload": wl, "stack": stack, "loop": loop, "samples": samples}
-                    for key in ("us_per_event", "events_per_s", "cpu_fraction"):
+                    for key in ("us_per_event", "user_us_per_event", "sys_us_per_event", "events_per_s",
+                                "cpu_fraction"):
                         xs = [s[key] for s in samples]
                         row[key] = {"median": statistics.median(xs), "min": min(xs), "max": max(xs)}
                     row["errors"] = sum(s["errors"] for s in samples)
@@ -254,15 +260,16 @@ def _line(row: dict[str, Any]) -> str:
 
 def _table(results: dict[str, Any]) -> str:
     lines = [
-        "| workload | stack | loop | client CPU µs/event, median [min–max] | events/s, median [min–max] "
-        "| client CPU (cores) | errors |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| workload | stack | loop | client CPU µs/event, median [min–max] | of which user / kernel µs "
+        "| events/s, median [min–max] | client CPU (cores) | errors |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in results["runs"]:
         u, e, c = r["us_per_event"], r["events_per_s"], r["cpu_fraction"]
         lines.append(
             f"| {r['workload']} | {r['stack']} | {r['loop']} | {u['median']:.2f} [{u['min']:.2f}–"
-            f"{u['max']:.2f}] | {e['median']:,.0f} [{e['min']:,.0f}–{e['max']:,.0f}] | "
+            f"{u['max']:.2f}] | {r['user_us_per_event']['median']:.2f} / {r['sys_us_per_event']['median']:.2f} | "
+            f"{e['median']:,.0f} [{e['min']:,.0f}–{e['max']:,.0f}] | "
             f"{c['median']:.2f} | {r['errors']} |"
         )
     return "\n".join(lines)

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Protocol, cast
 from urllib.parse import urlsplit
 
-__all__ = ["BodySink", "ConnectionPool", "HttpConnection", "ResponseHead"]
+__all__ = ["BodySink", "ConnectionPool", "HttpConnection", "ReadQueue", "ResponseHead"]
 
 _perf_ns = time.perf_counter_ns
 
@@ -44,10 +44,39 @@ class BodySink(Protocol):
 _HEAD, _BODY, _IDLE = 0, 1, 2
 
 
+class ReadQueue:
+    """Reads stamped in data_received, handled together once the loop has done its other reads."""
+
+    __slots__ = ("items", "loop", "scheduled")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.items: list[tuple[HttpConnection, bytes | None, int, BaseException | None]] = []
+        self.scheduled = False
+
+    def push(
+        self, conn: HttpConnection, data: bytes | None, now: int, exc: BaseException | None = None
+    ) -> None:
+        self.items.append((conn, data, now, exc))
+        if not self.scheduled:
+            self.scheduled = True
+            self.loop.call_soon(self.flush)
+
+    def flush(self) -> None:
+        self.scheduled = False
+        items, self.items = self.items, []
+        for conn, data, now, exc in items:
+            try:
+                conn.on_read(data, now, exc)
+            except Exception as e:  # a response we cannot parse fails its request, not the others
+                conn.fail(e, now)
+
+
 class HttpConnection(asyncio.Protocol):
     """One keep-alive connection. `send()` writes a request; the reply goes to a BodySink."""
 
-    def __init__(self, on_idle: Callable[[HttpConnection], None]) -> None:
+    def __init__(self, on_idle: Callable[[HttpConnection], None], reads: ReadQueue) -> None:
+        self._reads = reads
         self.transport: asyncio.Transport | None = None
         self._on_idle = on_idle
         self._sink: BodySink | None = None
@@ -82,10 +111,19 @@ class HttpConnection(asyncio.Protocol):
             self.transport.close()
 
     def data_received(self, data: bytes) -> None:
+        # Stamp now, parse later: when many sockets are ready in one loop iteration (a server
+        # emitting a decode step for every stream at once), each read is stamped before any of
+        # them is parsed, so a stamp is late by the reads before it, not by their parsing.
         now = _perf_ns()
         self.last_ns = now
         self.got_bytes = True
-        if self._state == _BODY:
+        self._reads.push(self, data, now)
+
+    def on_read(self, data: bytes | None, now: int, exc: BaseException | None) -> None:
+        """A read (or, with data None, the loss of the connection), in arrival order."""
+        if data is None:
+            self._lost(exc, now)
+        elif self._state == _BODY:
             self._body(data, now)
         elif self._state == _HEAD:
             self._head(data, now)
@@ -102,7 +140,7 @@ class HttpConnection(asyncio.Protocol):
         try:
             status = int(lines[0].split(" ", 2)[1])
         except (IndexError, ValueError):
-            self._fail(ValueError(f"not an HTTP response: {lines[0][:80]!r}"), now)
+            self.fail(ValueError(f"not an HTTP response: {lines[0][:80]!r}"), now)
             return
         headers: dict[str, str] = {}
         for line in lines[1:]:
@@ -183,8 +221,12 @@ class HttpConnection(asyncio.Protocol):
         if reuse and not self.closed:
             self._on_idle(self)
 
-    def _fail(self, exc: BaseException, now: int) -> None:
-        self._finish(exc, now, reuse=False)
+    def fail(self, exc: BaseException, now: int) -> None:
+        """End the current response with `exc` and close the connection."""
+        if self._sink is not None:
+            self._finish(exc, now, reuse=False)
+        else:
+            self.close()
 
     def eof_received(self) -> bool | None:
         return None  # close the transport; connection_lost follows
@@ -192,12 +234,14 @@ class HttpConnection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         self.transport = None
+        self._reads.push(self, None, _perf_ns(), exc)  # after the reads still queued
+
+    def _lost(self, exc: BaseException | None, now: int) -> None:
         if self._sink is not None:
-            now = _perf_ns()
             if self._state == _BODY and self._mode == "close":
                 self._finish(None, now, reuse=False)
             else:
-                self._fail(exc or ConnectionResetError("the server closed the connection"), now)
+                self.fail(exc or ConnectionResetError("the server closed the connection"), now)
 
 
 class ConnectionPool:
@@ -213,6 +257,7 @@ class ConnectionPool:
         self._sem = asyncio.Semaphore(limit)
         self._idle: list[HttpConnection] = []
         self._ssl: _ssl.SSLContext | None = _ssl.create_default_context() if self.https else None
+        self._reads = ReadQueue(asyncio.get_running_loop())
 
     async def acquire(self) -> tuple[HttpConnection, int | None]:
         """A ready connection and, when a new one had to be opened, the stamp its opening began."""
@@ -232,7 +277,7 @@ class ConnectionPool:
         loop = asyncio.get_running_loop()
         transport, proto = await asyncio.wait_for(
             loop.create_connection(
-                lambda: HttpConnection(self._to_idle), self.host, self.port, ssl=self._ssl
+                lambda: HttpConnection(self._to_idle, self._reads), self.host, self.port, ssl=self._ssl
             ),
             self.connect_timeout_s,
         )

@@ -1,0 +1,151 @@
+"""The streaming HTTP path against hand-written responses: framing, splits, odd servers."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+
+import pytest
+
+from rigbench.client import ChatClient, StreamResult
+
+BODY = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+
+
+def _event(obj: object) -> bytes:
+    return b"data: " + json.dumps(obj).encode() + b"\n\n"
+
+
+def _chunk(text: str | None, finish: str | None = None) -> bytes:
+    delta = {} if text is None else {"content": text}
+    return _event(
+        {"id": "x1", "model": "m", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    )
+
+
+SSE = (
+    b": ping\n\n"
+    + _chunk("Hel")
+    + _chunk("lo")
+    + _chunk(None, "stop")
+    + _event({"id": "x1", "choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": 2}})
+    + b"data: [DONE]\n\n"
+)
+
+
+def _chunked(payload: bytes, piece: int = 7) -> bytes:
+    frames = [
+        b"%x\r\n%b\r\n" % (len(payload[i : i + piece]), payload[i : i + piece])
+        for i in range(0, len(payload), piece)
+    ]
+    return b"".join(frames) + b"0\r\n\r\n"
+
+
+@asynccontextmanager
+async def _server(reply: Callable[[], bytes], split: int | None = None) -> AsyncIterator[str]:
+    """Answers every request with reply(), written `split` bytes at a time (each its own write)."""
+
+    async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await r.readuntil(b"\r\n\r\n")
+                n = int(
+                    next(
+                        line.split(b":")[1]
+                        for line in head.split(b"\r\n")
+                        if line.lower().startswith(b"content-length")
+                    )
+                )
+                await r.readexactly(n)
+                data = reply()
+                step = split or len(data)
+                for i in range(0, len(data), step):
+                    w.write(data[i : i + step])
+                    await w.drain()
+                    if split:
+                        await asyncio.sleep(0)
+                if b"Connection: close" in data:
+                    w.close()
+                    return
+        except (asyncio.IncompleteReadError, ConnectionError):
+            w.close()
+
+    srv = await asyncio.start_server(handle, "127.0.0.1", 0)
+    port = srv.sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        srv.close()
+
+
+def _ok(r: StreamResult) -> None:
+    assert r.ok, r.error
+    assert r.content == "Hello" and r.finish_reason == "stop" and r.comment_events == 1
+    assert r.usage == {"prompt_tokens": 1, "completion_tokens": 2} and len(r.chunk_ns) == 2
+
+
+HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+
+
+@pytest.mark.parametrize("split", [None, 1, 3, 50])
+async def test_chunked_sse_split_anywhere(split: int | None) -> None:
+    async with _server(lambda: HEAD + _chunked(SSE), split) as url, ChatClient(url) as c:
+        _ok(await c.stream_chat(BODY))
+        _ok(await c.stream_chat(BODY))  # same kept-alive connection, parser state reset
+
+
+async def test_close_delimited_body() -> None:
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+    async with _server(lambda: head + SSE) as url, ChatClient(url) as c:
+        _ok(await c.stream_chat(BODY))
+        _ok(await c.stream_chat(BODY))  # a new connection each time
+
+
+async def test_content_length_sse_body() -> None:
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\n\r\n" % len(SSE)
+    async with _server(lambda: head + SSE, 5) as url, ChatClient(url) as c:
+        _ok(await c.stream_chat(BODY))
+
+
+async def test_json_instead_of_sse_is_not_openai() -> None:
+    body = b'{"choices": []}'
+    reply = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%b" % (
+        len(body),
+        body,
+    )
+    async with _server(lambda: reply) as url, ChatClient(url) as c:
+        r = await c.stream_chat(BODY)
+    assert r.error is not None and r.error.kind == "not_openai" and r.error.body == body.decode()
+
+
+async def test_broken_chunk_framing_fails_that_request_only() -> None:
+    bad = HEAD + b"zz\r\n" + SSE
+    async with _server(lambda: bad) as url, ChatClient(url) as c:
+        r = await c.stream_chat(BODY)
+    assert r.error is not None and r.error.kind == "not_openai"
+
+
+async def test_response_id_and_api_key_header() -> None:
+    seen: list[bytes] = []
+
+    async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        head = await r.readuntil(b"\r\n\r\n")
+        seen.append(head)
+        n = int(
+            next(x.split(b":")[1] for x in head.split(b"\r\n") if x.lower().startswith(b"content-length"))
+        )
+        body = json.loads(await r.readexactly(n))
+        assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
+        w.write(HEAD + _chunked(SSE))
+        await w.drain()
+
+    srv = await asyncio.start_server(handle, "127.0.0.1", 0)
+    url = f"http://127.0.0.1:{srv.sockets[0].getsockname()[1]}/v1"
+    async with ChatClient(url, api_key="sk-test") as c:
+        r = await c.stream_chat(BODY)
+    srv.close()
+    assert r.response_id == "x1"
+    assert b"POST /v1/chat/completions HTTP/1.1" in seen[0] and b"Authorization: Bearer sk-test" in seen[0]
+    assert "sk-test" not in r.model_dump_json()
