@@ -32,6 +32,7 @@ class RunConfig:
     api_key: str | None = None
     allow_untrusted: bool = False
     sanity: bool = True
+    sanity_max_tokens: int = 1024
     seed: int = 0
     label: str = "run"
     resume: Path | None = None
@@ -45,7 +46,8 @@ def _redacted_argv(argv: list[str]) -> list[str]:
 async def execute_run(cfg: RunConfig, progress: Progress | None = None,
                       build_progress: Any = None) -> RunHeader:
     prog = progress or NullProgress()
-    plan = {"suites": cfg.suite_settings, "seed": cfg.seed,
+    plan = {"suites": cfg.suite_settings, "seed": cfg.seed, "sanity": cfg.sanity,
+            "sanity_max_tokens": cfg.sanity_max_tokens,
             "rig": _rig_plan(cfg)}
     if cfg.resume is not None:
         reader = RunReader(cfg.resume)
@@ -81,7 +83,7 @@ async def execute_run(cfg: RunConfig, progress: Progress | None = None,
             info = rig.info()
             reasons: list[str] = []
             if cfg.sanity:
-                reasons += await _sanity_gate(rig.client, info, writer, prog, done)
+                reasons += await _sanity_gate(rig.client, info, writer, prog, done, cfg.sanity_max_tokens)
             else:
                 reasons.append("the sanity gate was skipped (--no-sanity): answers were not checked")
             for suite in cfg.suites:
@@ -123,7 +125,8 @@ def _rig_plan(cfg: RunConfig) -> dict[str, Any]:
             "spec_type": c.spec_type, "draft_max": c.draft_max, "spec_synth_len": c.spec_synth_len}
 
 
-async def _sanity_gate(client: Any, info: Any, writer: RunWriter, prog: Progress, done: set[str]) -> list[str]:
+async def _sanity_gate(client: Any, info: Any, writer: RunWriter, prog: Progress, done: set[str],
+                       max_tokens: int) -> list[str]:
     """Known-answer questions before any speed number. Returns reasons for distrust (empty: passed)."""
     from rigbench.rig._sanity import SanityVerdict, run_sanity_gate
 
@@ -132,7 +135,7 @@ async def _sanity_gate(client: Any, info: Any, writer: RunWriter, prog: Progress
         prior = reader.records("sanity", SanityVerdict)[-1]
         return list(prior.reasons)
     task = prog.task("sanity gate: known-answer questions", None)
-    verdict = await run_sanity_gate(client, info.model)
+    verdict = await run_sanity_gate(client, info.model, max_tokens=max_tokens)
     prog.done(task)
     writer.append(verdict)
     return list(verdict.reasons)

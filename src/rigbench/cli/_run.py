@@ -70,6 +70,8 @@ def run(
     allow_untrusted: Annotated[bool, typer.Option(help="Exit 0 even when the run is marked untrusted.")] = False,
     no_sanity: Annotated[bool, typer.Option("--no-sanity", help="Skip the known-answer gate (the run is then "
                                             "marked untrusted).")] = False,
+    sanity_max_tokens: Annotated[int, typer.Option(min=8, help="Token budget per known-answer question (room for "
+                                                   "models that think first).")] = 1024,
     resume: Annotated[Path | None, typer.Option(help="Continue an interrupted run directory: completed units "
                                                 "are not redone.")] = None,
     markdown: Annotated[Path | None, typer.Option(help="Also write the Markdown report here.")] = None,
@@ -111,6 +113,7 @@ def run(
             llama_cfg.model.resolve()  # fail early with a clear message
     cfg = RunConfig(suites=suites, suite_settings=settings, out_dir=out, llamacpp=llama_cfg, endpoint=endpoint,
                     model=model, api_key=api_key, allow_untrusted=allow_untrusted, sanity=not no_sanity,
+                    sanity_max_tokens=sanity_max_tokens,
                     seed=seed, label=label, resume=resume)
     with RichProgress(console) as prog:
         try:
