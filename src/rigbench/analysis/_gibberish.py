@@ -17,6 +17,7 @@ text on either side of it.
 
 from __future__ import annotations
 
+import itertools
 import re
 import unicodedata
 import zlib
@@ -178,11 +179,11 @@ def _script_switch_rate(text: str) -> float | None:
     scripts = [_script(ch) for ch in text if ch.isalpha()]
     if len(scripts) < SCRIPT_SALAD_MIN_LETTERS:
         return None
-    switches = sum(1 for a, b in zip(scripts, scripts[1:], strict=False) if a != b)
+    switches = sum(1 for a, b in itertools.pairwise(scripts) if a != b)
     return switches / len(scripts)
 
 
-_LOOP_RE = re.compile(r"(.{1,%d}?)\1{%d,}" % (LOOP_MAX_PERIOD, LOOP_MIN_REPEATS - 1), re.DOTALL)
+_LOOP_RE = re.compile(rf"(.{{1,{LOOP_MAX_PERIOD}}}?)\1{{{LOOP_MIN_REPEATS - 1},}}", re.DOTALL)
 
 
 def _longest_short_loop(text: str) -> tuple[float, int, str]:

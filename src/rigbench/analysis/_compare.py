@@ -1,0 +1,196 @@
+"""Compare runs: per scenario a ratio with its propagated error and a Welch t-test.
+
+"Two runs are called different only when a significance test says so" (DESIGN, honesty rule 3).
+Seed 000 re-ran its fastest configuration and found it "reproduces the result: the two runs differ
+by less than noise (20.97 ± 1.22 vs 22.39 ± 2.21 tok/s over five repetitions, t = 1.26)"; this
+module computes exactly that figure from each run's per-scenario `Stat`.
+
+Formulas (docs/metrics.md, "Statistics and models"):
+  ratio r = mean_B / mean_A
+  error  sigma_r = r * sqrt((se_A / mean_A)^2 + (se_B / mean_B)^2), se = std / sqrt(n)
+  Welch t-test: scipy.stats.ttest_ind_from_stats(mean_B, std_B, n_B, mean_A, std_A, n_A, equal_var=False)
+  verdict: "reproduces" when p >= alpha, "differs" when p < alpha, "insufficient" when n < 2 on a side.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from scipy import stats as _st
+
+from rigbench.analysis._speed import ScenarioSpeed, summarize_speed
+from rigbench.analysis._stats import Stat
+from rigbench.errors import UsageError
+from rigbench.store import RunReader
+
+__all__ = [
+    "COMPARE_METRICS",
+    "Comparison",
+    "FingerprintDifference",
+    "ScenarioComparison",
+    "StatComparison",
+    "compare_runs",
+    "compare_stats",
+    "fingerprint_differences",
+]
+
+Verdict = Literal["reproduces", "differs", "insufficient"]
+COMPARE_METRICS = ("e2e_tok_s", "decode_tok_s", "aggregate_tok_s", "ttft_s")
+
+# Fingerprint fields (dotted paths) that change what is being measured. A speed-up table compares
+# rigs that differ on purpose in flags (argv, speculative, draft model), so those never block.
+MATTERING_FIELDS = (
+    "engine", "engine_version", "model.sha256", "model.size_bytes", "chat_template_sha256",
+    "host.cpu_model", "host.gpus", "host.memory_bytes", "host_is_server",
+)
+INFORMATIONAL_FIELDS = ("argv", "speculative", "draft_model.sha256", "context_length", "slots", "model.path",
+                        "engine_build", "endpoint")
+
+
+class StatComparison(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    ratio: float | None  # mean_B / mean_A
+    ratio_err: float | None  # propagated standard error of the ratio
+    t: float | None
+    p: float | None
+    df: float | None  # Welch-Satterthwaite degrees of freedom
+    verdict: Verdict
+    alpha: float
+
+
+def compare_stats(a: Stat, b: Stat, *, alpha: float = 0.05) -> StatComparison:
+    """B against A (A is the baseline)."""
+    ratio = err = None
+    if a.mean != 0:
+        ratio = b.mean / a.mean
+        if a.n > 0 and b.n > 0 and b.mean != 0:
+            rel = math.hypot((a.std / math.sqrt(a.n)) / a.mean, (b.std / math.sqrt(b.n)) / b.mean)
+            err = abs(ratio) * rel
+    if a.n < 2 or b.n < 2:
+        return StatComparison(ratio=ratio, ratio_err=err, t=None, p=None, df=None, verdict="insufficient",
+                              alpha=alpha)
+    res = _st.ttest_ind_from_stats(b.mean, b.std, b.n, a.mean, a.std, a.n, equal_var=False)
+    t, p = float(res.statistic), float(res.pvalue)
+    df = _welch_df(a, b)
+    if math.isnan(p):  # both samples without spread: equal means reproduce, different ones differ
+        verdict: Verdict = "reproduces" if a.mean == b.mean else "differs"
+    else:
+        verdict = "reproduces" if p >= alpha else "differs"
+    return StatComparison(ratio=ratio, ratio_err=err, t=None if math.isnan(t) else t,
+                          p=None if math.isnan(p) else p, df=df, verdict=verdict, alpha=alpha)
+
+
+def _welch_df(a: Stat, b: Stat) -> float | None:
+    va, vb = a.std**2 / a.n, b.std**2 / b.n
+    den = va**2 / (a.n - 1) + vb**2 / (b.n - 1)
+    return (va + vb) ** 2 / den if den > 0 else None
+
+
+class FingerprintDifference(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    field: str
+    baseline: Any
+    other: Any
+    matters: bool
+
+
+def _get(d: dict[str, Any], dotted: str) -> Any:
+    cur: Any = d
+    for part in dotted.split("."):
+        if not isinstance(cur, dict):
+            return None
+        cur = cur.get(part)
+    return cur
+
+
+def fingerprint_differences(a: dict[str, Any], b: dict[str, Any]) -> list[FingerprintDifference]:
+    """Fields whose values differ. A field unknown on either side (None) is not a difference."""
+    out: list[FingerprintDifference] = []
+    for fields, matters in ((MATTERING_FIELDS, True), (INFORMATIONAL_FIELDS, False)):
+        for f in fields:
+            va, vb = _get(a, f), _get(b, f)
+            if va is None or vb is None or va == vb:
+                continue
+            out.append(FingerprintDifference(field=f, baseline=va, other=vb, matters=matters))
+    # a model known on one side only by its hash is still the same question
+    return out
+
+
+class ScenarioComparison(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    scenario: str
+    concurrency: int
+    metric: str
+    baseline: Stat
+    other: Stat
+    result: StatComparison
+
+
+class Comparison(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["comparison"] = "comparison"
+    baseline_run: str
+    other_run: str
+    baseline_source_data_id: str
+    other_source_data_id: str
+    metric: str
+    alpha: float
+    rows: list[ScenarioComparison]
+    differences: list[FingerprintDifference] = Field(default_factory=list)
+    mismatch_allowed: bool = False
+    missing: list[str] = Field(default_factory=list)  # scenario@c present in one run only
+
+
+def _speed_rows(reader: RunReader) -> dict[tuple[str, int], ScenarioSpeed]:
+    summary = summarize_speed(reader)
+    if summary is None:
+        raise UsageError(f"{reader.dir} has no speed records to compare. Compare runs of the speed suite.")
+    return {(r.scenario, r.concurrency): r for r in summary.rows}
+
+
+def compare_runs(baseline: RunReader, others: list[RunReader], *, metric: str = "e2e_tok_s",
+                 alpha: float = 0.05, allow_mismatch: bool = False) -> list[Comparison]:
+    """Baseline against each other run, scenario by scenario.
+
+    Raises UsageError, listing the differences, when fingerprints differ in a field that changes
+    what is measured (model bytes, engine version, host...) unless `allow_mismatch`.
+    """
+    if metric not in COMPARE_METRICS:
+        raise UsageError(f"cannot compare on {metric!r}; choose one of {', '.join(COMPARE_METRICS)}.")
+    base_rows = _speed_rows(baseline)
+    out: list[Comparison] = []
+    for other in others:
+        diffs = fingerprint_differences(baseline.header.fingerprint, other.header.fingerprint)
+        blocking = [d for d in diffs if d.matters]
+        if blocking and not allow_mismatch:
+            lines = "\n".join(f"  {d.field}: {d.baseline!r} vs {d.other!r}" for d in blocking)
+            raise UsageError(
+                f"{baseline.dir.name} and {other.dir.name} were not measured on the same rig:\n{lines}\n"
+                "A ratio between them mixes the rig change with the flag change. Re-run on the same rig, "
+                "or pass --allow-mismatch to compare anyway (the differences are printed with the result)."
+            )
+        rows_o = _speed_rows(other)
+        rows: list[ScenarioComparison] = []
+        for key, ra in base_rows.items():
+            rb = rows_o.get(key)
+            if rb is None:
+                continue
+            sa, sb = getattr(ra, metric), getattr(rb, metric)
+            if sa is None or sb is None:
+                continue
+            rows.append(ScenarioComparison(scenario=key[0], concurrency=key[1], metric=metric, baseline=sa,
+                                           other=sb, result=compare_stats(sa, sb, alpha=alpha)))
+        missing = [f"{s}@c{c}" for (s, c) in sorted(set(base_rows) ^ set(rows_o))]
+        out.append(Comparison(
+            baseline_run=baseline.dir.name, other_run=other.dir.name,
+            baseline_source_data_id=baseline.source_data_id, other_source_data_id=other.source_data_id,
+            metric=metric, alpha=alpha, rows=rows, differences=diffs, mismatch_allowed=bool(blocking),
+            missing=missing,
+        ))
+    return out

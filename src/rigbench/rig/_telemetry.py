@@ -1,0 +1,162 @@
+"""Server telemetry: scrape the engine's Prometheus `/metrics` before, during and after a scenario.
+
+Raw samples only (canonical name -> value, per client-monotonic timestamp); acceptance length,
+KV peaks and the rest are derived in `rigbench.analysis` from the stored record.
+
+Metric names live in the engine adapters (`metric_names`, `metric_fallbacks`). The per-position
+acceptance counters, which those tables do not carry, are here. Sources read:
+  llama.cpp  pinned build 11434 (`tools/server/server-context.cpp`), checked against a live
+             `llama-server --metrics`: `llamacpp:spec_decode_num_accepted_tokens_per_pos_total{position}`
+  vLLM       `vllm/v1/spec_decode/metrics.py` (SpecDecodingProm, vLLM 0.10 line, commit 016a858):
+             `vllm:spec_decode_num_accepted_tokens_per_pos{position}` (a Counter: `_total` on the wire)
+  SGLang     `python/sglang/srt/metrics/collector.py` (main, commit 00ae9c1): only per-batch gauges
+             `sglang:spec_accept_length` / `sglang:spec_accept_rate`; the KV pool size is
+             `sglang:max_total_num_tokens`
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from typing import Any, Literal
+
+import aiohttp
+from pydantic import BaseModel, ConfigDict, Field
+
+from rigbench.client import ChatClient
+from rigbench.errors import UsageError
+from rigbench.rig.engines import canonical_values, get_adapter, parse_prometheus
+
+__all__ = ["PER_POSITION_METRICS", "TelemetryRecord", "TelemetrySample", "TelemetrySampler"]
+
+PER_POSITION_METRICS: dict[str, str] = {
+    "llamacpp": "llamacpp:spec_decode_num_accepted_tokens_per_pos_total",
+    "vllm": "vllm:spec_decode_num_accepted_tokens_per_pos_total",
+}
+# Gauges some engines export besides the adapters' canonical set.
+EXTRA_GAUGES: dict[str, dict[str, str]] = {
+    "sglang": {"kv_pool_tokens": "sglang:max_total_num_tokens"},
+}
+
+Phase = Literal["before", "during", "after"]
+
+
+class TelemetrySample(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    t_ns: int  # perf_counter_ns when the response arrived (same clock as StreamResult stamps)
+    phase: Phase
+    scrape_s: float  # how long the scrape took
+    values: dict[str, float] = Field(default_factory=dict)  # canonical name -> value
+    accepted_per_pos: dict[int, float] = Field(default_factory=dict)  # draft position -> accepted tokens (counter)
+    error: str | None = None
+
+
+class TelemetryRecord(BaseModel):
+    """Every scrape around one scenario at one concurrency."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["telemetry"] = "telemetry"
+    unit_id: str  # "telemetry/<scenario>/c<concurrency>"
+    scenario: str
+    concurrency: int
+    engine: str
+    metrics_url: str
+    interval_s: float
+    samples: list[TelemetrySample] = Field(default_factory=list)
+    metric_names: dict[str, str] = Field(default_factory=dict)  # canonical -> engine name, as used
+    unavailable: str | None = None  # why there are no samples (endpoint off, 404...)
+
+
+class TelemetrySampler:
+    """`async with TelemetrySampler(client, "llamacpp") as tel: <run the scenario>`; then `tel.record(...)`.
+
+    Scrapes once before, every `interval_s` while the block runs, and once after. A missing or
+    failing endpoint never stops the scenario: it becomes `unavailable` / per-sample `error`.
+    """
+
+    def __init__(self, client: ChatClient, engine: str, *, interval_s: float = 0.5,
+                 metrics_path: str | None = None, timeout_s: float = 2.0) -> None:
+        if interval_s > 1.0:
+            raise ValueError("telemetry must be sampled at 1 Hz or faster (interval_s <= 1.0)")
+        self.engine = engine
+        self.adapter: Any = None
+        try:
+            self.adapter = get_adapter(engine)
+        except UsageError:  # an engine rigbench has no metric names for: record why, sample nothing
+            self.adapter = None
+        path = metrics_path or (getattr(self.adapter, "metrics_path", None) or "/metrics")
+        self.url = client.server_root + path
+        self.client = client
+        self.interval_s = interval_s
+        self.timeout_s = timeout_s
+        self.samples: list[TelemetrySample] = []
+        self.unavailable: str | None = None if self.adapter is not None else f"no metric names for engine {engine!r}"
+        self._task: asyncio.Task[None] | None = None
+
+    async def scrape(self, phase: Phase) -> TelemetrySample | None:
+        if self.unavailable is not None:
+            return None
+        t0 = time.perf_counter_ns()
+        try:
+            status, text = await self.client.get_text(self.url, timeout_s=self.timeout_s)
+        except (TimeoutError, OSError, aiohttp.ClientError) as e:
+            s = TelemetrySample(t_ns=time.perf_counter_ns(), phase=phase, scrape_s=(time.perf_counter_ns() - t0) / 1e9,
+                                error=f"{type(e).__name__}: {e}")
+            self.samples.append(s)
+            return s
+        t1 = time.perf_counter_ns()
+        if status != 200:
+            # llama-server without --metrics answers 501; a proxy may answer 404
+            self.unavailable = f"GET {self.url} -> HTTP {status}: {text[:120].strip()}"
+            return None
+        values = canonical_values(self.adapter, text)
+        for canonical, name in EXTRA_GAUGES.get(self.engine, {}).items():
+            series = parse_prometheus(text).get(name)
+            if series:
+                values[canonical] = max(s.value for s in series)
+        per_pos: dict[int, float] = {}
+        pos_name = PER_POSITION_METRICS.get(self.engine)
+        if pos_name:
+            for ms in parse_prometheus(text).get(pos_name, []):
+                with contextlib.suppress(KeyError, ValueError):
+                    p = int(ms.labels["position"])
+                    per_pos[p] = per_pos.get(p, 0.0) + ms.value
+        sample = TelemetrySample(t_ns=t1, phase=phase, scrape_s=(t1 - t0) / 1e9, values=values,
+                                 accepted_per_pos=per_pos)
+        self.samples.append(sample)
+        return sample
+
+    async def _loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.interval_s)
+            if self.unavailable is not None:
+                return
+            await self.scrape("during")
+
+    async def __aenter__(self) -> TelemetrySampler:
+        self.samples = []
+        await self.scrape("before")
+        self._task = asyncio.create_task(self._loop())
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        await self.scrape("after")
+
+    def record(self, *, scenario: str, concurrency: int, unit_id: str | None = None) -> TelemetryRecord:
+        names = dict(getattr(self.adapter, "metric_names", {}) or {})
+        if self.engine in PER_POSITION_METRICS:
+            names["spec_accepted_per_pos"] = PER_POSITION_METRICS[self.engine]
+        names.update(EXTRA_GAUGES.get(self.engine, {}))
+        return TelemetryRecord(
+            unit_id=unit_id or f"telemetry/{scenario}/c{concurrency}", scenario=scenario, concurrency=concurrency,
+            engine=self.engine, metrics_url=self.url, interval_s=self.interval_s, samples=list(self.samples),
+            metric_names=names, unavailable=self.unavailable,
+        )
