@@ -39,7 +39,13 @@ def main() -> None:
     p.add_argument("--itl-jitter-ms", type=float, default=10.0)
     p.add_argument("--tokens-per-chunk", type=int, default=1)
     p.add_argument("--spec-depth", type=int, default=0)
+    p.add_argument("--inline-parse", action="store_true", help="parse in data_received (A/B of DEFER_PARSE)")
+    p.add_argument("--repeats", type=int, default=1)
     args = p.parse_args()
+    if args.inline_parse:
+        from rigbench.client import _http
+
+        _http.DEFER_PARSE = False
     script = EmulatorScript(
         ttft=Delay(dist="uniform", mean_ms=30, jitter_ms=20),
         itl=Delay(dist="uniform", mean_ms=args.itl_ms, jitter_ms=args.itl_jitter_ms),
@@ -50,7 +56,7 @@ def main() -> None:
     stack = "asyncio" if args.stack == "protocol" else "aiohttp"
     with EmulatorProcess(script, uvloop=True) as emu:
         for loop in args.loops.split(","):
-            for n in map(int, args.streams.split(",")):
+            for n in [n for n in map(int, args.streams.split(",")) for _ in range(args.repeats)]:
                 emu.reset()
                 coro = drive(emu.url, n, stack, args.tokens)
                 if loop == "uvloop":
@@ -64,7 +70,9 @@ def main() -> None:
                 print(
                     json.dumps(
                         {
-                            "stack": args.stack,
+                            "stack": args.stack + ("/inline" if args.inline_parse else ""),
+                            "itl_jitter_ms": args.itl_jitter_ms,
+                            "spec_depth": args.spec_depth,
                             "loop": loop,
                             "streams": n,
                             "requests": rep.requests,

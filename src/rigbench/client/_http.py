@@ -43,6 +43,10 @@ class BodySink(Protocol):
 
 _HEAD, _BODY, _IDLE = 0, 1, 2
 
+# Stamp every ready socket before parsing any (see HttpConnection.data_received). A switch, not
+# a constant, so benchmarks/timing_accuracy.py --inline-parse can measure both ways in one run.
+DEFER_PARSE = True
+
 
 class ReadQueue:
     """Reads stamped in data_received, handled together once the loop has done its other reads."""
@@ -117,7 +121,10 @@ class HttpConnection(asyncio.Protocol):
         now = _perf_ns()
         self.last_ns = now
         self.got_bytes = True
-        self._reads.push(self, data, now)
+        if DEFER_PARSE:
+            self._reads.push(self, data, now)
+        else:
+            self.on_read(data, now, None)
 
     def on_read(self, data: bytes | None, now: int, exc: BaseException | None) -> None:
         """A read (or, with data None, the loss of the connection), in arrival order."""
@@ -234,7 +241,10 @@ class HttpConnection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         self.transport = None
-        self._reads.push(self, None, _perf_ns(), exc)  # after the reads still queued
+        if DEFER_PARSE:
+            self._reads.push(self, None, _perf_ns(), exc)  # after the reads still queued
+        else:
+            self._lost(exc, _perf_ns())
 
     def _lost(self, exc: BaseException | None, now: int) -> None:
         if self._sink is not None:
