@@ -1,6 +1,7 @@
 """The one streaming OpenAI-compatible client and the raw records it produces."""
 
 from rigbench.client._client import ChatClient
+from rigbench.client._loop import event_loop_name, run
 from rigbench.client._records import ChunkKind, RequestError, RequestErrorKind, StreamResult
 from rigbench.client._selfcheck import SelfCheck, SelfCheckMonitor, current_monitor
 
@@ -13,4 +14,6 @@ __all__ = [
     "SelfCheckMonitor",
     "StreamResult",
     "current_monitor",
+    "event_loop_name",
+    "run",
 ]
