@@ -9,8 +9,13 @@ import sys
 
 from rich.console import Console
 
+from rigbench.cli import _check as _check
+from rigbench.cli import _compare as _compare
 from rigbench.cli import _emulate as _emulate
+from rigbench.cli import _kv as _kv
+from rigbench.cli import _probe as _probe
 from rigbench.cli import _report as _report
+from rigbench.cli import _roofline as _roofline
 from rigbench.cli import _run as _run
 from rigbench.cli import _setup as _setup
 from rigbench.cli._app import app

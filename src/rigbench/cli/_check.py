@@ -1,0 +1,44 @@
+"""`rigbench check -- <engine command line>`: preflight checks without starting anything."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from rigbench.cli._app import app
+from rigbench.errors import UsageError
+from rigbench.report._honesty import preflight_terminal
+from rigbench.rig._preflight import PreflightInput, ScenarioLength, preflight
+
+__all__ = ["check"]
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def check(
+    ctx: typer.Context,
+    tools: Annotated[bool, typer.Option(help="The workload sends tools (agent suites).")] = False,
+    concurrency: Annotated[list[int] | None, typer.Option(help="Client concurrency levels (repeatable).")] = None,
+    scenario: Annotated[list[str] | None, typer.Option(help="NAME:INPUT:OUTPUT tokens (repeatable).")] = None,
+    stop: Annotated[list[str] | None, typer.Option(help="Stop strings the client will send (repeatable).")] = None,
+) -> None:
+    """Check a vLLM / SGLang / llama-server command line for known traps. Exits 1 on an error finding.
+
+    Example: rigbench check -- vllm serve MODEL --speculative-config '{"method": "dflash", ...}'
+    """
+    argv = list(ctx.args)
+    if not argv:
+        raise UsageError("give the engine command line after `--`, e.g. `rigbench check -- vllm serve MODEL ...`.")
+    scen = []
+    for s in scenario or []:
+        try:
+            name, i, o = s.split(":")
+            scen.append(ScenarioLength(name=name, input_tokens=int(i), output_tokens=int(o)))
+        except ValueError as e:
+            raise UsageError(f"--scenario {s!r}: expected NAME:INPUT_TOKENS:OUTPUT_TOKENS.") from e
+    report = preflight(argv, PreflightInput(uses_tools=tools, concurrency=concurrency or [], scenarios=scen,
+                                            stop=stop or []))
+    preflight_terminal(report, Console())
+    if report.errors:
+        raise typer.Exit(1)

@@ -1,0 +1,44 @@
+"""`rigbench kv`: KV-cache capacity planner."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from rigbench.analysis._kvcache import KVArchitecture, kv_architecture_from_path, kv_capacity
+from rigbench.cli._app import app
+from rigbench.errors import UsageError
+from rigbench.report._honesty import kv_terminal
+
+__all__ = ["kv"]
+
+
+@app.command()
+def kv(
+    budget_gib: Annotated[float, typer.Option("--budget-gib", help="Memory given to the KV cache, GiB.")],
+    context: Annotated[int, typer.Option(help="Tokens per session (prompt + output).")],
+    model: Annotated[Path | None, typer.Option(help="A .gguf, a config.json or a model directory.")] = None,
+    layers: Annotated[int | None, typer.Option(help="Attention layers.")] = None,
+    kv_heads: Annotated[int | None, typer.Option(help="KV heads (GQA).")] = None,
+    head_dim: Annotated[int | None, typer.Option(help="Head dimension.")] = None,
+    window: Annotated[int | None, typer.Option(help="Sliding-window size, tokens.")] = None,
+    local_per_global: Annotated[int, typer.Option(help="Sliding-window layers per global layer (3 -> L L L G).")] = 0,
+    kv_dtype: Annotated[str, typer.Option(help="bf16, f16, fp8, q8_0, q4_0...")] = "bf16",
+    server_pool: Annotated[int | None, typer.Option(help="The pool (tokens) the server reported, shown beside.")] = None,
+) -> None:
+    """Tokens of KV cache and concurrent sessions at a context length, from the model's attention shape."""
+    if model is not None:
+        arch = kv_architecture_from_path(model)
+    elif layers and kv_heads and head_dim:
+        arch = KVArchitecture.with_pattern(layers=layers, kv_heads=kv_heads, head_dim=head_dim, window=window,
+                                           local_per_global=local_per_global)
+    else:
+        raise UsageError("give --model, or all of --layers, --kv-heads and --head-dim.")
+    cap = kv_capacity(arch, budget_bytes=int(budget_gib * 1024**3), context_tokens=context, kv_dtype=kv_dtype,
+                      server_pool_tokens=server_pool, server_pool_source="given" if server_pool else None)
+    Console().print(f"{arch.layers} layers ({arch.global_layers} global), {arch.kv_heads} KV heads x {arch.head_dim} "
+                    f"(from {arch.source})")
+    kv_terminal(cap, Console())

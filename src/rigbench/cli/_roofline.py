@@ -1,0 +1,59 @@
+"""`rigbench roofline`: the decode ceiling calculator."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from rigbench.analysis._roofline import lookup_device, predict_speedup, roofline, weights_from_path
+from rigbench.cli._app import app
+from rigbench.errors import UsageError
+from rigbench.report._honesty import roofline_terminal
+
+__all__ = ["roofline_cmd"]
+
+
+@app.command("roofline")
+def roofline_cmd(
+    weights_gb: Annotated[float | None, typer.Option("--weights-gb", help="Bytes read per decoded token, in GB "
+                                                      "(dense: all weights; MoE: the active ones).")] = None,
+    model: Annotated[Path | None, typer.Option(help="Read the weight bytes from a .gguf, a .safetensors file or "
+                                                "a model directory instead.")] = None,
+    bandwidth_gbs: Annotated[float | None, typer.Option("--bandwidth-gbs", help="Memory bandwidth, GB/s.")] = None,
+    device: Annotated[str | None, typer.Option(help="A known device instead of --bandwidth-gbs "
+                                               "(e.g. 'GB10', 'H100 SXM', 'RTX 4090', 'M2 Max').")] = None,
+    tok_s: Annotated[float | None, typer.Option("--tok-s", help="Measured single-stream decode tok/s.")] = None,
+    acceptance_length: Annotated[float | None, typer.Option(help="Mean acceptance length of speculative "
+                                                            "decoding: predict its speed-up.")] = None,
+    prefill_share: Annotated[float, typer.Option(help="Share of request time spent before the first token "
+                                                 "(for the speed-up prediction).")] = 0.0,
+) -> None:
+    """Decode ceiling (tok/s) = bandwidth / weight bytes, and how close a measured rate is to it."""
+    console = Console()
+    if (weights_gb is None) == (model is None):
+        raise UsageError("give exactly one of --weights-gb or --model.")
+    if model is not None:
+        info = weights_from_path(model)
+        weights = info.weights_bytes
+        console.print(f"{info.source}: {info.tensors} tensors, {weights / 1e9:.3f} GB"
+                      + (f" ({info.file_type})" if info.file_type else ""))
+    else:
+        assert weights_gb is not None
+        weights = int(weights_gb * 1e9)
+    source = "given"
+    if device is not None:
+        dev = lookup_device(device)
+        if dev is None:
+            raise UsageError(f"unknown device {device!r}; pass --bandwidth-gbs, or measure it with `rigbench probe`.")
+        if bandwidth_gbs is None:
+            bandwidth_gbs, source = dev.bandwidth_gb_s, f"{dev.name}: {dev.source}"
+    if bandwidth_gbs is None:
+        raise UsageError("give --bandwidth-gbs or --device (or measure with `rigbench probe`).")
+    roofline_terminal(roofline(weights, bandwidth_gbs, measured_tok_s=tok_s, bandwidth_source=source), console)
+    if acceptance_length is not None:
+        p = predict_speedup("given", prefill_share=prefill_share, mean_acceptance_length=acceptance_length)
+        console.print(f"speculative decoding at acceptance length {acceptance_length:g} and prefill share "
+                      f"{prefill_share:.0%}: predicted speed-up {p.predicted_speedup:.2f}×")
