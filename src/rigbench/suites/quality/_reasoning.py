@@ -24,11 +24,13 @@ __all__ = [
 
 ReasoningForm = Literal["reasoning_content", "reasoning", "think_tags", "none"]
 # How the reasoning/answer token split was obtained, most to least exact:
+#   no_reasoning: there was no reasoning, so every completion token is an answer token
 #   usage_details: the server's usage.completion_tokens_details.reasoning_tokens
-#   chunks: one token per generating chunk (chunk count == completion tokens), counted by kind
+#   chunks: one token per generating chunk (chunk count within 1 of completion tokens: an end
+#           token may be counted but not streamed), counted by kind; the remainder is answer
 #   chars: completion tokens shared out in proportion to characters (an estimate)
 #   none: the server reported no completion token count
-TokenSplitMethod = Literal["usage_details", "chunks", "chars", "none"]
+TokenSplitMethod = Literal["no_reasoning", "usage_details", "chunks", "chars", "none"]
 
 _THINK_OPEN = "<think>"
 _THINK_CLOSE = "</think>"
@@ -80,8 +82,8 @@ def split_tokens(result: StreamResult) -> TokenSplit:
         return TokenSplit(rt, total - rt, "usage_details")
     kinds = result.chunk_kind
     if not split.reasoning:
-        return TokenSplit(0, total, "chunks" if len(kinds) == total else "chars")
-    if len(kinds) == total and "m" not in kinds:
+        return TokenSplit(0, total, "no_reasoning")
+    if 0 <= total - len(kinds) <= 1 and "m" not in kinds:
         n_reason = _think_chunks(result) if split.form == "think_tags" else kinds.count("r")
         return TokenSplit(n_reason, total - n_reason, "chunks")
     n_chars = len(split.reasoning) + len(split.answer)
