@@ -121,6 +121,10 @@ async def _workload(urls: list[str], stack: str, streams: int, tokens: int) -> d
 
 def _one(args: argparse.Namespace) -> None:
     """Child: one stack x loop x workload, pinned to one core; prints a JSON line."""
+    if args.inline_parse:
+        from rigbench.client import _http
+
+        _http.DEFER_PARSE = False
     if hasattr(os, "sched_setaffinity") and args.client_core >= 0:
         os.sched_setaffinity(0, {args.client_core})
     coro = _workload(args.urls.split(","), args.stack, args.streams, args.tokens)
@@ -153,6 +157,9 @@ def main() -> None:
     p.add_argument("--stacks", default=",".join(STACKS))
     p.add_argument("--loops", default="asyncio,uvloop")
     p.add_argument("--json", default="")
+    p.add_argument(
+        "--inline-parse", action="store_true", help="A/B: parse in data_received (DEFER_PARSE off)"
+    )
     p.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--stack", default="protocol", help=argparse.SUPPRESS)
     p.add_argument("--loop", default="asyncio", help=argparse.SUPPRESS)
@@ -189,6 +196,7 @@ def main() -> None:
         "emulator_processes": n_emu,
         "client_pinned": pin,
         "streams": args.streams,
+        "inline_parse": args.inline_parse,
         "runs": [],
     }
     for wl, (script, tokens) in workloads.items():
@@ -215,14 +223,25 @@ def main() -> None:
                             str(tokens),
                             "--client-core",
                             "0" if pin else "-1",
+                            *(["--inline-parse"] if args.inline_parse else []),
                         ]
                         out = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
                         if out.returncode != 0:
                             raise SystemExit(out.stderr[-2000:])
                         samples.append(json.loads(out.stdout.strip().splitlines()[-1]))
-                    row = {"workload": wl, "stack": stack, "loop": loop, "samples": samples}
-                    for key in ("us_per_event", "user_us_per_event", "sys_us_per_event", "events_per_s",
-                                "cpu_fraction"):
+                    row = {
+                        "workload": wl,
+                        "stack": stack + ("/inline" if args.inline_parse else ""),
+                        "loop": loop,
+                        "samples": samples,
+                    }
+                    for key in (
+                        "us_per_event",
+                        "user_us_per_event",
+                        "sys_us_per_event",
+                        "events_per_s",
+                        "cpu_fraction",
+                    ):
                         xs = [s[key] for s in samples]
                         row[key] = {"median": statistics.median(xs), "min": min(xs), "max": max(xs)}
                     row["errors"] = sum(s["errors"] for s in samples)
