@@ -9,10 +9,10 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from rigbench._version import __version__
-from rigbench.errors import RigbenchError
+from rigbench.errors import RigbenchError, RigError
 from rigbench.rig import AttachedRig, LaunchedRig, LlamaCppConfig, prepare_llamacpp_rig
 from rigbench.store import RunHeader, RunReader, RunWriter, TrustVerdict, new_run_id
 from rigbench.store._run import _now
@@ -28,6 +28,7 @@ class RunConfig:
     out_dir: Path
     llamacpp: LlamaCppConfig | None = None  # launch the embedded rig with this config...
     endpoint: str | None = None  # ...or attach to this OpenAI base URL
+    launch: Any = None  # ...or start this launch spec (rigbench.rig._launch_spec, not an endpoint)
     model: str | None = None
     api_key: str | None = None
     allow_untrusted: bool = False
@@ -36,6 +37,7 @@ class RunConfig:
     seed: int = 0
     label: str = "run"
     resume: Path | None = None
+    run_id: str | None = None  # None: a new id from `label` (a plan picks it up front for its index)
     command: list[str] = field(default_factory=lambda: _redacted_argv(sys.argv))
 
 
@@ -57,7 +59,7 @@ async def execute_run(cfg: RunConfig, progress: Progress | None = None,
         writer = RunWriter(cfg.resume, header, resume=True)
         run_dir = cfg.resume
     else:
-        run_id = new_run_id(cfg.label)
+        run_id = cfg.run_id or new_run_id(cfg.label)
         run_dir = cfg.out_dir / run_id
         header = RunHeader(run_id=run_id, created_at=_now(), rigbench_version=__version__, command=cfg.command,
                            plan=plan)
@@ -70,6 +72,10 @@ async def execute_run(cfg: RunConfig, progress: Progress | None = None,
     try:
         if cfg.endpoint:
             rig = AttachedRig(cfg.endpoint, model=cfg.model, api_key=cfg.api_key)
+        elif cfg.launch is not None:
+            from rigbench.plan._rigs import launched_rig
+
+            rig = launched_rig(cfg.launch, writer.log_path, api_key=cfg.api_key)
         else:
             rig = prepare_llamacpp_rig(cfg.llamacpp or LlamaCppConfig(), writer.log_path,
                                        build_progress=build_progress, note=prog.note)
@@ -82,12 +88,14 @@ async def execute_run(cfg: RunConfig, progress: Progress | None = None,
             writer.update(fingerprint=fp.model_dump(mode="json"))
             info = rig.info()
             reasons: list[str] = []
+            # results recorded after a launched engine died would be marked done and never redone
+            suite_writer = cast(RunWriter, _EngineWatch(writer, rig)) if isinstance(rig, LaunchedRig) else writer
             if cfg.sanity:
-                reasons += await _sanity_gate(rig.client, info, writer, prog, done, cfg.sanity_max_tokens)
+                reasons += await _sanity_gate(rig.client, info, suite_writer, prog, done, cfg.sanity_max_tokens)
             else:
                 reasons.append("the sanity gate was skipped (--no-sanity): answers were not checked")
             for suite in cfg.suites:
-                ctx = SuiteContext(client=rig.client, writer=writer, rig=info,
+                ctx = SuiteContext(client=rig.client, writer=suite_writer, rig=info,
                                    settings=cfg.suite_settings.get(suite.name, {}), progress=prog,
                                    done_units=done, seed=cfg.seed)
                 await suite.run(ctx)
@@ -118,11 +126,44 @@ async def execute_run(cfg: RunConfig, progress: Progress | None = None,
 def _rig_plan(cfg: RunConfig) -> dict[str, Any]:
     if cfg.endpoint:
         return {"mode": "attach", "endpoint": cfg.endpoint, "model": cfg.model}
+    if cfg.launch is not None:
+        return {"mode": "launched", "engine": cfg.launch.kind, "spec": cfg.launch.model_dump(mode="json")}
     c = cfg.llamacpp or LlamaCppConfig()
     return {"mode": "embedded", "engine": "llamacpp", "model": c.model.describe(),
             "ctx_per_slot": c.ctx_per_slot, "slots": c.slots, "extra_args": c.extra_args,
             "draft_model": c.draft_model.describe() if c.draft_model else None,
             "spec_type": c.spec_type, "draft_max": c.draft_max, "spec_synth_len": c.spec_synth_len}
+
+
+class _EngineWatch:
+    """The run's writer, refusing to record once the launched engine has exited.
+
+    A request against a dead engine fails for rigbench's setup, not the model's: recording it would
+    mark its unit done, and --resume would never redo it. Raising instead fails the run with the
+    completed units kept, and the engine's exit code and log in the message.
+    """
+
+    def __init__(self, writer: RunWriter, rig: LaunchedRig) -> None:
+        self._writer = writer
+        self._rig = rig
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._writer, name)
+
+    def append(self, record: Any) -> None:
+        code = self._rig.process.exit_code()
+        if code is not None:
+            raise RigError(
+                f"{self._rig.engine} exited with code {code} during the run; the result in flight was not "
+                f"recorded.\n  command: {self._rig.process.command}\n  log: {self._rig.process.log_path}\n"
+                f"  last lines:\n{_indent(self._rig.process.log_tail())}\n"
+                f"Completed units are kept: fix the cause, then `rigbench run --resume {self._writer.dir}` "
+                "(with the same options) measures the rest.")
+        self._writer.append(record)
+
+
+def _indent(text: str) -> str:
+    return "\n".join("    " + line for line in text.splitlines()) or "    (empty)"
 
 
 async def _sanity_gate(client: Any, info: Any, writer: RunWriter, prog: Progress, done: set[str],

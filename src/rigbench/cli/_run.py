@@ -34,6 +34,9 @@ def _int_list(value: str, option: str) -> list[int]:
 
 @app.command()
 def run(
+    plan: Annotated[Path | None, typer.Argument(help="A plan file (YAML): run each of its rigs in turn and "
+                                                "compare them (docs/plans.md). With --resume, the plan "
+                                                "directory to continue.")] = None,
     endpoint: Annotated[str | None, typer.Option(help="Attach to this OpenAI-compatible base URL instead of "
                                                  "launching the embedded rig, e.g. http://host:8000/v1.")] = None,
     model: Annotated[str | None, typer.Option(help="Model name to request (attach mode; default: the first "
@@ -81,6 +84,11 @@ def run(
     With no options: builds/fetches the embedded llama.cpp + SmolLM2-135M rig (cached after the
     first time) and runs the quick speed profile.
     """
+    if plan is not None:
+        from rigbench.cli._plan import run_plan
+
+        run_plan(plan, resume=resume, out=out, markdown=markdown, allow_untrusted=allow_untrusted)
+        return
     console = Console()
     from rigbench.runner import RunConfig, execute_run
 

@@ -8,6 +8,7 @@ import zlib
 from typing import Any
 
 from rigbench.client import StreamResult
+from rigbench.errors import UsageError
 from rigbench.suites._context import SuiteContext
 from rigbench.suites.speed._prompts import ExactPrompt, PromptBuilder
 from rigbench.suites.speed._records import SpeedBatch, SpeedRequest, SpeedSkip
@@ -53,7 +54,7 @@ def _forced_length_fields(engine: str, max_tokens: int) -> dict[str, Any]:
 
     try:
         return get_adapter(engine).forced_length_fields(max_tokens)
-    except KeyError:
+    except (KeyError, UsageError):  # an endpoint of an engine rigbench has no adapter for
         return {}
 
 
@@ -69,7 +70,7 @@ class SpeedSuite:
         s = self.settings
         try:
             adapter = get_adapter(ctx.rig.engine)
-        except KeyError:
+        except (KeyError, UsageError):  # an endpoint of an engine rigbench has no adapter for
             adapter = None
         client = ctx.client
         model = ctx.rig.model

@@ -1,0 +1,118 @@
+"""`rigbench run PLAN.yaml`: run a plan's rigs in turn, then print the comparison tables."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from rigbench.analysis import RunAnalysis, analyze_run
+from rigbench.analysis._compare import Comparison, compare_runs
+from rigbench.analysis._revision import Revision, find_revisions
+from rigbench.cli._progress import RichProgress
+from rigbench.plan import PlanIndex, execute_plan, load_plan, plan_runs
+from rigbench.report._blog import render_blog_markdown, speedup_table
+from rigbench.store import new_run_id
+
+__all__ = ["across_runs", "named_runs", "plan_analyses", "run_plan"]
+
+
+def plan_analyses(plan_dir: Path) -> tuple[list[str], list[RunAnalysis], list[Comparison]]:
+    """Names and analyses of a plan's rigs that have a run, and each against the first one."""
+    names: list[str] = []
+    analyses: list[RunAnalysis] = []
+    readers = []
+    for entry, reader in plan_runs(plan_dir):
+        if reader is None:
+            continue
+        names.append(entry.name)
+        analyses.append(analyze_run(reader))
+        readers.append(reader)
+    comparisons: list[Comparison] = []
+    if len(readers) > 1 and analyses[0].speed is not None and all(a.speed for a in analyses):
+        # the rigs differ on purpose (flags, even engines): differences are shown, not refused
+        comparisons = compare_runs(readers[0], readers[1:], allow_mismatch=True)
+    return names, analyses, comparisons
+
+
+def _status_table(index: PlanIndex) -> Table:
+    t = Table(title=f"plan {index.name}", title_justify="left")
+    for col in ("rig", "kind", "status", "verdict", "run directory", "source data"):
+        t.add_column(col, overflow="fold")
+    for e in index.rigs:
+        verdict = "–" if e.trusted is None else ("trusted" if e.trusted else "UNTRUSTED")
+        style = "green" if e.status == "complete" else "bold red" if e.status == "failed" else "yellow"
+        t.add_row(e.name, e.kind, f"[{style}]{e.status}[/]", verdict, e.run_dir or "–", e.source_data_id or "–")
+    return t
+
+
+def run_plan(plan_file: Path, *, resume: Path | None, out: Path, markdown: Path | None,
+             allow_untrusted: bool) -> None:
+    console = Console()
+    loaded = load_plan(plan_file)
+    plan_dir = resume or out / new_run_id(f"plan-{loaded.plan.name}")
+    console.print(f"plan [bold]{loaded.plan.name}[/]: {len(loaded.rigs)} rig(s) -> {plan_dir}")
+
+    def announce(name: str, i: int, n: int) -> None:
+        console.rule(f"rig {i + 1}/{n}: {name}")
+
+    with RichProgress(console) as prog:
+        try:
+            index = asyncio.run(execute_plan(loaded, plan_dir, resume=resume is not None, progress=prog,
+                                             build_progress=prog.build, on_rig=announce))
+        except KeyboardInterrupt:
+            console.print(f"[yellow]interrupted: completed rigs and the partial run are kept; continue with "
+                          f"`rigbench run {plan_file} --resume {plan_dir}`[/]")
+            raise typer.Exit(130) from None
+    console.print(_status_table(index))
+    for e in index.rigs:
+        if e.error:
+            console.print(f"[red]{e.name}: {e.error}[/]", highlight=False)
+    names, analyses, comparisons = plan_analyses(plan_dir)
+    if comparisons:
+        console.print(speedup_table(names, analyses, comparisons))
+        console.print(f"[dim]Per-scenario tests with all figures: rigbench compare "
+                      f"{plan_dir / analyses[0].header.run_id} {plan_dir / analyses[1].header.run_id}[/]")
+    elif len(names) < 2:
+        console.print("[yellow]fewer than two rigs have results: no comparison table[/]")
+    else:
+        console.print("[yellow]not every rig has speed results: no speed-up table[/]")
+    for a, n in zip(analyses, names, strict=True):
+        for w in a.warnings:
+            console.print(f"[yellow]! {n}: {w}[/]", highlight=False)
+    if markdown and analyses:
+        markdown.write_text(render_blog_markdown(names, analyses, comparisons, find_revisions(names, analyses)))
+        console.print(f"Markdown report: {markdown}")
+    console.print(f"plan directory: {plan_dir}  (index: {plan_dir / 'plan.json'})")
+    bad = [e for e in index.rigs if e.status != "complete"]
+    untrusted = [e for e in index.rigs if e.trusted is False]
+    if bad or (untrusted and not allow_untrusted):
+        console.print(f"[bold red]{len(bad)} rig(s) did not complete, {len(untrusted)} untrusted; exiting 1.[/]")
+        raise typer.Exit(1)
+
+
+def named_runs(paths: list[Path]) -> list[tuple[str, Path]]:
+    """Run directories to report, a plan directory standing for its rigs' runs (named by rig)."""
+    from rigbench.plan import is_plan_dir
+
+    out: list[tuple[str, Path]] = []
+    for p in paths:
+        if is_plan_dir(p):
+            out += [(e.name, r.dir) for e, r in plan_runs(p) if r is not None]
+        else:
+            out.append((p.name, p))
+    return out
+
+
+def across_runs(names: list[str], paths: list[Path],
+                analyses: list[RunAnalysis]) -> tuple[list[Comparison], list[Revision]]:
+    """Each run against the first (speed-up), and re-measurements among them."""
+    from rigbench.store import RunReader
+
+    comparisons: list[Comparison] = []
+    if len(paths) > 1 and all(a.speed for a in analyses):
+        comparisons = compare_runs(RunReader(paths[0]), [RunReader(p) for p in paths[1:]], allow_mismatch=True)
+    return comparisons, find_revisions(names, analyses)

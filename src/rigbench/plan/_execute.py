@@ -1,0 +1,159 @@
+"""Running a plan: each rig in turn (launch, measure, stop), one run directory each, one index.
+
+A rig that fails (its engine will not start, it crashes mid-run) is recorded as failed in the
+index with rigbench's error message, and the plan goes on to the next rig; the caller reports
+it and exits non-zero. Ctrl-C marks the current rig interrupted and stops the plan.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from rigbench.errors import RigbenchError, UsageError
+from rigbench.plan._index import (
+    PLAN_FILE,
+    PlanIndex,
+    PlanRigEntry,
+    read_plan_index,
+    write_plan_index,
+)
+from rigbench.plan._load import LoadedPlan, PlanError, ResolvedRig
+from rigbench.plan._models import EmbeddedRig
+from rigbench.rig import EMBEDDED_MODEL, LlamaCppConfig, ModelSource, model_source_from_spec
+from rigbench.rig._launch_spec import EndpointSpec
+from rigbench.store import RunReader, new_run_id
+from rigbench.store._run import _now
+from rigbench.suites import build_suites
+from rigbench.suites._context import NullProgress, Progress
+
+__all__ = ["execute_plan", "run_config_for"]
+
+
+def _source(spec: str) -> ModelSource:
+    return EMBEDDED_MODEL if spec == "embedded" else model_source_from_spec(spec)
+
+
+def run_config_for(loaded: LoadedPlan, rig: ResolvedRig, plan_dir: Path, *, run_id: str,
+                   resume: Path | None) -> Any:
+    """The `RunConfig` that measures one rig of the plan."""
+    from rigbench.runner import RunConfig
+
+    p = loaded.plan
+    sp = p.speed
+    suites, settings = build_suites(rig.suites, profile=sp.profile, scenarios=sp.scenarios,
+                                    repetitions=sp.repetitions, warmup=sp.warmup, concurrency=sp.concurrency)
+    api_key = None
+    if rig.api_key_env:
+        api_key = os.environ.get(rig.api_key_env)
+        if not api_key:
+            raise UsageError(f"rig {rig.name!r}: api_key_env {rig.api_key_env} is not set or empty.")
+    common: dict[str, Any] = {"suites": suites, "suite_settings": settings, "out_dir": plan_dir,
+                              "sanity": p.sanity, "seed": p.seed, "label": rig.name, "resume": resume,
+                              "run_id": run_id, "api_key": api_key, "allow_untrusted": True}
+    spec = rig.spec
+    if isinstance(spec, EmbeddedRig):
+        need = max((sc["input_tokens"] + sc["output_tokens"]
+                    for sc in settings.get("speed", {}).get("scenarios", {}).values()), default=4096)
+        cfg = LlamaCppConfig(
+            model=_source(spec.model), llama_server=Path(spec.llama_server) if spec.llama_server else None,
+            ctx_per_slot=spec.ctx_per_slot or max(4096, need + 256), slots=spec.slots or max(sp.concurrency),
+            threads=spec.threads, draft_model=_source(spec.draft_model) if spec.draft_model else None,
+            spec_type=spec.spec_type, draft_max=spec.draft_max, spec_synth_len=spec.spec_synth_len,
+            extra_args=list(spec.extra_args),
+        )
+        return RunConfig(llamacpp=cfg, **common)
+    if isinstance(spec, EndpointSpec):
+        return RunConfig(endpoint=spec.base_url, model=spec.model, **common)
+    return RunConfig(launch=spec, **common)
+
+
+def _kind(rig: ResolvedRig) -> str:
+    return str(rig.key()["kind"])
+
+
+def _open_index(loaded: LoadedPlan, plan_dir: Path, resume: bool) -> PlanIndex:
+    if resume:
+        index = read_plan_index(plan_dir)
+        if index.config_sha256 != loaded.config_sha256:
+            raise PlanError(
+                f"cannot resume {plan_dir} with {loaded.path}: the plan's resolved configuration changed "
+                f"(was {index.config_sha256}, now {loaded.config_sha256}). Resume with the plan it started "
+                f"from ({plan_dir / PLAN_FILE}), or start a new plan directory.")
+        return index
+    if plan_dir.exists() and any(plan_dir.iterdir()):
+        raise UsageError(f"plan directory {plan_dir} already exists and is not empty; choose another --out, "
+                         f"or continue it with `rigbench run {loaded.path} --resume {plan_dir}`.")
+    plan_dir.mkdir(parents=True, exist_ok=True)
+    (plan_dir / PLAN_FILE).write_text(loaded.text)
+    index = PlanIndex(name=loaded.plan.name, plan_file=str(loaded.path), config_sha256=loaded.config_sha256,
+                      created_at=_now(), rigs=[PlanRigEntry(name=r.name, kind=_kind(r)) for r in loaded.rigs])
+    write_plan_index(plan_dir, index)
+    return index
+
+
+async def execute_plan(
+    loaded: LoadedPlan,
+    plan_dir: Path,
+    *,
+    resume: bool = False,
+    progress: Progress | None = None,
+    build_progress: Any = None,
+    on_rig: Callable[[str, int, int], None] = lambda name, i, n: None,
+) -> PlanIndex:
+    """Measure every rig not yet complete; returns the final index (also in plan_dir/plan.json)."""
+    from rigbench.runner import execute_run
+
+    prog = progress or NullProgress()
+    index = _open_index(loaded, plan_dir, resume)
+    for i, rig in enumerate(loaded.rigs):
+        entry = index.entry(rig.name)
+        if entry.status == "complete":
+            prog.note(f"{rig.name}: already complete ({entry.run_dir}), skipped")
+            continue
+        on_rig(rig.name, i, len(loaded.rigs))
+        prior = plan_dir / entry.run_dir if entry.run_dir and (plan_dir / entry.run_dir / "run.json").exists() else None
+        run_id = prior.name if prior is not None else new_run_id(rig.name)
+        entry = entry.model_copy(update={"run_dir": run_id, "status": "running", "error": None})
+        index = index.with_entry(entry)
+        write_plan_index(plan_dir, index)
+        try:
+            cfg = run_config_for(loaded, rig, plan_dir, run_id=run_id, resume=prior)
+            header = await execute_run(cfg, prog, build_progress=build_progress)
+            entry = entry.model_copy(update={
+                "status": header.status, "error": header.error, "source_data_id": header.source_data_id,
+                "trusted": header.trust.trusted if header.trust else None})
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            index = index.with_entry(entry.model_copy(update={"status": "interrupted",
+                                                              "error": "interrupted by the user"}))
+            write_plan_index(plan_dir, index)
+            raise
+        except RigbenchError as e:
+            entry = entry.model_copy(update={"status": "failed", "error": str(e)})
+            if not (plan_dir / run_id / "run.json").exists():
+                entry = entry.model_copy(update={"run_dir": None})  # failed before its run began
+            prog.note(f"{rig.name}: FAILED: {str(e).splitlines()[0]}")
+        except BaseException as e:
+            index = index.with_entry(entry.model_copy(update={"status": "failed",
+                                                              "error": f"{type(e).__name__}: {e}"}))
+            write_plan_index(plan_dir, index)
+            raise
+        index = index.with_entry(entry)
+        write_plan_index(plan_dir, index)
+    index = index.model_copy(update={"finished_at": _now()})
+    write_plan_index(plan_dir, index)
+    return index
+
+
+def plan_runs(plan_dir: Path) -> list[tuple[PlanRigEntry, RunReader | None]]:
+    """Each rig of a plan directory with its run (None when it never started)."""
+    index = read_plan_index(plan_dir)
+    out: list[tuple[PlanRigEntry, RunReader | None]] = []
+    for e in index.rigs:
+        reader = RunReader(plan_dir / e.run_dir) if e.run_dir and (plan_dir / e.run_dir / "run.json").exists() \
+            else None
+        out.append((e, reader))
+    return out

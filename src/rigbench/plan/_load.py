@@ -1,0 +1,182 @@
+"""Loading a plan file: YAML -> validated `Plan` -> expanded rigs, errors pointing at file:line.
+
+Pydantic reports where a value failed as a path of keys (`rigs.1.launch.vllm.model`); the YAML
+node tree keeps each key's line, so the path is walked through it to name the line. Segments that
+are not keys in the file (a union's tag, like `vllm` above) are skipped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from rigbench.errors import UsageError
+from rigbench.plan._models import EmbeddedRig, Plan, PlanRig
+from rigbench.rig._launch_spec import EndpointSpec
+
+__all__ = ["LoadedPlan", "PlanError", "ResolvedRig", "expand_rigs", "load_plan"]
+
+
+class PlanError(UsageError):
+    """A plan file that cannot be used; the message names the file, line and key."""
+
+
+class ResolvedRig(NamedTuple):
+    name: str
+    spec: BaseModel  # EmbeddedRig, a launch spec, or EndpointSpec
+    suites: list[str]
+    api_key_env: str | None
+
+    def key(self) -> dict[str, Any]:
+        """What identifies this rig's configuration (a resumed plan must match it)."""
+        return {"name": self.name, "kind": _kind(self.spec), "spec": self.spec.model_dump(mode="json"),
+                "suites": self.suites}
+
+
+class LoadedPlan(NamedTuple):
+    path: Path
+    text: str
+    plan: Plan
+    rigs: list[ResolvedRig]
+
+    @property
+    def config_sha256(self) -> str:
+        """Hash of the resolved configuration (not of the file's text: comments may change)."""
+        body = {"plan": self.plan.model_dump(mode="json", exclude={"rigs", "description"}),
+                "rigs": [r.key() for r in self.rigs]}
+        return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _kind(spec: BaseModel) -> str:
+    return "embedded" if isinstance(spec, EmbeddedRig) else str(getattr(spec, "kind", "?"))
+
+
+def _locate(root: yaml.Node | None, loc: Sequence[int | str]) -> tuple[int | None, list[str], int]:
+    """Line (1-based) of the deepest node `loc` reaches, the keys walked, and how much of `loc` it used."""
+    node = root
+    line = node.start_mark.line + 1 if node is not None else None
+    path: list[str] = []
+    used = 0
+    for i, seg in enumerate(loc):
+        if isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                if isinstance(k, yaml.ScalarNode) and k.value == str(seg):
+                    line, node, used = k.start_mark.line + 1, v, i + 1
+                    path.append(str(seg))
+                    break
+            # not a key in the file (a union's tag, or a missing field): stay at this node
+        elif isinstance(node, yaml.SequenceNode) and isinstance(seg, int) and seg < len(node.value):
+            node = node.value[seg]
+            line, used = node.start_mark.line + 1, i + 1
+            path.append(str(seg))
+    return line, path, used
+
+
+def _where(path: Path, root: yaml.Node | None, loc: Sequence[int | str]) -> str:
+    line, found, used = _locate(root, loc)
+    # segments past what the file holds: a missing field keeps its name, a union's tag is dropped
+    rest = [str(s) for s in loc[used:] if str(s) not in _UNION_TAGS and "[" not in str(s)]
+    key = ".".join(found + rest) or "(top level)"
+    return f"{path}:{line}: {key}" if line is not None else f"{path}: {key}"
+
+
+_UNION_TAGS = {"vllm", "sglang", "llamacpp", "ollama", "command", "container", "endpoint"}
+
+
+def _format_errors(path: Path, root: yaml.Node | None, err: ValidationError) -> str:
+    lines = []
+    for e in err.errors():
+        msg = e["msg"].removeprefix("Value error, ")
+        if e["type"] == "extra_forbidden":
+            msg = "unknown key (misspelt? see docs/plans.md for the keys each section takes)"
+        lines.append(f"  {_where(path, root, e['loc'])}: {msg}")
+    return f"plan {path} is not valid:\n" + "\n".join(lines)
+
+
+def load_plan(path: Path) -> LoadedPlan:
+    """Read, validate and expand a plan file. Raises PlanError naming file, line and key."""
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise PlanError(f"cannot read plan {path}: {e.strerror or e}. Pass the path of a plan YAML file.") from e
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        line = f":{mark.line + 1}" if mark is not None else ""
+        raise PlanError(f"plan {path}{line} is not valid YAML: {e.problem or e}") from e
+    if not isinstance(data, dict):
+        raise PlanError(f"plan {path}: the top level must be a mapping with at least `name` and `rigs` "
+                        f"(see docs/plans.md); got {type(data).__name__}.")
+    try:
+        plan = Plan.model_validate(data)
+    except ValidationError as e:
+        raise PlanError(_format_errors(path, root, e)) from None
+    rigs = expand_rigs(plan, lambda loc: _where(path, root, loc))
+    return LoadedPlan(path=path, text=text, plan=plan, rigs=rigs)
+
+
+def _sweep_label(value: Any) -> str:
+    return "off" if value is None else str(value)
+
+
+def expand_rigs(plan: Plan, where: Any = lambda loc: ".".join(map(str, loc))) -> list[ResolvedRig]:
+    """Rigs in plan order, each sweep expanded into the product of its values."""
+    out: list[ResolvedRig] = []
+    for i, rig in enumerate(plan.rigs):
+        out.extend(_expand_one(plan, i, rig, where))
+    seen: dict[str, int] = {}
+    for r in out:
+        seen[r.name] = seen.get(r.name, 0) + 1
+    dup = [n for n, c in seen.items() if c > 1]
+    if dup:
+        raise PlanError(f"{where(('rigs',))}: rig names must be unique (after sweep expansion); "
+                        f"repeated: {', '.join(dup)}. Give each rig its own `name`.")
+    return out
+
+
+def _expand_one(plan: Plan, i: int, rig: PlanRig, where: Any) -> list[ResolvedRig]:
+    spec = rig.spec
+    section = "embedded" if rig.embedded else "launch" if rig.launch else "endpoint"
+    suites = list(rig.suites or plan.suites)
+    if not rig.sweep:
+        return [ResolvedRig(rig.name, spec, suites, rig.api_key_env)]
+    fields = type(spec).model_fields
+    for key in rig.sweep:
+        if key not in fields or key == "kind":
+            raise PlanError(f"{where(('rigs', i, 'sweep', key))}: {key!r} is not a setting of this {section} "
+                            f"rig; sweepable: {', '.join(k for k in fields if k != 'kind')}.")
+    keys = list(rig.sweep)
+    out = []
+    base = spec.model_dump()
+    for combo in itertools.product(*(rig.sweep[k] for k in keys)):
+        try:
+            swept = type(spec).model_validate({**base, **dict(zip(keys, combo, strict=True))})
+        except ValidationError as e:
+            first = e.errors()[0]
+            key = str(first["loc"][0]) if first["loc"] else keys[0]
+            raise PlanError(f"{where(('rigs', i, 'sweep', key))}: value {dict(zip(keys, combo, strict=True))} "
+                            f"is not valid: {first['msg']}") from None
+        values = dict(zip(keys, combo, strict=True))
+        if "{" in rig.name:  # a name template: "depth-{draft_max}"
+            try:
+                name = rig.name.format(**{k: _sweep_label(v) for k, v in values.items()})
+            except (KeyError, IndexError, ValueError) as e:
+                raise PlanError(f"{where(('rigs', i, 'name'))}: the name template {rig.name!r} names "
+                                f"{e}, which is not swept; swept: {', '.join(keys)}.") from None
+        else:
+            name = rig.name + "-" + "-".join(f"{k}={_sweep_label(v)}" for k, v in values.items())
+        out.append(ResolvedRig(name, swept, suites, rig.api_key_env))
+    return out
+
+
+def is_endpoint(rig: ResolvedRig) -> bool:
+    return isinstance(rig.spec, EndpointSpec)

