@@ -20,19 +20,39 @@ __all__ = ["ls", "report"]
 
 @app.command()
 def report(
-    runs: Annotated[list[Path], typer.Argument(help="Run directories to render.")],
+    runs: Annotated[list[Path], typer.Argument(help="Run directories (or plan directories) to render; with "
+                                               "several, the first is the baseline of the speed-up table.")],
+    html: Annotated[Path | None, typer.Option(help="Write a self-contained HTML report (tables, plots, "
+                                              "fingerprints) to this file.")] = None,
     markdown: Annotated[Path | None, typer.Option(help="Write the Markdown report to this file.")] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the analysed run as JSON here.")] = None,
 ) -> None:
     """Re-render saved runs (complete or not) in the terminal, and optionally as Markdown/JSON."""
     console = Console()
+    from rigbench.cli._plan import across_runs, named_runs
+
+    named = named_runs(runs)
+    runs = [p for _, p in named]
     md_parts: list[str] = []
     json_parts: list[str] = []
+    analyses = []
     for run_dir in runs:
         a = analyze_run(RunReader(run_dir))
+        analyses.append(a)
         render_terminal(a, console)
         md_parts.append(render_markdown(a))
         json_parts.append(render_json(a))
+    names = [n for n, _ in named]
+    comparisons, revisions = across_runs(names, runs, analyses) if (html or markdown) else ([], [])
+    if len(runs) > 1:  # the blog-ready comparison first, then each run in full
+        from rigbench.report._blog import render_blog_markdown
+
+        md_parts.insert(0, render_blog_markdown(names, analyses, comparisons, revisions))
+    if html:
+        from rigbench.report._html import render_html
+
+        html.write_text(render_html(names, analyses, comparisons, revisions))
+        console.print(f"HTML report: {html}")
     if markdown:
         markdown.write_text("\n\n".join(md_parts))
         console.print(f"Markdown report: {markdown}")

@@ -1,0 +1,60 @@
+"""Re-measurements: two runs of the same rig (same configuration and fingerprint) at different
+dates, and whether the later one reproduces the earlier (seed 000's "Updated ..." note)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from rigbench.analysis._compare import ScenarioComparison, Verdict, compare_stats, fingerprint_differences
+from rigbench.analysis._run import RunAnalysis
+
+__all__ = ["Revision", "find_revisions"]
+
+
+class Revision(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    earlier_name: str
+    later_name: str
+    earlier_date: str
+    later_date: str
+    verdict: Verdict  # differs if any scenario differs; insufficient if none could be tested
+    rows: list[ScenarioComparison]
+
+
+def _identity(a: RunAnalysis) -> Any:
+    """What makes two runs the same measurement: the resolved rig and suite settings."""
+    return (a.header.plan.get("rig"), a.header.plan.get("suites"), (a.header.fingerprint or {}).get("speculative"))
+
+
+def find_revisions(names: Sequence[str], analyses: Sequence[RunAnalysis], *,
+                   metric: str = "e2e_tok_s") -> list[Revision]:
+    out: list[Revision] = []
+    items = sorted(zip(names, analyses, strict=True), key=lambda p: p[1].header.created_at)
+    for i, (na, a) in enumerate(items):
+        for nb, b in items[i + 1:]:
+            if b.header.created_at == a.header.created_at or _identity(a) != _identity(b):
+                continue
+            fa, fb = a.header.fingerprint or {}, b.header.fingerprint or {}
+            if not fa or not fb or any(d.matters for d in fingerprint_differences(fa, fb)):
+                continue
+            rows_b = {(r.scenario, r.concurrency): r for r in (b.speed.rows if b.speed else [])}
+            rows = []
+            for ra in a.speed.rows if a.speed else []:
+                rb = rows_b.get((ra.scenario, ra.concurrency))
+                sa, sb = getattr(ra, metric), getattr(rb, metric) if rb else None
+                if sa is None or sb is None:
+                    continue
+                rows.append(ScenarioComparison(scenario=ra.scenario, concurrency=ra.concurrency, metric=metric,
+                                               baseline=sa, other=sb, result=compare_stats(sa, sb)))
+            if not rows:
+                continue
+            verdicts = {r.result.verdict for r in rows}
+            verdict: Verdict = ("differs" if "differs" in verdicts else
+                                "reproduces" if "reproduces" in verdicts else "insufficient")
+            out.append(Revision(earlier_name=na, later_name=nb, earlier_date=a.header.created_at,
+                                later_date=b.header.created_at, verdict=verdict, rows=rows))
+    return out

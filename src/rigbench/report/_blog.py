@@ -1,0 +1,115 @@
+"""Reports over several runs: the seed's speed-up table (baseline vs each configuration), a
+revision note for a re-measured run, and the source-data ids, as Markdown to paste into a post
+and as a rich table for the terminal. They format `analysis` results; they never compute.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.table import Table
+
+from rigbench.analysis import RunAnalysis
+from rigbench.analysis._compare import Comparison
+from rigbench.analysis._revision import Revision
+from rigbench.report._fmt import fmt_stat
+
+__all__ = ["render_blog_markdown", "speedup_markdown", "speedup_table"]
+
+
+def _ratio(c: Comparison, scenario: str, conc: int) -> str:
+    row = next((r for r in c.rows if r.scenario == scenario and r.concurrency == conc), None)
+    if row is None or row.result.ratio is None:
+        return "–"
+    err = f" ± {row.result.ratio_err:.2f}" if row.result.ratio_err is not None else ""
+    mark = {"differs": "", "reproduces": " (n.s.)", "insufficient": " (n<2)"}[row.result.verdict]
+    return f"{row.result.ratio:.2f}×{err}{mark}"
+
+
+def _grid(names: Sequence[str], analyses: Sequence[RunAnalysis],
+          comparisons: Sequence[Comparison]) -> tuple[list[str], list[list[str]]]:
+    """Header and rows: scenario, in / out, baseline tok/s, then tok/s and speed-up per configuration."""
+    head = ["scenario", "in / out", f"{names[0]} tok/s"]
+    for n in names[1:]:
+        head += [f"{n} tok/s", f"{n} speed-up"]
+    rows: list[list[str]] = []
+    base = analyses[0].speed
+    if base is None:
+        return head, rows
+    others = [{(r.scenario, r.concurrency): r for r in (a.speed.rows if a.speed else [])} for a in analyses[1:]]
+    multi_conc = len({r.concurrency for r in base.rows}) > 1
+    for r in base.rows:
+        label = r.scenario + (f" (c={r.concurrency})" if multi_conc else "")
+        cells = [label, f"{r.input_tokens_target} / {r.output_tokens_target}", fmt_stat(r.e2e_tok_s, digits=1)]
+        for other, comp in zip(others, comparisons, strict=True):
+            o = other.get((r.scenario, r.concurrency))
+            cells += [fmt_stat(o.e2e_tok_s, digits=1) if o else "–", _ratio(comp, r.scenario, r.concurrency)]
+        rows.append(cells)
+    return head, rows
+
+
+_NOTE = ("End-to-end throughput per request, median ± standard deviation over repetitions (warm-up "
+         "excluded). Speed-up: ratio of means ± propagated standard error; (n.s.): not significant by "
+         "Welch's t-test at α = 0.05, so not a measured difference.")
+
+
+def speedup_markdown(names: Sequence[str], analyses: Sequence[RunAnalysis],
+                     comparisons: Sequence[Comparison]) -> str:
+    head, rows = _grid(names, analyses, comparisons)
+    if not rows:
+        return f"_No speed results in the baseline run ({names[0]}): nothing to compare._"
+    lines = ["| " + " | ".join(head) + " |", "|---|---|" + "---:|" * (len(head) - 2)]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
+    return "\n".join([*lines, "", _NOTE])
+
+
+def speedup_table(names: Sequence[str], analyses: Sequence[RunAnalysis],
+                  comparisons: Sequence[Comparison]) -> Table:
+    head, rows = _grid(names, analyses, comparisons)
+    t = Table(title=f"Speed-up vs {names[0]} (e2e tok/s, median ± std; ratio of means ± error)",
+              title_justify="left", caption=_NOTE, caption_justify="left")
+    for i, h in enumerate(head):
+        t.add_column(h, justify="left" if i < 2 else "right", overflow="fold")
+    for row in rows:
+        t.add_row(*row)
+    return t
+
+
+def _revision_note(r: Revision) -> str:
+    parts = []
+    for row in r.rows:
+        res = row.result
+        t = f", t = {res.t:.2f}" if res.t is not None else ""
+        p = f", p = {res.p:.3f}" if res.p is not None else ""
+        multi = len({x.concurrency for x in r.rows}) > 1
+        label = f"{row.scenario} (c={row.concurrency})" if multi else row.scenario
+        parts.append(f"{label} {fmt_stat(row.baseline, digits=2)} vs {fmt_stat(row.other, digits=2)} tok/s "
+                     f"over {row.baseline.n} and {row.other.n} repetitions{t}{p}")
+    verdict = {"reproduces": "it reproduces the result: the two runs differ by less than noise",
+               "differs": "the two runs differ beyond noise",
+               "insufficient": "too few repetitions to test whether they differ"}[r.verdict]
+    return (f"Updated {r.later_date[:10]}: `{r.later_name}` was re-measured (same rig fingerprint and "
+            f"configuration as `{r.earlier_name}` from {r.earlier_date[:10]}); {verdict} ("
+            + "; ".join(parts) + ").")
+
+
+def render_blog_markdown(names: Sequence[str], analyses: Sequence[RunAnalysis],
+                         comparisons: Sequence[Comparison], revisions: Sequence[Revision] = ()) -> str:
+    """One Markdown document over several runs, ready to paste into a write-up."""
+    out = ["## Results", ""]
+    for rev in revisions:
+        out += [f"> {_revision_note(rev)}", ""]
+    warnings = [(n, w) for n, a in zip(names, analyses, strict=True) for w in a.warnings]
+    if warnings:
+        out += [f"> **{n}**: {w}" for n, w in warnings] + [""]
+    diffs = {d.field for c in comparisons for d in c.differences}
+    if diffs:
+        out += [f"What differs between the rigs (from their fingerprints): {', '.join(sorted(diffs))}.", ""]
+    out += [speedup_markdown(names, analyses, comparisons), ""]
+    out += ["| rig | run | status | verdict | source data |", "|---|---|---|---|---|"]
+    for n, a in zip(names, analyses, strict=True):
+        t = a.header.trust
+        verdict = "not assessed" if t is None else ("trusted" if t.trusted else "UNTRUSTED")
+        out.append(f"| {n} | {a.header.run_id} | {a.status} | {verdict} | `{a.source_data_id}` |")
+    out += ["", "Source data: " + ", ".join(f"`{a.source_data_id}`" for a in analyses), ""]
+    return "\n".join(out)

@@ -1,0 +1,125 @@
+"""The HTML report: one self-contained file (inline CSS and SVG, no script, no external URL), so it
+opens offline and can be mailed or archived as is. Warnings first, then tables, plots, fingerprints.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+
+from rigbench.analysis import RunAnalysis
+from rigbench.analysis._compare import Comparison
+from rigbench.analysis._revision import Revision
+from rigbench.report._blog import _NOTE, _grid, _revision_note
+from rigbench.report._plots import (
+    plot_accuracy,
+    plot_agent_matrix,
+    plot_concurrency,
+    plot_latency,
+    plot_speedup,
+    plot_tok_s,
+)
+from rigbench.report._run import _fingerprint_rows, _trust_line
+from rigbench.report._speed import _HEAD, _cells
+
+__all__ = ["render_html"]
+
+_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2em auto;max-width:62em;
+  padding:0 1em;color:#222}
+h1{font-size:1.6em;margin-bottom:.2em} h2{margin-top:1.8em;border-bottom:1px solid #ddd;padding-bottom:.2em}
+table{border-collapse:collapse;margin:.6em 0;font-size:13px} th,td{border:1px solid #ddd;padding:.25em .55em;
+  vertical-align:top} th{background:#f4f4f4;text-align:left} td.num{text-align:right;font-variant-numeric:tabular-nums}
+.warn{background:#fff4d6;border-left:4px solid #e0a800;padding:.4em .8em;margin:.3em 0}
+.bad{background:#fde2e1;border-left:4px solid #c0392b}
+.note{color:#555;font-size:12.5px} code{background:#f4f4f4;padding:0 .25em;border-radius:3px}
+.plot svg{max-width:100%;height:auto} .missing{color:#777;font-style:italic}
+.fp td:first-child{font-weight:600;white-space:nowrap} .fp td{word-break:break-all}
+"""
+
+
+def _e(text: object) -> str:
+    return html.escape(str(text))
+
+
+def _table(head: Sequence[str], rows: Sequence[Sequence[str]], *, numeric_from: int = 2, cls: str = "") -> str:
+    out = [f'<table class="{cls}"><thead><tr>' + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr></thead><tbody>"]
+    for row in rows:
+        out.append("<tr>" + "".join(
+            f'<td class="num">{_e(c)}</td>' if i >= numeric_from else f"<td>{_e(c)}</td>"
+            for i, c in enumerate(row)) + "</tr>")
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
+def _plot(title: str, svg: str | None, missing: str) -> str:
+    body = f'<div class="plot">{svg}</div>' if svg else f'<p class="missing">{_e(missing)}</p>'
+    return f"<h3>{_e(title)}</h3>{body}"
+
+
+def render_html(names: Sequence[str], analyses: Sequence[RunAnalysis], comparisons: Sequence[Comparison] = (),
+                revisions: Sequence[Revision] = ()) -> str:
+    """The whole report page for one or more analysed runs (the first is the baseline)."""
+    title = "rigbench: " + (names[0] if len(names) == 1 else f"{len(names)} runs, baseline {names[0]}")
+    parts = [f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title>'
+             '<meta name="viewport" content="width=device-width,initial-scale=1">'
+             f"<style>{_CSS}</style></head><body><h1>{_e(title)}</h1>"]
+    # warnings first: nothing below should be read without them
+    warn = []
+    for n, a in zip(names, analyses, strict=True):
+        for w in a.warnings:
+            cls = "warn bad" if w.startswith(("UNTRUSTED", "this run failed")) else "warn"
+            warn.append(f'<div class="{cls}"><b>{_e(n)}</b>: {_e(w)}</div>')
+    for c in comparisons:
+        blocking = [d for d in c.differences if d.matters]
+        if blocking:
+            fields = ", ".join(f"{d.field} ({d.baseline} vs {d.other})" for d in blocking)
+            warn.append(f'<div class="warn">{_e(c.other_run)} differs from the baseline in what is measured, '
+                        f"not only in flags: {_e(fields)}</div>")
+    for r in revisions:
+        warn.append(f'<div class="warn">{_e(_revision_note(r))}</div>')
+    parts.append("".join(warn) or '<p class="note">No warnings.</p>')
+    # runs
+    rows = []
+    for n, a in zip(names, analyses, strict=True):
+        trust, _ = _trust_line(a)
+        rows.append([n, a.header.run_id, a.status, trust, a.header.created_at, a.source_data_id])
+    parts.append("<h2>Runs</h2>" + _table(["rig", "run", "status", "verdict", "started", "source data"], rows,
+                                          numeric_from=99))
+    # seed-style tables
+    if len(analyses) > 1:
+        head, grid = _grid(names, analyses, comparisons)
+        parts.append(f"<h2>Speed-up vs {_e(names[0])}</h2>"
+                     + (_table(head, grid) + f'<p class="note">{_e(_NOTE)}</p>' if grid
+                        else '<p class="missing">no speed results in the baseline run</p>'))
+    parts.append("<h2>Speed</h2>")
+    for n, a in zip(names, analyses, strict=True):
+        if a.speed is None:
+            parts.append(f'<h3>{_e(n)}</h3><p class="missing">no speed results</p>')
+            continue
+        parts.append(f"<h3>{_e(n)}</h3>" + _table(_HEAD, _cells(a.speed)))
+        notes = [f"{r.scenario} (c={r.concurrency}): TTFT not comparable: {r.ttft_not_comparable}"
+                 for r in a.speed.rows if r.ttft_not_comparable]
+        parts += [f'<p class="note">{_e(x)}</p>' for x in notes]
+    # plots
+    parts.append("<h2>Plots</h2>")
+    parts.append(_plot("Throughput by scenario and configuration", plot_tok_s(names, analyses),
+                       "no speed results to plot"))
+    if len(analyses) > 1:
+        parts.append(_plot("Speed-up", plot_speedup(names, comparisons), "no comparable speed results"))
+    parts.append(_plot("Concurrency", plot_concurrency(names, analyses),
+                       "one concurrency level per scenario: run with --concurrency 1,2,4,8 for curves"))
+    parts.append(_plot("Latency distributions", plot_latency(names, analyses), "no latency data"))
+    parts.append(_plot("Acceptance length", None,
+                       "not drawn: the runs carry no speculative-decoding telemetry (acceptance counts); "
+                       "rigbench does not record it yet"))
+    parts.append(_plot("Accuracy by subject", plot_accuracy(names, analyses), "no quality (MMLU-Pro) results"))
+    parts.append(_plot("Agent probes", plot_agent_matrix(names, analyses), "no agent results"))
+    # fingerprints
+    parts.append("<h2>Fingerprints</h2>")
+    for n, a in zip(names, analyses, strict=True):
+        fp_rows = [[k, v] for k, v in _fingerprint_rows(a.header.fingerprint)]
+        parts.append(f"<h3>{_e(n)}</h3>" + _table(["", ""], fp_rows, numeric_from=99, cls="fp"))
+    parts.append('<p class="note">Source data: '
+                 + ", ".join(f"<code>{_e(a.source_data_id)}</code>" for a in analyses) + "</p></body></html>")
+    return "\n".join(parts)

@@ -1,0 +1,251 @@
+"""Plots as inline SVG strings (matplotlib, no pyplot, no display). They draw analysis results;
+they compute nothing beyond picking fields.
+
+Each function returns None when the runs hold nothing to draw, so the page can say so.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from matplotlib.figure import Figure
+
+from rigbench.analysis import RunAnalysis, Stat
+from rigbench.analysis._compare import Comparison
+
+__all__ = ["plot_accuracy", "plot_agent_matrix", "plot_concurrency", "plot_latency", "plot_speedup",
+           "plot_tok_s", "svg"]
+
+_COLORS = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C"]
+
+
+def svg(fig: Figure) -> str:
+    """The figure as an <svg> element to inline in HTML (no XML prolog, no DOCTYPE, no external refs)."""
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
+    text = buf.getvalue()
+    text = re.sub(r"<\?xml[^>]*\?>\s*", "", text)
+    text = re.sub(r"<!DOCTYPE[^>]*>\s*", "", text)
+    text = re.sub(r"<metadata>.*?</metadata>\s*", "", text, flags=re.S)  # RDF block with namespace URLs
+    return text
+
+
+def _fig(width: float = 7.5, height: float = 3.2) -> Figure:
+    fig = Figure(figsize=(width, height))
+    fig.set_layout_engine("constrained")
+    return fig
+
+
+def _keys(analyses: Sequence[RunAnalysis]) -> list[tuple[str, int]]:
+    keys: list[tuple[str, int]] = []
+    for a in analyses:
+        for r in a.speed.rows if a.speed else []:
+            if (r.scenario, r.concurrency) not in keys:
+                keys.append((r.scenario, r.concurrency))
+    return keys
+
+
+def _row(a: RunAnalysis, key: tuple[str, int]) -> Any:
+    return next((r for r in (a.speed.rows if a.speed else []) if (r.scenario, r.concurrency) == key), None)
+
+
+def _label(key: tuple[str, int], multi_conc: bool) -> str:
+    return f"{key[0]}\nc={key[1]}" if multi_conc else key[0]
+
+
+def plot_tok_s(names: Sequence[str], analyses: Sequence[RunAnalysis]) -> str | None:
+    """End-to-end tok/s per scenario, one bar per configuration: median, whisker = ± std."""
+    keys = _keys(analyses)
+    if not keys:
+        return None
+    multi = len({c for _, c in keys}) > 1
+    fig = _fig()
+    ax = fig.add_subplot()
+    width = 0.8 / len(analyses)
+    for j, (name, a) in enumerate(zip(names, analyses, strict=True)):
+        xs, ys, errs = [], [], []
+        for i, key in enumerate(keys):
+            r = _row(a, key)
+            s: Stat | None = r.e2e_tok_s if r is not None else None
+            if s is not None:
+                xs.append(i + (j - (len(analyses) - 1) / 2) * width)
+                ys.append(s.median)
+                errs.append(s.std)
+        ax.bar(xs, ys, width * 0.95, yerr=errs, capsize=3, label=name, color=_COLORS[j % len(_COLORS)])
+    ax.set_xticks(range(len(keys)), [_label(k, multi) for k in keys])
+    ax.set_ylabel("e2e tok/s per request")
+    ax.set_title("Throughput by scenario and configuration (median ± std)")
+    ax.legend(fontsize="small")
+    ax.grid(axis="y", alpha=0.3)
+    return svg(fig)
+
+
+def plot_speedup(names: Sequence[str], comparisons: Sequence[Comparison]) -> str | None:
+    """Speed-up of each configuration over the first run, per scenario: ratio ± propagated error."""
+    if not comparisons:
+        return None
+    keys: list[tuple[str, int]] = []
+    for c in comparisons:
+        for r in c.rows:
+            if (r.scenario, r.concurrency) not in keys:
+                keys.append((r.scenario, r.concurrency))
+    if not keys:
+        return None
+    multi = len({c for _, c in keys}) > 1
+    fig = _fig()
+    ax = fig.add_subplot()
+    width = 0.8 / len(comparisons)
+    for j, (name, comp) in enumerate(zip(names[1:], comparisons, strict=True)):
+        xs, ys, errs, hatch = [], [], [], []
+        for i, key in enumerate(keys):
+            row = next((r for r in comp.rows if (r.scenario, r.concurrency) == key), None)
+            if row is None or row.result.ratio is None:
+                continue
+            xs.append(i + (j - (len(comparisons) - 1) / 2) * width)
+            ys.append(row.result.ratio)
+            errs.append(row.result.ratio_err or 0.0)
+            hatch.append(row.result.verdict != "differs")
+        bars = ax.bar(xs, ys, width * 0.95, yerr=errs, capsize=3, label=name, color=_COLORS[(j + 1) % len(_COLORS)])
+        for b, h in zip(bars, hatch, strict=True):
+            if h:  # not significant: drawn hollow so it does not read as a measured difference
+                b.set_hatch("//")
+                b.set_alpha(0.5)
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xticks(range(len(keys)), [_label(k, multi) for k in keys])
+    ax.set_ylabel(f"× vs {names[0]}")
+    ax.set_title(f"Speed-up vs {names[0]} (ratio of means ± error; hatched: not significant)")
+    ax.legend(fontsize="small")
+    ax.grid(axis="y", alpha=0.3)
+    return svg(fig)
+
+
+def plot_concurrency(names: Sequence[str], analyses: Sequence[RunAnalysis]) -> str | None:
+    """Per scenario with several concurrency levels: per-request and aggregate tok/s vs concurrency."""
+    scenarios = []
+    for a in analyses:
+        by: dict[str, set[int]] = {}
+        for r in a.speed.rows if a.speed else []:
+            by.setdefault(r.scenario, set()).add(r.concurrency)
+        scenarios += [s for s, cs in by.items() if len(cs) > 1 and s not in scenarios]
+    if not scenarios:
+        return None
+    fig = _fig(7.5, 3.0 * len(scenarios))
+    axes = fig.subplots(len(scenarios), 2, squeeze=False)
+    for i, scen in enumerate(scenarios):
+        for j, (name, a) in enumerate(zip(names, analyses, strict=True)):
+            rows = sorted((r for r in (a.speed.rows if a.speed else []) if r.scenario == scen),
+                          key=lambda r: r.concurrency)
+            color = _COLORS[j % len(_COLORS)]
+            per = [(r.concurrency, r.e2e_tok_s) for r in rows if r.e2e_tok_s]
+            agg = [(r.concurrency, r.aggregate_tok_s) for r in rows if r.aggregate_tok_s]
+            axes[i][0].errorbar([c for c, _ in per], [s.median for _, s in per], yerr=[s.std for _, s in per],
+                                marker="o", capsize=3, label=name, color=color)
+            axes[i][1].errorbar([c for c, _ in agg], [s.median for _, s in agg], yerr=[s.std for _, s in agg],
+                                marker="o", capsize=3, label=name, color=color)
+        axes[i][0].set_title(f"{scen}: per request")
+        axes[i][1].set_title(f"{scen}: aggregate")
+        for ax in axes[i]:
+            ax.set_xlabel("concurrent requests")
+            ax.set_ylabel("tok/s")
+            ax.set_xscale("log", base=2)
+            ax.grid(alpha=0.3)
+        axes[i][0].legend(fontsize="small")
+    return svg(fig)
+
+
+def _dist(ax: Any, stats: list[tuple[str, Stat | None]], title: str, scale: float, unit: str) -> None:
+    """A distribution summary per item: min–max line, mean ± std box, median tick."""
+    for i, (_, s) in enumerate(stats):
+        if s is None:
+            continue
+        ax.plot([s.min * scale, s.max * scale], [i, i], color="#888", linewidth=1)
+        ax.barh(i, 2 * s.std * scale, left=(s.mean - s.std) * scale, height=0.4, color="#4C72B0", alpha=0.6)
+        ax.plot([s.median * scale], [i], marker="|", markersize=14, color="black")
+    ax.set_yticks(range(len(stats)), [label for label, _ in stats], fontsize="small")
+    ax.set_xlabel(unit)
+    ax.set_title(title)
+    ax.grid(axis="x", alpha=0.3)
+
+
+def plot_latency(names: Sequence[str], analyses: Sequence[RunAnalysis]) -> str | None:
+    """TTFT and ITL per configuration x scenario: range, mean ± std, median."""
+    ttft: list[tuple[str, Stat | None]] = []
+    itl: list[tuple[str, Stat | None]] = []
+    for name, a in zip(names, analyses, strict=True):
+        for r in a.speed.rows if a.speed else []:
+            label = f"{name} · {r.scenario} c={r.concurrency}"
+            ttft.append((label + (" (n/c)" if r.ttft_not_comparable else ""), r.ttft_s))
+            itl.append((label, r.itl_s))
+    if not any(s for _, s in ttft + itl):
+        return None
+    fig = _fig(7.5, 1.0 + 0.35 * len(ttft) * 2)
+    ax1, ax2 = fig.subplots(2, 1)
+    _dist(ax1, ttft, "Time to first token (line: min–max, box: mean ± std, tick: median)", 1e3, "ms")
+    _dist(ax2, itl, "Inter-token latency, per token", 1e3, "ms")
+    return svg(fig)
+
+
+def plot_accuracy(names: Sequence[str], analyses: Sequence[RunAnalysis]) -> str | None:
+    """MMLU-Pro per-subject accuracy with ± 1 standard error, one bar per run."""
+    runs = []
+    for name, a in zip(names, analyses, strict=True):
+        q = a.sections.get("quality")
+        mmlu = getattr(q, "mmlu_pro", None) or (q if hasattr(q, "subjects") else None)
+        if mmlu is not None and mmlu.subjects:
+            runs.append((name, mmlu))
+    if not runs:
+        return None
+    subjects = sorted({s.subject for _, m in runs for s in m.subjects})
+    fig = _fig(7.5, 3.6)
+    ax = fig.add_subplot()
+    width = 0.8 / len(runs)
+    for j, (name, m) in enumerate(runs):
+        by = {s.subject: s for s in m.subjects}
+        xs = [i + (j - (len(runs) - 1) / 2) * width for i, s in enumerate(subjects) if s in by]
+        ax.bar(xs, [100 * by[s].accuracy.p for s in subjects if s in by], width * 0.95,
+               yerr=[100 * by[s].accuracy.se for s in subjects if s in by], capsize=2, label=name,
+               color=_COLORS[j % len(_COLORS)])
+    ax.set_xticks(range(len(subjects)), subjects, rotation=45, ha="right", fontsize="small")
+    ax.set_ylabel("accuracy %")
+    ax.set_ylim(0, 100)
+    ax.set_title("MMLU-Pro accuracy by subject (± 1 standard error)")
+    ax.legend(fontsize="small")
+    ax.grid(axis="y", alpha=0.3)
+    return svg(fig)
+
+
+_VERDICT_COLOR = {"pass": "#55A868", "fail": "#C44E52", "silently_ignored": "#8B0000", "unsupported": "#DD8452"}
+
+
+def plot_agent_matrix(names: Sequence[str], analyses: Sequence[RunAnalysis]) -> str | None:
+    """Agent probes x runs, each cell coloured by its verdict."""
+    runs = [(n, a.sections["agent"]) for n, a in zip(names, analyses, strict=True)
+            if "agent" in a.sections and a.sections["agent"].probes]
+    if not runs:
+        return None
+    probes: list[str] = []
+    for _, ag in runs:
+        probes += [p.probe for p in ag.probes if p.probe not in probes]
+    fig = _fig(min(7.5, 2.5 + 1.6 * len(runs)), 0.8 + 0.32 * len(probes))
+    ax = fig.add_subplot()
+    for j, (_, ag) in enumerate(runs):
+        by = {p.probe: str(p.verdict) for p in ag.probes}
+        for i, probe in enumerate(probes):
+            v = by.get(probe)
+            ax.add_patch(_rect(j, i, _VERDICT_COLOR.get(v or "", "#DDDDDD")))
+            ax.text(j + 0.5, i + 0.5, v or "–", ha="center", va="center", fontsize=7, color="white" if v else "black")
+    ax.set_xlim(0, len(runs))
+    ax.set_ylim(len(probes), 0)
+    ax.set_xticks([j + 0.5 for j in range(len(runs))], [n for n, _ in runs], fontsize="small")
+    ax.set_yticks([i + 0.5 for i in range(len(probes))], probes, fontsize="small")
+    ax.set_title("Agent probes")
+    return svg(fig)
+
+
+def _rect(x: float, y: float, color: str) -> Any:
+    from matplotlib.patches import Rectangle
+
+    return Rectangle((x, y), 1, 1, facecolor=color, edgecolor="white")

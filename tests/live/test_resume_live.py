@@ -1,0 +1,89 @@
+"""Resume after a crashed engine and after Ctrl-C, against the real embedded llama-server.
+
+(kill -9 of rigbench itself: tests/live/test_run_live.py::test_kill_9_leaves_a_readable_partial_run_that_resumes.)
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from rigbench.store import RunReader
+
+pytestmark = pytest.mark.live
+
+ARGS = ["--scenarios", "chat_short", "--repetitions", "4", "--warmup", "0"]
+
+
+def _start(out: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-m", "rigbench", "run", *ARGS, "--out", str(out)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, "COLUMNS": "160"},
+                            start_new_session=True)
+
+
+def _wait_for_batches(out: Path, n: int, timeout_s: float = 300) -> Path:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for d in out.iterdir() if out.exists() else []:
+            rec = d / "records.jsonl"
+            if rec.exists() and rec.read_text().count('"speed_batch"') >= n:
+                return d
+        time.sleep(0.1)
+    raise AssertionError(f"no run reached {n} speed batches in {timeout_s} s")
+
+
+def _resume_and_check(run_dir: Path, done_before: set[str]) -> None:
+    res = subprocess.run([sys.executable, "-m", "rigbench", "run", "--resume", str(run_dir), *ARGS],
+                         capture_output=True, text=True, timeout=600, env={**os.environ, "COLUMNS": "160"})
+    assert res.returncode == 0, res.stdout + res.stderr
+    reader = RunReader(run_dir)
+    assert reader.header.status == "complete"
+    batches = [r["unit_id"] for r in reader.raw_records("speed_batch")]
+    assert len(batches) == len(set(batches)) == 4  # nothing redone, nothing lost
+    assert done_before <= set(batches)
+    failed = [r for r in reader.raw_records("speed_request") if r["result"].get("error")]
+    assert failed == []  # no request against the dead engine was kept as a result
+
+
+def test_crashed_engine_fails_the_run_keeps_completed_units_and_resumes(tmp_path: Path) -> None:
+    out = tmp_path / "runs"
+    proc = _start(out)
+    run_dir = _wait_for_batches(out, 1)
+    servers = [c for c in psutil.Process(proc.pid).children(recursive=True) if "llama-server" in c.name()]
+    assert len(servers) == 1, servers
+    servers[0].kill()  # the engine crashes mid-run; rigbench itself lives on
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 2, stderr
+    assert b"exited with code -9 during the run" in stderr and b"--resume" in stderr
+    reader = RunReader(run_dir)
+    assert reader.header.status == "failed" and "exited with code -9" in (reader.header.error or "")
+    done_before = {r["unit_id"] for r in reader.raw_records("speed_batch")}
+    assert 1 <= len(done_before) < 4
+    # every kept batch has all its requests, all successful
+    reqs = [r for r in reader.raw_records("speed_request")]
+    assert all(r["result"].get("error") is None for r in reqs)
+    assert {r["unit_id"].rsplit("/", 1)[0] for r in reqs} == done_before
+    _resume_and_check(run_dir, done_before)
+
+
+def test_ctrl_c_marks_the_run_interrupted_and_resumes(tmp_path: Path) -> None:
+    out = tmp_path / "runs"
+    proc = _start(out)
+    run_dir = _wait_for_batches(out, 1)
+    os.kill(proc.pid, signal.SIGINT)  # what Ctrl-C sends to the foreground process
+    proc.communicate(timeout=120)
+    assert proc.returncode == 130
+    reader = RunReader(run_dir)
+    assert reader.header.status == "interrupted" and reader.display_status == "incomplete"
+    done_before = {r["unit_id"] for r in reader.raw_records("speed_batch")}
+    assert len(done_before) >= 1
+    # the engine was stopped with rigbench: nothing listens any more
+    assert not [p for p in psutil.process_iter(["cmdline"]) if str(run_dir) in " ".join(p.info["cmdline"] or [])]
+    _resume_and_check(run_dir, done_before)

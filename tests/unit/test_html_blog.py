@@ -1,0 +1,63 @@
+"""HTML and blog-Markdown reports over several runs, from the checked-in golden run."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from rigbench.analysis import analyze_run
+from rigbench.analysis._compare import compare_runs
+from rigbench.analysis._revision import find_revisions
+from rigbench.report._blog import render_blog_markdown
+from rigbench.report._html import render_html
+from rigbench.store import RunReader
+
+GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "run_v1"
+
+
+def _remeasured(tmp_path: Path) -> tuple[Path, Path]:
+    """The golden run and a copy of it dated a week later: the same rig, re-measured."""
+    again = tmp_path / "again"
+    shutil.copytree(GOLDEN, again)
+    h = json.loads((again / "run.json").read_text())
+    h["created_at"] = "2026-12-06T10:00:00+00:00"
+    (again / "run.json").write_text(json.dumps(h))
+    return GOLDEN, again
+
+
+def test_blog_markdown_has_the_seed_columns_revision_note_and_source_ids(tmp_path: Path) -> None:
+    a, b = _remeasured(tmp_path)
+    analyses = [analyze_run(RunReader(a)), analyze_run(RunReader(b))]
+    comps = compare_runs(RunReader(a), [RunReader(b)])
+    revs = find_revisions(["first", "rerun"], analyses)
+    md = render_blog_markdown(["first", "rerun"], analyses, comps, revs)
+    assert "| scenario | in / out | first tok/s | rerun tok/s | rerun speed-up |" in md
+    # identical data: every ratio is 1.00 and not significant
+    rows = [line for line in md.splitlines() if line.startswith("| chat_short")]
+    assert rows and "1.00×" in rows[0] and "(n.s.)" in rows[0]
+    assert "Updated 2026-12-06: `rerun` was re-measured" in md and "it reproduces the result" in md
+    assert analyses[0].source_data_id in md
+
+
+def test_no_revision_note_for_different_rigs(tmp_path: Path) -> None:
+    a, b = _remeasured(tmp_path)
+    h = json.loads((b / "run.json").read_text())
+    h["plan"]["rig"]["draft_max"] = 4  # another configuration, not a re-measurement
+    (b / "run.json").write_text(json.dumps(h))
+    analyses = [analyze_run(RunReader(a)), analyze_run(RunReader(b))]
+    assert find_revisions(["a", "b"], analyses) == []
+
+
+def test_html_is_self_contained_with_warnings_first_and_plots(tmp_path: Path) -> None:
+    a, b = _remeasured(tmp_path)
+    analyses = [analyze_run(RunReader(a)), analyze_run(RunReader(b))]
+    page = render_html(["first", "rerun"], analyses, compare_runs(RunReader(a), [RunReader(b)]),
+                       find_revisions(["first", "rerun"], analyses))
+    assert page.startswith("<!DOCTYPE html>") and "<script" not in page
+    assert "http://" not in page.replace("http://www.w3.org/", "") and "https://" not in page
+    assert page.count("<svg") >= 3  # throughput, speed-up, latency
+    assert page.index("re-measured") < page.index("<h2>Runs</h2>")
+    assert "Fingerprints" in page and analyses[0].source_data_id in page
+    # what is not there says so, instead of an empty plot
+    assert "no quality (MMLU-Pro) results" in page and "rigbench does not record it yet" in page
