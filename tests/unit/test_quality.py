@@ -134,3 +134,14 @@ def test_comparison_vs_best_worst_and_paired_test_when_same_questions() -> None:
     console = Console(width=220, record=True)
     render_mmlu_comparison_terminal(console, cmp)
     assert "differs" in console.export_text()
+
+
+def test_public_surface_of_the_quality_package() -> None:
+    import rigbench.suites.quality as q
+
+    assert sorted(q.__all__) == sorted([
+        "EffortSettings", "EffortSweepSuite", "MMLUProAnswer", "MMLUProConfig", "MMLUProData",
+        "MMLUProSettings", "MMLUProSuite", "Pack", "PackAnswer", "PackConfig", "PackSettings", "PackSuite",
+        "effort_request_fields", "load_mmlu_pro", "load_pack", "shipped_packs",
+    ])
+    assert (q.MMLUProSuite().name, q.PackSuite().name, q.EffortSweepSuite().name) == ("mmlu_pro", "packs", "effort")

@@ -44,7 +44,8 @@ class MMLUProSuite:
                          else MMLUProSettings.model_validate(settings or {}))
         self._data = data
 
-    def _load(self) -> MMLUProData:
+    def load_data(self) -> MMLUProData:
+        """Load (download) the questions now; call before the run to fail before any request."""
         if self._data is None:
             s = self.settings
             self._data = load_mmlu_pro(Path(s.data) if s.data and s.data != "hf" else None,
@@ -53,7 +54,7 @@ class MMLUProSuite:
 
     async def run(self, ctx: SuiteContext) -> None:
         s = self.settings
-        data = self._load()
+        data = self.load_data()
         sample = sample_questions(data, subjects=s.subjects, per_subject=s.questions_per_subject,
                                   seed=s.sample_seed)
         shots_by_subject: dict[str, list[MMLUProQuestion]] = {}
