@@ -116,6 +116,9 @@ def test_bad_pack_files_say_where_and_what(tmp_path: Path) -> None:
         load_pack(p)
     with pytest.raises(UsageError, match="not a shipped pack"):
         load_pack("no-such-pack")
+    with pytest.raises(UsageError, match=r"no task\(s\) \['nope'\]"):
+        PackSuite({"tasks": ["nope"]})
+    assert [t.id for t in PackSuite({"tasks": ["en_capital_50"]}).packs[0].tasks] == ["en_capital_50"]
 
 
 class PackClient:

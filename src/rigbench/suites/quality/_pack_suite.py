@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from rigbench.client import StreamResult
+from rigbench.errors import UsageError
 from rigbench.suites._context import SuiteContext
 from rigbench.suites.quality._graders import grade
 from rigbench.suites.quality._knobs import effort_request_fields
@@ -24,6 +25,7 @@ class PackSettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     packs: list[str] = ["multilingual"]  # shipped pack names or paths to YAML packs
+    tasks: list[str] | None = None  # only these task ids (None: every task)
     repetitions: int = Field(1, ge=1)
     concurrency: int = Field(1, ge=1)  # 1 keeps per-task wall time free of queueing
     max_tokens: int | None = None  # None: the pack's (per task, else pack default)
@@ -36,6 +38,7 @@ class EffortSettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     pack: str = "multilingual"
+    tasks: list[str] | None = None  # only these task ids (None: every task)
     levels: list[str] = ["none", "low", "medium", "high"]  # add "xhigh" etc. where the engine names it
     engine: str | None = None  # knob table key; None: the rig's engine
     repetitions: int = Field(1, ge=1)
@@ -57,6 +60,15 @@ async def grade_task(task: Task, result: StreamResult, *, suite: Literal["packs"
         reasoning_tokens=tokens.reasoning_tokens, answer_tokens=tokens.answer_tokens,
         token_split=tokens.method, result=result,
     )
+
+
+def _select(pack: Pack, tasks: list[str] | None) -> Pack:
+    if tasks is None:
+        return pack
+    unknown = sorted(set(tasks) - {t.id for t in pack.tasks})
+    if unknown:
+        raise UsageError(f"pack {pack.name} has no task(s) {unknown}; its tasks: {[t.id for t in pack.tasks]}")
+    return pack.model_copy(update={"tasks": [t for t in pack.tasks if t.id in tasks]})
 
 
 async def _run_pack(ctx: SuiteContext, pack: Pack, *, suite: Literal["packs", "effort"],
@@ -111,7 +123,8 @@ class PackSuite:
     def __init__(self, settings: PackSettings | dict[str, Any] | None = None) -> None:
         self.settings = (settings if isinstance(settings, PackSettings)
                          else PackSettings.model_validate(settings or {}))
-        self.packs = [load_pack(p) for p in self.settings.packs]  # fail before any request
+        # fail before any request
+        self.packs = [_select(load_pack(p), self.settings.tasks) for p in self.settings.packs]
 
     async def run(self, ctx: SuiteContext) -> None:
         s = self.settings
@@ -127,7 +140,7 @@ class EffortSweepSuite:
     def __init__(self, settings: EffortSettings | dict[str, Any] | None = None) -> None:
         self.settings = (settings if isinstance(settings, EffortSettings)
                          else EffortSettings.model_validate(settings or {}))
-        self.pack = load_pack(self.settings.pack)
+        self.pack = _select(load_pack(self.settings.pack), self.settings.tasks)
 
     async def run(self, ctx: SuiteContext) -> None:
         s = self.settings
