@@ -121,10 +121,9 @@ async def _workload(urls: list[str], stack: str, streams: int, tokens: int) -> d
 
 def _one(args: argparse.Namespace) -> None:
     """Child: one stack x loop x workload, pinned to one core; prints a JSON line."""
-    if args.inline_parse:
-        from rigbench.client import _http
+    from rigbench.client import _http
 
-        _http.DEFER_PARSE = False
+    _http.DEFER_PARSE = args.defer_parse
     if hasattr(os, "sched_setaffinity") and args.client_core >= 0:
         os.sched_setaffinity(0, {args.client_core})
     coro = _workload(args.urls.split(","), args.stack, args.streams, args.tokens)
@@ -157,9 +156,7 @@ def main() -> None:
     p.add_argument("--stacks", default=",".join(STACKS))
     p.add_argument("--loops", default="asyncio,uvloop")
     p.add_argument("--json", default="")
-    p.add_argument(
-        "--inline-parse", action="store_true", help="A/B: parse in data_received (DEFER_PARSE off)"
-    )
+    p.add_argument("--defer-parse", action="store_true", help="A/B: stamp all ready reads, then parse")
     p.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--stack", default="protocol", help=argparse.SUPPRESS)
     p.add_argument("--loop", default="asyncio", help=argparse.SUPPRESS)
@@ -196,7 +193,7 @@ def main() -> None:
         "emulator_processes": n_emu,
         "client_pinned": pin,
         "streams": args.streams,
-        "inline_parse": args.inline_parse,
+        "defer_parse": args.defer_parse,
         "runs": [],
     }
     for wl, (script, tokens) in workloads.items():
@@ -223,19 +220,26 @@ def main() -> None:
                             str(tokens),
                             "--client-core",
                             "0" if pin else "-1",
-                            *(["--inline-parse"] if args.inline_parse else []),
+                            *(["--defer-parse"] if args.defer_parse else []),
                         ]
+                        emu_cpu0 = _emulator_cpu_s(emus)
                         out = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
                         if out.returncode != 0:
                             raise SystemExit(out.stderr[-2000:])
-                        samples.append(json.loads(out.stdout.strip().splitlines()[-1]))
+                        sample = json.loads(out.stdout.strip().splitlines()[-1])
+                        # the emulators' CPU per event (warm-up batch included: an upper bound)
+                        sample["emulator_us_per_event"] = (
+                            (_emulator_cpu_s(emus) - emu_cpu0) / sample["events"] * 1e6
+                        )
+                        samples.append(sample)
                     row = {
                         "workload": wl,
-                        "stack": stack + ("/inline" if args.inline_parse else ""),
+                        "stack": stack + ("/defer" if args.defer_parse else ""),
                         "loop": loop,
                         "samples": samples,
                     }
                     for key in (
+                        "emulator_us_per_event",
                         "us_per_event",
                         "user_us_per_event",
                         "sys_us_per_event",
@@ -257,6 +261,16 @@ def main() -> None:
             json.dump(results, f, indent=1)
 
 
+def _emulator_cpu_s(emus: list[EmulatorProcess]) -> float:
+    import psutil
+
+    total = 0.0
+    for e in emus:
+        t = psutil.Process(e.pid).cpu_times()
+        total += t.user + t.system
+    return total
+
+
 def _cpu_model() -> str:
     try:
         with open("/proc/cpuinfo") as f:
@@ -273,15 +287,16 @@ def _line(row: dict[str, Any]) -> str:
     return (
         f"{row['workload']:9} {row['stack']:8} {row['loop']:7} {u['median']:6.2f} us/event "
         f"[{u['min']:.2f}-{u['max']:.2f}]  {e['median']:9.0f} events/s [{e['min']:.0f}-{e['max']:.0f}]  "
-        f"cpu {c['median']:.2f}  errors {row['errors']}"
+        f"cpu {c['median']:.2f}  emulator {row['emulator_us_per_event']['median']:.2f} us/event  "
+        f"errors {row['errors']}"
     )
 
 
 def _table(results: dict[str, Any]) -> str:
     lines = [
         "| workload | stack | loop | client CPU µs/event, median [min–max] | of which user / kernel µs "
-        "| events/s, median [min–max] | client CPU (cores) | errors |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| events/s, median [min–max] | client CPU (cores) | emulator CPU µs/event | errors |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in results["runs"]:
         u, e, c = r["us_per_event"], r["events_per_s"], r["cpu_fraction"]
@@ -289,7 +304,7 @@ def _table(results: dict[str, Any]) -> str:
             f"| {r['workload']} | {r['stack']} | {r['loop']} | {u['median']:.2f} [{u['min']:.2f}–"
             f"{u['max']:.2f}] | {r['user_us_per_event']['median']:.2f} / {r['sys_us_per_event']['median']:.2f} | "
             f"{e['median']:,.0f} [{e['min']:,.0f}–{e['max']:,.0f}] | "
-            f"{c['median']:.2f} | {r['errors']} |"
+            f"{c['median']:.2f} | {r['emulator_us_per_event']['median']:.2f} | {r['errors']} |"
         )
     return "\n".join(lines)
 

@@ -39,13 +39,12 @@ def main() -> None:
     p.add_argument("--itl-jitter-ms", type=float, default=10.0)
     p.add_argument("--tokens-per-chunk", type=int, default=1)
     p.add_argument("--spec-depth", type=int, default=0)
-    p.add_argument("--inline-parse", action="store_true", help="parse in data_received (A/B of DEFER_PARSE)")
+    p.add_argument("--defer-parse", action="store_true", help="A/B: stamp all ready reads, then parse")
     p.add_argument("--repeats", type=int, default=1)
     args = p.parse_args()
-    if args.inline_parse:
-        from rigbench.client import _http
+    from rigbench.client import _http
 
-        _http.DEFER_PARSE = False
+    _http.DEFER_PARSE = args.defer_parse
     script = EmulatorScript(
         ttft=Delay(dist="uniform", mean_ms=30, jitter_ms=20),
         itl=Delay(dist="uniform", mean_ms=args.itl_ms, jitter_ms=args.itl_jitter_ms),
@@ -70,7 +69,7 @@ def main() -> None:
                 print(
                     json.dumps(
                         {
-                            "stack": args.stack + ("/inline" if args.inline_parse else ""),
+                            "stack": args.stack + ("/defer" if args.defer_parse else ""),
                             "itl_jitter_ms": args.itl_jitter_ms,
                             "spec_depth": args.spec_depth,
                             "loop": loop,

@@ -49,7 +49,9 @@ class Rand:
         scale = np.float16(0.02 * 1.7 / 127)  # quants uniform in [-127, 127]: std ~0.02
         if self.torch is not None:
             torch = self.torch
-            q = torch.randint(-127, 128, (rows, nb, Q8_BLOCK), device="cuda", generator=self.gen, dtype=torch.int8)
+            q = torch.randint(
+                -127, 128, (rows, nb, Q8_BLOCK), device="cuda", generator=self.gen, dtype=torch.int8
+            )
             d = torch.full((rows, nb, 1), float(scale), device="cuda", dtype=torch.float16).view(torch.uint8)
             return torch.cat([d, q.view(torch.uint8)], dim=2).reshape(rows, nb * 34).cpu().numpy()
         q = self.rng.integers(-127, 128, (rows, nb, Q8_BLOCK), dtype=np.int8).view(np.uint8)
@@ -96,15 +98,24 @@ def main() -> None:
     w.add_eos_token_id(2)
     w.add_unk_token_id(0)
     # (name, rows, cols, kind): matrices in `qtype`, norms in F32
-    plan: list[tuple[str, int, int, str]] = [("token_embd.weight", V, H, "m"), ("output_norm.weight", 1, H, "n"),
-                                             ("output.weight", V, H, "m")]
+    plan: list[tuple[str, int, int, str]] = [
+        ("token_embd.weight", V, H, "m"),
+        ("output_norm.weight", 1, H, "n"),
+        ("output.weight", V, H, "m"),
+    ]
     for i in range(L):
         p = f"blk.{i}."
-        plan += [(p + "attn_norm.weight", 1, H, "n"), (p + "ffn_norm.weight", 1, H, "n"),
-                 (p + "attn_q.weight", H, H, "m"), (p + "attn_k.weight", kv, H, "m"),
-                 (p + "attn_v.weight", kv, H, "m"), (p + "attn_output.weight", H, H, "m"),
-                 (p + "ffn_gate.weight", F, H, "m"), (p + "ffn_up.weight", F, H, "m"),
-                 (p + "ffn_down.weight", H, F, "m")]
+        plan += [
+            (p + "attn_norm.weight", 1, H, "n"),
+            (p + "ffn_norm.weight", 1, H, "n"),
+            (p + "attn_q.weight", H, H, "m"),
+            (p + "attn_k.weight", kv, H, "m"),
+            (p + "attn_v.weight", kv, H, "m"),
+            (p + "attn_output.weight", H, H, "m"),
+            (p + "ffn_gate.weight", F, H, "m"),
+            (p + "ffn_up.weight", F, H, "m"),
+            (p + "ffn_down.weight", H, F, "m"),
+        ]
     total = 0
     for name, rows, cols, kind in plan:
         if kind == "n":
@@ -112,7 +123,9 @@ def main() -> None:
             total += cols * 4
         elif qtype == gguf.GGMLQuantizationType.Q8_0:
             nbytes = rows * cols // Q8_BLOCK * 34
-            w.add_tensor_info(name, (rows, cols // Q8_BLOCK * 34), np.dtype(np.uint8), nbytes, raw_dtype=qtype)
+            w.add_tensor_info(
+                name, (rows, cols // Q8_BLOCK * 34), np.dtype(np.uint8), nbytes, raw_dtype=qtype
+            )
             total += nbytes
         else:
             w.add_tensor_info(name, (rows, cols), np.dtype(np.float16), rows * cols * 2)
@@ -134,8 +147,10 @@ def main() -> None:
             parts = [rnd.f16(min(step, rows - r), cols) for r in range(0, rows, step)]
             w.write_tensor_data(np.concatenate(parts, axis=0) if len(parts) > 1 else parts[0])
     w.close()
-    print(f"{a.out}: {total / 1e9:.2f} GB of tensors ({a.type}), {L} layers, written in {time.time() - t0:.0f} s",
-          flush=True)
+    print(
+        f"{a.out}: {total / 1e9:.2f} GB of tensors ({a.type}), {L} layers, written in {time.time() - t0:.0f} s",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

@@ -9,9 +9,15 @@ from contextlib import asynccontextmanager
 
 import pytest
 
-from rigbench.client import ChatClient, StreamResult
+from rigbench.client import ChatClient, StreamResult, _http
 
 BODY = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+
+
+@pytest.fixture(autouse=True, params=[False, True], ids=["inline", "deferred"])
+def _parse_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test runs with parsing in data_received and with stamp-all-then-parse."""
+    monkeypatch.setattr(_http, "DEFER_PARSE", request.param)
 
 
 def _event(obj: object) -> bytes:

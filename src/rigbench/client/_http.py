@@ -43,9 +43,12 @@ class BodySink(Protocol):
 
 _HEAD, _BODY, _IDLE = 0, 1, 2
 
-# Stamp every ready socket before parsing any (see HttpConnection.data_received). A switch, not
-# a constant, so benchmarks/timing_accuracy.py --inline-parse can measure both ways in one run.
-DEFER_PARSE = True
+# Stamp every ready socket before parsing any (see HttpConnection.data_received)? Off: on the
+# machines measured so far (docs/benchmarks.md) deferring cost CPU (an extra loop iteration per
+# read batch) and did not lower the stamp error; no same-machine A/B exists yet. A module switch
+# so benchmarks/timing_accuracy.py and client_overhead.py can measure both ways (--inline-parse
+# / default) in one run.
+DEFER_PARSE = False
 
 
 class ReadQueue:
@@ -115,9 +118,8 @@ class HttpConnection(asyncio.Protocol):
             self.transport.close()
 
     def data_received(self, data: bytes) -> None:
-        # Stamp now, parse later: when many sockets are ready in one loop iteration (a server
-        # emitting a decode step for every stream at once), each read is stamped before any of
-        # them is parsed, so a stamp is late by the reads before it, not by their parsing.
+        # The stamp is taken here, the first Python code that sees the bytes. With DEFER_PARSE the
+        # parsing waits until every socket ready in this loop iteration has been read and stamped.
         now = _perf_ns()
         self.last_ns = now
         self.got_bytes = True

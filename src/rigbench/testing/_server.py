@@ -27,10 +27,15 @@ _perf_ns = time.perf_counter_ns
 _WORDS = [w.encode() for w in ("the ", "cat ", "sat ", "on ", "a ", "mat ", "and ", "ran ")]
 
 
+_TOKENS: dict[int, list[bytes]] = {}
+
+
 def _token(i: int, width: int) -> bytes:
     """Output token i: a fixed-width word so tests can count tokens from characters."""
-    w = _WORDS[i % len(_WORDS)].strip()
-    return (w + b"." * width)[: width - 1] + b" "
+    table = _TOKENS.get(width)
+    if table is None:
+        table = _TOKENS[width] = [(w.strip() + b"." * width)[: width - 1] + b" " for w in _WORDS]
+    return table[i % len(table)]
 
 
 def _count_tokens(text: str) -> int:
