@@ -23,3 +23,12 @@ def test_standard_loop_on_request(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RIGBENCH_EVENT_LOOP", "asyncio")
     assert event_loop_name() == "asyncio"
     assert run(_loop_class()).startswith("asyncio")
+
+
+def test_client_public_surface() -> None:
+    import rigbench.client as c
+
+    assert sorted(c.__all__) == [
+        "ChatClient", "ChunkKind", "RequestError", "RequestErrorKind", "SelfCheck", "SelfCheckMonitor",
+        "StreamResult", "current_monitor", "event_loop_name", "run",
+    ]

@@ -122,3 +122,12 @@ def test_delay_distributions_have_their_means() -> None:
         d = Delay(dist=dist, mean_ms=10, jitter_ms=3)  # type: ignore[arg-type]
         xs = [d.draw_s(rng) for _ in range(20_000)]
         assert sum(xs) / len(xs) == pytest.approx(0.010, rel=0.03), dist
+
+
+def test_public_surface() -> None:
+    import rigbench.testing as t
+
+    assert sorted(t.__all__) == [
+        "AccuracyReport", "Delay", "Emulator", "EmulatorProcess", "EmulatorScript", "Fault", "FaultKind",
+        "NoiseFloor", "RequestTruth", "SchedulerNoise", "UsageMode", "compare_with_truth", "serve",
+    ]
