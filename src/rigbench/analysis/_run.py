@@ -45,6 +45,16 @@ def analyze_run(reader: RunReader) -> RunAnalysis:
     if speed:
         warnings.extend(speed.warnings)
     sections: dict[str, Any] = {}
+    from rigbench.analysis._selfcheck import assess_selfcheck
+    from rigbench.client import SelfCheck
+
+    checks = reader.records("selfcheck", SelfCheck)
+    if checks:
+        verdict = assess_selfcheck(checks)
+        sections["selfcheck"] = verdict
+        if verdict.client_bound:
+            warnings.append("CLIENT-BOUND: rigbench itself may have limited these numbers: "
+                            + "; ".join(verdict.reasons) + (f". Remedy: {verdict.remedy}" if verdict.remedy else ""))
     from rigbench.analysis._agent import summarize_agent
 
     agent = summarize_agent(reader)

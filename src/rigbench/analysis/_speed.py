@@ -114,7 +114,7 @@ def _row(key: tuple[str, int], items: list[tuple[SpeedRequest, RequestTiming]], 
     ttft = describe([t.ttft_s for t in timings if t.ttft_s is not None]) if not multi else None
     wall = describe([t.wall_s for t in timings if t.wall_s is not None])
     prefill_share = None
-    ttft_any = describe([t.ttft_s for t in timings if t.ttft_s is not None])
+    ttft_any = describe([t.first_chunk_s for t in timings if t.first_chunk_s is not None])
     if ttft_any and wall and wall.median > 0:
         prefill_share = ttft_any.median / wall.median
     itl: list[float] = []

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 from pathlib import Path
 from typing import Annotated
@@ -13,6 +12,7 @@ from rich.console import Console
 from rigbench.analysis import analyze_run
 from rigbench.cli._app import app
 from rigbench.cli._progress import RichProgress
+from rigbench.client import run as run_loop
 from rigbench.errors import UsageError
 from rigbench.report import render_markdown, render_terminal
 from rigbench.rig import LlamaCppConfig, LocalFile, model_source_from_spec
@@ -125,7 +125,7 @@ def run(
                     seed=seed, label=label, resume=resume)
     with RichProgress(console) as prog:
         try:
-            header = asyncio.run(execute_run(cfg, prog, build_progress=prog.build))
+            header = run_loop(execute_run(cfg, prog, build_progress=prog.build))
         except KeyboardInterrupt:
             console.print("[yellow]interrupted: the partial run is kept; continue it with --resume[/]")
             raise typer.Exit(130) from None

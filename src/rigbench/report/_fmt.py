@@ -10,7 +10,7 @@ __all__ = ["fmt_bytes", "fmt_stat"]
 def fmt_stat(s: Stat | None, *, digits: int = 2, scale: float = 1.0, unit: str = "") -> str:
     if s is None or s.n == 0:
         return "–"
-    return f"{s.median * scale:.{digits}f} ± {s.std * scale:.{digits}f}{unit}"
+    return f"{s.median * scale:.{digits}f}±{s.std * scale:.{digits}f}{unit}"
 
 
 def fmt_bytes(n: int | None) -> str:

@@ -64,7 +64,7 @@ def render_terminal(a: RunAnalysis, console: Console) -> None:
         console.print(f"startup: spawn → healthy {s['spawn_to_healthy_s']:.2f} s, healthy → first completion "
                       f"{s['healthy_to_first_completion_s']:.2f} s, total {s['spawn_to_first_completion_s']:.2f} s")
     if a.speed:
-        console.print(speed_table(a.speed))
+        console.print(speed_table(a.speed, compact=console.width < 120))
         if any(r.ttft_not_comparable for r in a.speed.rows):
             console.print("[dim]n/c*: TTFT not comparable — chunks carried several tokens each.[/]")
     if "agent" in a.sections:
