@@ -7,11 +7,13 @@ event loop and prints.
 from __future__ import annotations
 
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
 from rigbench._version import __version__
+from rigbench.client import SelfCheckMonitor
 from rigbench.errors import RigbenchError, RigError
 from rigbench.rig import AttachedRig, LaunchedRig, LlamaCppConfig, prepare_llamacpp_rig
 from rigbench.store import RunHeader, RunReader, RunWriter, TrustVerdict, new_run_id
@@ -98,7 +100,14 @@ async def execute_run(cfg: RunConfig, progress: Progress | None = None,
                 ctx = SuiteContext(client=rig.client, writer=suite_writer, rig=info,
                                    settings=cfg.suite_settings.get(suite.name, {}), progress=prog,
                                    done_units=done, seed=cfg.seed)
-                await suite.run(ctx)
+                try:
+                    # measures rigbench's own overhead (client CPU, loop lag, send lag) per suite
+                    async with SelfCheckMonitor(suite.name, emit=writer.append):
+                        await suite.run(ctx)
+                except Exception as e:  # e.g. a connection reset while building prompts
+                    if isinstance(suite_writer, _EngineWatch):
+                        suite_writer.raise_if_engine_died(e)
+                    raise
             reasons += _screen_outputs(RunReader(run_dir), writer)
             trust = TrustVerdict(trusted=not reasons, reasons=reasons)
             status = "complete"
@@ -151,15 +160,22 @@ class _EngineWatch:
         return getattr(self._writer, name)
 
     def append(self, record: Any) -> None:
+        self.raise_if_engine_died()
+        self._writer.append(record)
+
+    def raise_if_engine_died(self, cause: BaseException | None = None) -> None:
+        """A dead engine explains whatever failed (`cause`): say that, not the symptom."""
         code = self._rig.process.exit_code()
+        if code is None and cause is not None:
+            time.sleep(0.5)  # a connection reset can arrive before the exit is reaped
+            code = self._rig.process.exit_code()
         if code is not None:
             raise RigError(
                 f"{self._rig.engine} exited with code {code} during the run; the result in flight was not "
                 f"recorded.\n  command: {self._rig.process.command}\n  log: {self._rig.process.log_path}\n"
                 f"  last lines:\n{_indent(self._rig.process.log_tail())}\n"
                 f"Completed units are kept: fix the cause, then `rigbench run --resume {self._writer.dir}` "
-                "(with the same options) measures the rest.")
-        self._writer.append(record)
+                "(with the same options) measures the rest.") from cause
 
 
 def _indent(text: str) -> str:
