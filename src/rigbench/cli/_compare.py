@@ -7,11 +7,13 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markdown import Markdown
 
 from rigbench.analysis._compare import compare_runs
+from rigbench.analysis._speculation import fit_speculation
 from rigbench.cli._app import app
 from rigbench.errors import UsageError
-from rigbench.report._honesty import comparison_markdown, comparison_terminal
+from rigbench.report._honesty import comparison_markdown, comparison_terminal, speculation_markdown
 from rigbench.store import RunReader
 
 __all__ = ["compare"]
@@ -31,6 +33,17 @@ def compare(
         raise UsageError("give a baseline run and at least one run to compare with it.")
     readers = [RunReader(r) for r in runs]
     result = compare_runs(readers[0], readers[1:], metric=metric, alpha=alpha, allow_mismatch=allow_mismatch)
-    comparison_terminal(result, Console())
+    console = Console()
+    comparison_terminal(result, console)
+    md = [comparison_markdown(result)]
+    for other in readers[1:]:
+        if not (other.header.fingerprint or {}).get("speculative"):
+            continue
+        fit = fit_speculation(readers[0], other)
+        if fit is None:
+            continue
+        text = speculation_markdown(other.header.run_id, fit)
+        console.print(Markdown(text))
+        md.append(text)
     if markdown:
-        markdown.write_text(comparison_markdown(result) + "\n")
+        markdown.write_text("\n\n".join(md) + "\n")

@@ -13,6 +13,7 @@ from rich.table import Table
 from rigbench.analysis._compare import Comparison
 from rigbench.analysis._kvcache import KVCapacity
 from rigbench.analysis._roofline import Roofline, SpeedupPrediction
+from rigbench.analysis._speculation import SpeculationFit
 from rigbench.analysis._telemetry import ScenarioTelemetry, TimingCrossCheck
 from rigbench.rig._preflight import PreflightReport
 from rigbench.rig._sanity import OutputScreen, SanityVerdict
@@ -28,6 +29,7 @@ __all__ = [
     "roofline_terminal",
     "sanity_markdown",
     "sanity_terminal",
+    "speculation_markdown",
     "speedup_markdown",
     "telemetry_markdown",
     "telemetry_terminal",
@@ -128,6 +130,20 @@ def roofline_terminal(r: Roofline, console: Console) -> None:
 
 def roofline_markdown(r: Roofline) -> str:
     return "**Decode roofline**\n\n" + _md_table(["", ""], [list(x) for x in _roofline_rows(r)])
+
+
+def speculation_markdown(run_id: str, fit: SpeculationFit) -> str:
+    """Predicted vs measured speed-up, with and without the calibrated draft cost."""
+    head = (f"**Speculative decoding: predicted vs measured speed-up ({run_id})**\n\n"
+            + (f"Draft cost c = {fit.draft_cost_ratio:.2f} target steps per verification step, calibrated on "
+               f"{fit.calibrated_on}; the other rows are predictions. " if fit.calibrated_on else
+               "Draft cost not calibrated (no decode figures): the predictions are free-drafter upper bounds. ")
+            + "Model: 1 / (p + (1 − p)(1 + c) / L).\n\n")
+    rows = [[p.scenario + (" (calibration)" if p.scenario == fit.calibrated_on else ""), _pct(p.prefill_share),
+             _f(p.mean_acceptance_length), _f(f.predicted_speedup, 2, "×"), _f(p.predicted_speedup, 2, "×"),
+             _f(p.measured_speedup, 2, "×")] for p, f in zip(fit.predictions, fit.free_drafter, strict=True)]
+    return head + _md_table(["scenario", "prefill share p", "acceptance L", "predicted, c = 0", "predicted, c",
+                             "measured"], rows)
 
 
 def speedup_markdown(preds: Sequence[SpeedupPrediction]) -> str:

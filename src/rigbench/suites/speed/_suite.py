@@ -9,6 +9,7 @@ from typing import Any
 
 from rigbench.client import StreamResult
 from rigbench.errors import UsageError
+from rigbench.rig._telemetry import TelemetrySampler
 from rigbench.suites._context import SuiteContext
 from rigbench.suites.speed._prompts import ExactPrompt, PromptBuilder
 from rigbench.suites.speed._records import SpeedBatch, SpeedRequest, SpeedSkip
@@ -99,8 +100,15 @@ class SpeedSuite:
                 f"speed {scenario.name} ({scenario.input_tokens} in / {scenario.output_tokens} out)",
                 sum(c for c, _ in todo),
             )
-            for conc, rep in todo:
-                await self._batch(ctx, builder, scenario, conc, rep, task)
+            for conc in s.concurrency:
+                level = [(c, r) for c, r in todo if c == conc]
+                if not level:
+                    continue
+                # server telemetry (KV use, queue, speculative counters) before, during (2 Hz), after
+                async with TelemetrySampler(ctx.client, ctx.rig.engine) as tel:
+                    for c, rep in level:
+                        await self._batch(ctx, builder, scenario, c, rep, task)
+                ctx.writer.append(tel.record(scenario=scenario.name, concurrency=conc))
             ctx.progress.done(task)
 
     @staticmethod
