@@ -36,6 +36,7 @@ class RunConfig:
     allow_untrusted: bool = False
     sanity: bool = True
     sanity_max_tokens: int = 1024
+    bandwidth_gb_s: float | None = None  # for the roofline when the device is not in rigbench's table
     seed: int = 0
     label: str = "run"
     resume: Path | None = None
@@ -51,7 +52,7 @@ async def execute_run(cfg: RunConfig, progress: Progress | None = None,
                       build_progress: Any = None) -> RunHeader:
     prog = progress or NullProgress()
     plan = {"suites": cfg.suite_settings, "seed": cfg.seed, "sanity": cfg.sanity,
-            "sanity_max_tokens": cfg.sanity_max_tokens,
+            "sanity_max_tokens": cfg.sanity_max_tokens, "bandwidth_gb_s": cfg.bandwidth_gb_s,
             "rig": _rig_plan(cfg)}
     if cfg.resume is not None:
         reader = RunReader(cfg.resume)

@@ -44,7 +44,13 @@ def analyze_run(reader: RunReader) -> RunAnalysis:
         warnings[:0] = [f"UNTRUSTED: {r}" for r in h.trust.reasons]
     if speed:
         warnings.extend(speed.warnings)
-    sections: dict[str, Any] = {}
+    from rigbench.analysis._honesty_run import honesty_sections
+    from rigbench.analysis._quality import summarize_quality
+
+    sections: dict[str, Any] = honesty_sections(reader, speed)
+    quality = summarize_quality(reader)
+    if not quality.empty:
+        sections["quality"] = quality
     from rigbench.analysis._selfcheck import assess_selfcheck
     from rigbench.client import SelfCheck
 

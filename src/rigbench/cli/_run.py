@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -75,6 +75,18 @@ def run(
                                             "marked untrusted).")] = False,
     sanity_max_tokens: Annotated[int, typer.Option(min=8, help="Token budget per known-answer question (room for "
                                                    "models that think first).")] = 1024,
+    mmlu_data: Annotated[str | None, typer.Option(help="MMLU-Pro data: a local directory of parquet/JSONL files "
+                                                  "(default: download TIGER-Lab/MMLU-Pro from the hub).")] = None,
+    mmlu_questions: Annotated[int | None, typer.Option(min=1, help="MMLU-Pro questions per subject (default 200, "
+                                                       "as the seed).")] = None,
+    mmlu_subjects: Annotated[str | None, typer.Option(help="Comma-separated MMLU-Pro subjects (default: all 14).")] = None,
+    pack: Annotated[list[str] | None, typer.Option("--pack", help="Task pack for --suite packs/effort: a shipped "
+                                                   "name (multilingual) or a YAML path; repeatable.")] = None,
+    effort_levels: Annotated[str | None, typer.Option(help="Reasoning-effort levels for --suite effort, e.g. "
+                                                      "none,low,medium,high,xhigh.")] = None,
+    bandwidth_gbs: Annotated[float | None, typer.Option(min=0.001, help="Memory bandwidth (GB/s) for the decode "
+                                                        "roofline when the device is not in rigbench's table "
+                                                        "(measure it with `rigbench probe`).")] = None,
     resume: Annotated[Path | None, typer.Option(help="Continue an interrupted run directory: completed units "
                                                 "are not redone.")] = None,
     markdown: Annotated[Path | None, typer.Option(help="Also write the Markdown report here.")] = None,
@@ -102,7 +114,19 @@ def run(
                          "only apply when rigbench launches the server. Use one or the other.")
     conc = _int_list(concurrency, "--concurrency")
     names = [s.strip() for s in suite.split(",") if s.strip()]
-    suites, settings = build_suites(names, profile=profile,
+    options: dict[str, dict[str, Any]] = {"mmlu_pro": {}, "packs": {}, "effort": {}}
+    if mmlu_data:
+        options["mmlu_pro"]["data"] = mmlu_data
+    if mmlu_questions:
+        options["mmlu_pro"]["questions_per_subject"] = mmlu_questions
+    if mmlu_subjects:
+        options["mmlu_pro"]["subjects"] = [x.strip() for x in mmlu_subjects.split(",") if x.strip()]
+    if pack:
+        options["packs"]["packs"] = list(pack)
+        options["effort"]["pack"] = pack[0]
+    if effort_levels:
+        options["effort"]["levels"] = [x.strip() for x in effort_levels.split(",") if x.strip()]
+    suites, settings = build_suites(names, suite_options=options, profile=profile,
                                     scenarios=[s.strip() for s in scenarios.split(",")] if scenarios else None,
                                     repetitions=repetitions, warmup=warmup, concurrency=conc)
     llama_cfg = None
@@ -121,7 +145,7 @@ def run(
             llama_cfg.model.resolve()  # fail early with a clear message
     cfg = RunConfig(suites=suites, suite_settings=settings, out_dir=out, llamacpp=llama_cfg, endpoint=endpoint,
                     model=model, api_key=api_key, allow_untrusted=allow_untrusted, sanity=not no_sanity,
-                    sanity_max_tokens=sanity_max_tokens,
+                    sanity_max_tokens=sanity_max_tokens, bandwidth_gb_s=bandwidth_gbs,
                     seed=seed, label=label, resume=resume)
     with RichProgress(console) as prog:
         try:

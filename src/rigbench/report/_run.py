@@ -13,6 +13,15 @@ from rich.text import Text
 from rigbench.analysis import RunAnalysis
 from rigbench.report._agent import render_agent_markdown, render_agent_terminal
 from rigbench.report._fmt import fmt_bytes
+from rigbench.report._honesty import (
+    roofline_markdown,
+    roofline_terminal,
+    sanity_markdown,
+    sanity_terminal,
+    telemetry_markdown,
+    telemetry_terminal,
+)
+from rigbench.report._quality import render_quality_markdown, render_quality_terminal
 from rigbench.report._speed import speed_markdown, speed_table
 
 __all__ = ["render_json", "render_markdown", "render_terminal"]
@@ -67,6 +76,9 @@ def render_terminal(a: RunAnalysis, console: Console) -> None:
         console.print(speed_table(a.speed, compact=console.width < 120))
         if any(r.ttft_not_comparable for r in a.speed.rows):
             console.print("[dim]n/c*: TTFT not comparable — chunks carried several tokens each.[/]")
+    _honesty_terminal(a, console)
+    if "quality" in a.sections:
+        render_quality_terminal(console, a.sections["quality"])
     if "agent" in a.sections:
         render_agent_terminal(console, a.sections["agent"])
     fp = Table(title="Fingerprint", show_header=False, title_justify="left")
@@ -93,12 +105,42 @@ def render_markdown(a: RunAnalysis) -> str:
     if a.speed:
         out += ["## Speed", "", "Median ± standard deviation over repetitions (warm-up excluded); n = requests.",
                 "", speed_markdown(a.speed), ""]
+    out += _honesty_markdown(a)
+    if "quality" in a.sections:
+        out += [render_quality_markdown(a.sections["quality"]), ""]
     if "agent" in a.sections:
         out += [render_agent_markdown(a.sections["agent"]), ""]
     out += ["## Fingerprint", "", "| | |", "|---|---|"]
     out += [f"| {k} | {_md_escape(v)} |" for k, v in _fingerprint_rows(a.header.fingerprint)]
     out += ["", f"Source data: `{a.source_data_id}`", ""]
     return "\n".join(out)
+
+
+def _honesty_terminal(a: RunAnalysis, console: Console) -> None:
+    if "roofline" in a.sections:
+        rl = a.sections["roofline"]
+        if rl.roofline is not None:
+            console.print(f"[bold]decode roofline[/] (measured: {rl.scenario}, median decode tok/s)")
+            roofline_terminal(rl.roofline, console)
+        else:
+            console.print(f"[dim]decode roofline: {rl.unavailable}[/]")
+    if "telemetry" in a.sections:
+        telemetry_terminal(*a.sections["telemetry"], console)
+    if "sanity" in a.sections:
+        sanity_terminal(*a.sections["sanity"], console)
+
+
+def _honesty_markdown(a: RunAnalysis) -> list[str]:
+    out: list[str] = []
+    if "sanity" in a.sections:
+        out += [sanity_markdown(*a.sections["sanity"]), ""]
+    if "roofline" in a.sections:
+        rl = a.sections["roofline"]
+        out += [roofline_markdown(rl.roofline) + f"\n\nMeasured on {rl.scenario} (median decode tok/s)."
+                if rl.roofline is not None else f"Decode roofline: {rl.unavailable}", ""]
+    if "telemetry" in a.sections:
+        out += [telemetry_markdown(*a.sections["telemetry"]), ""]
+    return out
 
 
 def _md_escape(text: str) -> str:

@@ -9,7 +9,7 @@ from rigbench.suites._context import NullProgress, Progress, RigInfo, Suite, Sui
 
 __all__ = ["SUITE_NAMES", "NullProgress", "Progress", "RigInfo", "Suite", "SuiteContext", "build_suites"]
 
-SUITE_NAMES = ("speed", "agent", "agent_probes", "agent_tools", "agent_bfcl", "agent_tasks")
+SUITE_NAMES = ("speed", "quality", "mmlu_pro", "packs", "effort", "agent", "agent_probes", "agent_tools", "agent_bfcl", "agent_tasks")
 
 # Agent parts: CLI name -> the `parts` setting AgentSuite understands.
 _AGENT_PARTS = {"agent_probes": "probes", "agent_tools": "tools", "agent_bfcl": "bfcl", "agent_tasks": "tasks"}
@@ -23,8 +23,14 @@ def build_suites(
     repetitions: int = 5,
     warmup: int = 1,
     concurrency: list[int] | None = None,
+    suite_options: dict[str, dict[str, Any]] | None = None,
 ) -> tuple[list[Suite], dict[str, dict[str, Any]]]:
-    """Suites to run, in order, and their resolved settings (recorded in the run's plan)."""
+    """Suites to run, in order, and their resolved settings (recorded in the run's plan).
+
+    `suite_options` holds per-suite settings (e.g. {"mmlu_pro": {"data": "/path", "questions_per_subject": 20}});
+    each suite validates its own and rejects unknown keys.
+    """
+    opts = suite_options or {}
     from rigbench.suites.speed import SpeedSettings, SpeedSuite
 
     suites: list[Suite] = []
@@ -35,6 +41,24 @@ def build_suites(
                                concurrency=concurrency)
             suites.append(SpeedSuite(sp))
             settings["speed"] = sp.as_dict()
+        elif name in ("quality", "mmlu_pro"):
+            from rigbench.suites.quality import MMLUProSuite
+
+            mm = MMLUProSuite(opts.get("mmlu_pro", {}))
+            suites.append(mm)
+            settings["mmlu_pro"] = mm.settings.model_dump(mode="json")
+        elif name == "packs":
+            from rigbench.suites.quality import PackSuite
+
+            pk = PackSuite(opts.get("packs", {}))
+            suites.append(pk)
+            settings["packs"] = pk.settings.model_dump(mode="json")
+        elif name == "effort":
+            from rigbench.suites.quality import EffortSweepSuite
+
+            ef = EffortSweepSuite(opts.get("effort", {}))
+            suites.append(ef)
+            settings["effort"] = ef.settings.model_dump(mode="json")
         elif name == "agent" or name in _AGENT_PARTS:
             from rigbench.suites.agent import AgentSuite
 

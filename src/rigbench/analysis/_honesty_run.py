@@ -1,0 +1,92 @@
+"""The honesty sections of one run's analysis: the gate, the output screen, server telemetry, the
+client/server timing cross-check and the decode roofline."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from rigbench.analysis._roofline import Roofline, lookup_device, roofline, weights_from_path
+from rigbench.analysis._speed import SpeedSummary
+from rigbench.analysis._telemetry import (
+    ScenarioTelemetry,
+    TimingCrossCheck,
+    cross_check_timings,
+    summarize_telemetry,
+)
+from rigbench.errors import RigbenchError
+from rigbench.rig._sanity import OutputScreen, SanityVerdict
+from rigbench.rig._telemetry import TelemetryRecord
+from rigbench.store import RunReader
+from rigbench.suites.speed import SpeedRequest
+
+__all__ = ["RunRoofline", "honesty_sections"]
+
+
+class RunRoofline(BaseModel):
+    """The decode roofline against the most decode-heavy scenario's median decode speed."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    scenario: str | None
+    roofline: Roofline | None
+    unavailable: str | None = None  # why there is no roofline (bandwidth or weights unknown)
+
+
+def _roofline(reader: RunReader, speed: SpeedSummary | None) -> RunRoofline | None:
+    if speed is None or not speed.rows:
+        return None
+    fp = reader.header.fingerprint or {}
+    plan = reader.header.plan or {}
+    path = (fp.get("model") or {}).get("path")
+    weights = None
+    if path and Path(path).is_file():
+        try:
+            weights = weights_from_path(path).weights_bytes
+        except RigbenchError:
+            weights = None
+    if weights is None:
+        return RunRoofline(scenario=None, roofline=None, unavailable=(
+            "weight bytes unknown (the model file is not readable here, e.g. attach mode): "
+            "use `rigbench roofline --weights-gb ... --bandwidth-gbs ... --tok-s ...`"))
+    bw, source = plan.get("bandwidth_gb_s"), "given with --bandwidth-gbs"
+    if bw is None:
+        host = fp.get("host") or {}
+        for name in [*(host.get("gpus") or []), host.get("cpu_model") or ""]:
+            dev = lookup_device(name.split(",")[0]) if name else None
+            if dev:
+                bw, source = dev.bandwidth_gb_s, dev.source
+                break
+    if bw is None:
+        return RunRoofline(scenario=None, roofline=None, unavailable=(
+            "memory bandwidth of this device is not in rigbench's table: measure it with `rigbench probe` and "
+            "pass --bandwidth-gbs to `rigbench run`"))
+    rows = [r for r in speed.rows if r.concurrency == 1 and r.decode_tok_s is not None]
+    if not rows:
+        return None
+    best = min(rows, key=lambda r: r.prefill_share if r.prefill_share is not None else 1.0)
+    assert best.decode_tok_s is not None
+    return RunRoofline(scenario=best.scenario, roofline=roofline(weights, float(bw),
+                                                                 measured_tok_s=best.decode_tok_s.median,
+                                                                 bandwidth_source=source))
+
+
+def honesty_sections(reader: RunReader, speed: SpeedSummary | None) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    gates = reader.records("sanity", SanityVerdict)
+    screens = reader.records("output_screen", OutputScreen)
+    if gates:
+        out["sanity"] = (gates[-1], screens[-1] if screens else None)
+    tel = reader.records("telemetry", TelemetryRecord)
+    reqs = [(r.scenario, r.concurrency, r.result) for r in reader.records("speed_request", SpeedRequest)
+            if not r.warmup]
+    summaries: list[ScenarioTelemetry] = summarize_telemetry(tel) if tel else []
+    checks: list[TimingCrossCheck] = cross_check_timings(reqs) if reqs else []
+    if summaries or checks:
+        out["telemetry"] = (summaries, checks)
+    rl = _roofline(reader, speed)
+    if rl is not None:
+        out["roofline"] = rl
+    return out
