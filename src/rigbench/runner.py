@@ -91,6 +91,7 @@ async def execute_run(cfg: RunConfig, progress: Progress | None = None,
             writer.update(fingerprint=fp.model_dump(mode="json"))
             info = rig.info()
             reasons: list[str] = []
+            reasons += _preflight(cfg, rig, info, writer, done)
             # results recorded after a launched engine died would be marked done and never redone
             suite_writer = cast(RunWriter, _EngineWatch(writer, rig)) if isinstance(rig, LaunchedRig) else writer
             if cfg.sanity:
@@ -181,6 +182,28 @@ class _EngineWatch:
 
 def _indent(text: str) -> str:
     return "\n".join("    " + line for line in text.splitlines()) or "    (empty)"
+
+
+def _preflight(cfg: RunConfig, rig: Any, info: Any, writer: RunWriter, done: set[str]) -> list[str]:
+    """Config traps (token budgets, parsers, context, slots), checked against the live server's figures.
+
+    Errors make the run untrusted (with the fix in the report); warnings are only shown.
+    """
+    from rigbench.rig._preflight import PreflightInput, ScenarioLength, preflight
+
+    if "preflight" in done:
+        return []
+    scen: list[ScenarioLength] = []
+    conc: list[int] = []
+    speed = cfg.suite_settings.get("speed") or {}
+    for name, shape in (speed.get("scenarios") or {}).items():
+        scen.append(ScenarioLength(name=name, input_tokens=shape["input_tokens"], output_tokens=shape["output_tokens"]))
+    conc = list(speed.get("concurrency") or [])
+    given = PreflightInput(uses_tools="agent" in cfg.suite_settings, concurrency=conc, scenarios=scen,
+                           served_context_tokens=info.context_length, server_slots=info.slots)
+    report = preflight(getattr(rig, "argv", None), given)
+    writer.append(report)
+    return [f"preflight: {f.problem} (fix: {f.fix})" for f in report.errors]
 
 
 async def _sanity_gate(client: Any, info: Any, writer: RunWriter, prog: Progress, done: set[str],

@@ -97,8 +97,8 @@ def test_kill_9_leaves_a_readable_partial_run_that_resumes(tmp_path: Path) -> No
     batches = [r["unit_id"] for r in reader.raw_records("speed_batch")]
     assert len(batches) == len(set(batches)) == 6  # nothing redone twice, nothing missing
     assert done_before <= set(batches)
-    summary = json.loads(rigbench("report", str(run_dir), "--json", str(tmp_path / "a.json")).returncode == 0
-                         and (tmp_path / "a.json").read_text() or "{}")
+    summary = json.loads((rigbench("report", str(run_dir), "--json", str(tmp_path / "a.json")).returncode == 0
+                         and (tmp_path / "a.json").read_text()) or "{}")
     assert {row["scenario"]: row["requests"] for row in summary["speed"]["rows"]} == {
         "chat_short": 3, "code_generation": 3}
 

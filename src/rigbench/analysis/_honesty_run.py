@@ -17,6 +17,7 @@ from rigbench.analysis._telemetry import (
     summarize_telemetry,
 )
 from rigbench.errors import RigbenchError
+from rigbench.rig._preflight import PreflightReport
 from rigbench.rig._sanity import OutputScreen, SanityVerdict
 from rigbench.rig._telemetry import TelemetryRecord
 from rigbench.store import RunReader
@@ -75,6 +76,9 @@ def _roofline(reader: RunReader, speed: SpeedSummary | None) -> RunRoofline | No
 
 def honesty_sections(reader: RunReader, speed: SpeedSummary | None) -> dict[str, Any]:
     out: dict[str, Any] = {}
+    pre = reader.records("preflight", PreflightReport)
+    if pre and pre[-1].findings:
+        out["preflight"] = pre[-1]
     gates = reader.records("sanity", SanityVerdict)
     screens = reader.records("output_screen", OutputScreen)
     if gates:

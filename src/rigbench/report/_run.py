@@ -14,6 +14,8 @@ from rigbench.analysis import RunAnalysis
 from rigbench.report._agent import render_agent_markdown, render_agent_terminal
 from rigbench.report._fmt import fmt_bytes
 from rigbench.report._honesty import (
+    preflight_markdown,
+    preflight_terminal,
     roofline_markdown,
     roofline_terminal,
     sanity_markdown,
@@ -117,6 +119,8 @@ def render_markdown(a: RunAnalysis) -> str:
 
 
 def _honesty_terminal(a: RunAnalysis, console: Console) -> None:
+    if "preflight" in a.sections:
+        preflight_terminal(a.sections["preflight"], console)
     if "roofline" in a.sections:
         rl = a.sections["roofline"]
         if rl.roofline is not None:
@@ -125,13 +129,17 @@ def _honesty_terminal(a: RunAnalysis, console: Console) -> None:
         else:
             console.print(f"[dim]decode roofline: {rl.unavailable}[/]")
     if "telemetry" in a.sections:
-        telemetry_terminal(*a.sections["telemetry"], console)
+        summaries, checks = a.sections["telemetry"]
+        telemetry_terminal(summaries, checks, console)
     if "sanity" in a.sections:
-        sanity_terminal(*a.sections["sanity"], console)
+        gate, screen = a.sections["sanity"]
+        sanity_terminal(gate, screen, console)
 
 
 def _honesty_markdown(a: RunAnalysis) -> list[str]:
     out: list[str] = []
+    if "preflight" in a.sections:
+        out += [preflight_markdown(a.sections["preflight"]), ""]
     if "sanity" in a.sections:
         out += [sanity_markdown(*a.sections["sanity"]), ""]
     if "roofline" in a.sections:
