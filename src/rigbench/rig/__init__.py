@@ -3,7 +3,14 @@
 from rigbench.rig._build import LLAMA_CPP_VERSION, build_llama_server, find_llama_server
 from rigbench.rig._embedded import LlamaCppConfig, llamacpp_argv, prepare_llamacpp_rig
 from rigbench.rig._fingerprint import Fingerprint, HostInfo, ModelInfo, host_info
-from rigbench.rig._models import EMBEDDED_MODEL, HubFile, LocalFile, ModelSource, WheelFile, model_source_from_spec
+from rigbench.rig._models import (
+    EMBEDDED_MODEL,
+    HubFile,
+    LocalFile,
+    ModelSource,
+    WheelFile,
+    model_source_from_spec,
+)
 from rigbench.rig._process import EngineProcess, free_port, port_in_use
 from rigbench.rig._rig import AttachedRig, LaunchedRig, StartupTiming
 

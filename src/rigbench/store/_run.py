@@ -13,7 +13,6 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from rigbench._version import __version__
 from rigbench.errors import StoreError
 from rigbench.store._format import HEADER_FILE, LOG_FILE, RECORDS_FILE, SUPPORTED_VERSIONS
 from rigbench.store._header import RunHeader, RunStatus, TrustVerdict
