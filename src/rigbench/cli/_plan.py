@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import typer
@@ -13,6 +12,7 @@ from rigbench.analysis import RunAnalysis, analyze_run
 from rigbench.analysis._compare import Comparison, compare_runs
 from rigbench.analysis._revision import Revision, find_revisions
 from rigbench.cli._progress import RichProgress
+from rigbench.client import run as run_loop
 from rigbench.plan import PlanIndex, execute_plan, load_plan, plan_runs
 from rigbench.report._blog import render_blog_markdown, speedup_table
 from rigbench.store import new_run_id
@@ -61,7 +61,7 @@ def run_plan(plan_file: Path, *, resume: Path | None, out: Path, markdown: Path 
 
     with RichProgress(console) as prog:
         try:
-            index = asyncio.run(execute_plan(loaded, plan_dir, resume=resume is not None, progress=prog,
+            index = run_loop(execute_plan(loaded, plan_dir, resume=resume is not None, progress=prog,
                                              build_progress=prog.build, on_rig=announce))
         except KeyboardInterrupt:
             console.print(f"[yellow]interrupted: completed rigs and the partial run are kept; continue with "
