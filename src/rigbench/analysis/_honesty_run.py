@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from rigbench.analysis._roofline import Roofline, lookup_device, roofline, weights_from_path
+from rigbench.analysis._speculation import acceptance_samples
 from rigbench.analysis._speed import SpeedSummary
 from rigbench.analysis._telemetry import (
     ScenarioTelemetry,
@@ -90,6 +91,9 @@ def honesty_sections(reader: RunReader, speed: SpeedSummary | None) -> dict[str,
     checks: list[TimingCrossCheck] = cross_check_timings(reqs) if reqs else []
     if summaries or checks:
         out["telemetry"] = (summaries, checks)
+    acc = acceptance_samples(reader)
+    if acc:
+        out["acceptance"] = acc
     rl = _roofline(reader, speed)
     if rl is not None:
         out["roofline"] = rl

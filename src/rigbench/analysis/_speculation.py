@@ -17,12 +17,12 @@ from rigbench.analysis._speed import summarize_speed
 from rigbench.store import RunReader
 from rigbench.suites.speed import SpeedRequest
 
-__all__ = ["SpeculationFit", "acceptance_by_scenario", "fit_speculation"]
+__all__ = ["SpeculationFit", "acceptance_by_scenario", "acceptance_samples", "fit_speculation"]
 
 
-def acceptance_by_scenario(reader: RunReader) -> dict[str, float]:
-    """Median mean-acceptance length (bonus token included) per scenario, from the server's per-request
-    `timings` (llama.cpp: draft_n_accepted); scenarios without such timings are absent."""
+def acceptance_samples(reader: RunReader) -> dict[str, list[float]]:
+    """Per-request mean acceptance length (bonus token included) by scenario, from the server's
+    per-request `timings` (llama.cpp: predicted_n, draft_n_accepted); requests without them are absent."""
     out: dict[str, list[float]] = {}
     for r in reader.records("speed_request", SpeedRequest):
         t = r.result.timings or {}
@@ -30,7 +30,12 @@ def acceptance_by_scenario(reader: RunReader) -> dict[str, float]:
         if r.warmup or not isinstance(n, int) or not isinstance(acc, int) or n - acc <= 0:
             continue
         out.setdefault(r.scenario, []).append(n / (n - acc))
-    return {k: median(v) for k, v in out.items()}
+    return out
+
+
+def acceptance_by_scenario(reader: RunReader) -> dict[str, float]:
+    """Median of `acceptance_samples` per scenario."""
+    return {k: median(v) for k, v in acceptance_samples(reader).items()}
 
 
 class SpeculationFit(BaseModel):

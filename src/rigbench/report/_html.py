@@ -12,6 +12,7 @@ from rigbench.analysis._compare import Comparison
 from rigbench.analysis._revision import Revision
 from rigbench.report._blog import _NOTE, _grid, _revision_note
 from rigbench.report._plots import (
+    plot_acceptance,
     plot_accuracy,
     plot_agent_matrix,
     plot_concurrency,
@@ -110,9 +111,8 @@ def render_html(names: Sequence[str], analyses: Sequence[RunAnalysis], compariso
     parts.append(_plot("Concurrency", plot_concurrency(names, analyses),
                        "one concurrency level per scenario: run with --concurrency 1,2,4,8 for curves"))
     parts.append(_plot("Latency distributions", plot_latency(names, analyses), "no latency data"))
-    parts.append(_plot("Acceptance length", None,
-                       "not drawn: the runs carry no speculative-decoding telemetry (acceptance counts); "
-                       "rigbench does not record it yet"))
+    parts.append(_plot("Acceptance length", plot_acceptance(names, analyses),
+                       "no speculative decoding in these runs (no per-request acceptance counts)"))
     parts.append(_plot("Accuracy by subject", plot_accuracy(names, analyses), "no quality (MMLU-Pro) results"))
     parts.append(_plot("Agent probes", plot_agent_matrix(names, analyses), "no agent results"))
     # fingerprints

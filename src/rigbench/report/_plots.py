@@ -188,6 +188,26 @@ def plot_latency(names: Sequence[str], analyses: Sequence[RunAnalysis]) -> str |
     return svg(fig)
 
 
+def plot_acceptance(names: Sequence[str], analyses: Sequence[RunAnalysis]) -> str | None:
+    """Histogram of per-request mean acceptance length (speculative decoding), one series per run."""
+    series = [(n, [v for vals in a.sections.get("acceptance", {}).values() for v in vals])
+              for n, a in zip(names, analyses, strict=True)]
+    series = [(n, v) for n, v in series if v]
+    if not series:
+        return None
+    fig = _fig(7.5, 3.0)
+    ax = fig.subplots()
+    lo = min(min(v) for _, v in series)
+    hi = max(max(v) for _, v in series)
+    bins = [lo + (hi - lo) * i / 20 for i in range(21)] if hi > lo else 10
+    for n, v in series:
+        ax.hist(v, bins=bins, alpha=0.6, label=f"{n} (n={len(v)})")
+    ax.set_xlabel("mean acceptance length per request (tokens per verification step, bonus included)")
+    ax.set_ylabel("requests")
+    ax.legend(fontsize=8)
+    return svg(fig)
+
+
 def plot_accuracy(names: Sequence[str], analyses: Sequence[RunAnalysis]) -> str | None:
     """MMLU-Pro per-subject accuracy with ± 1 standard error, one bar per run."""
     runs = []
