@@ -26,6 +26,9 @@ def report(
                                               "fingerprints) to this file.")] = None,
     markdown: Annotated[Path | None, typer.Option(help="Write the Markdown report to this file.")] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the analysed run as JSON here.")] = None,
+    vllm_json: Annotated[Path | None, typer.Option(help="Write the first run's speed requests as the JSON "
+                                                   "`vllm bench serve --save-result --save-detailed` writes "
+                                                   "(field mapping: docs/metrics.md).")] = None,
 ) -> None:
     """Re-render saved runs (complete or not) in the terminal, and optionally as Markdown/JSON."""
     console = Console()
@@ -56,6 +59,15 @@ def report(
     if markdown:
         markdown.write_text("\n\n".join(md_parts))
         console.print(f"Markdown report: {markdown}")
+    if vllm_json:
+        import json
+
+        from rigbench.report._vllm_export import vllm_detailed_result
+        from rigbench.suites.speed import SpeedRequest
+
+        reqs = RunReader(runs[0]).records("speed_request", SpeedRequest)
+        vllm_json.write_text(json.dumps(vllm_detailed_result(reqs), indent=1))
+        console.print(f"vLLM-style detailed JSON: {vllm_json}")
     if json_out:
         json_out.write_text(json_parts[0] if len(json_parts) == 1 else "[\n" + ",\n".join(json_parts) + "\n]")
         console.print(f"JSON: {json_out}")
