@@ -162,7 +162,13 @@ class _EngineWatch:
         return getattr(self._writer, name)
 
     def append(self, record: Any) -> None:
-        self.raise_if_engine_died()
+        # A request cut off by the engine's death can be recorded before the exit is reaped:
+        # a transport failure gets the same short grace as an exception does.
+        err = getattr(getattr(record, "result", None), "error", None)
+        if err is not None and err.kind in ("connect", "disconnect", "timeout"):
+            self.raise_if_engine_died(ConnectionError(err.message))
+        else:
+            self.raise_if_engine_died()
         self._writer.append(record)
 
     def raise_if_engine_died(self, cause: BaseException | None = None) -> None:

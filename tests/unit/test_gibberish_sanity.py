@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rigbench.rig._sanity import SANITY_QUESTIONS, check_answer, screen_outputs
+from rigbench.analysis._gibberish import screen_text
+from rigbench.rig._sanity import SANITY_QUESTIONS, SanityAnswer, check_answer, judge, screen_outputs
 
 Q = {q.id: q for q in SANITY_QUESTIONS}
 
@@ -53,3 +54,28 @@ def test_screen_outputs_counts_and_shows_examples() -> None:
     assert (s.outputs, s.failed_outputs, s.warned_outputs) == (3, 1, 1)
     assert not s.trusted and s.examples[0].startswith("perf/2: short_loop")
     assert screen_outputs([good, repetitive]).trusted
+
+
+def _answer(qid: str, text: str, *, correct: bool, error: str | None = None) -> SanityAnswer:
+    return SanityAnswer(question_id=qid, language="en", prompt="?", answer=text, reasoning_chars=0,
+                        finish_reason="stop", error=error, correct=correct,
+                        gibberish=[f for f in screen_text(text).findings if f.severity == "fail"])
+
+
+def test_one_miss_by_a_healthy_small_model_is_a_note_not_a_verdict() -> None:
+    answers = [_answer(f"q{i}", "Paris is the capital of France.", correct=True) for i in range(9)]
+    answers.append(_answer("ja_sum", "このようならばくない。", correct=False))
+    v = judge(answers)
+    assert v.trusted and not v.reasons and v.notes == [v.notes[0]] and "ja_sum" in v.notes[0]
+
+
+def test_most_wrong_or_any_gibberish_or_a_failed_request_untrusts() -> None:
+    wrong = [_answer(f"q{i}", "I do not know.", correct=i < 7) for i in range(10)]
+    v = judge(wrong)
+    assert not v.trusted and v.reasons[0].startswith("7 of 10 known-answer questions right")
+    salad = [_answer(f"q{i}", "Paris.", correct=True) for i in range(9)]
+    salad.append(_answer("q9", "the the the the the the the the the the the the the the the the", correct=False))
+    assert not judge(salad).trusted
+    failed = [_answer(f"q{i}", "Paris.", correct=True) for i in range(9)]
+    failed.append(_answer("q9", "", correct=False, error="http_status: HTTP 500"))
+    assert not judge(failed).trusted

@@ -61,6 +61,8 @@ def sanity_terminal(v: SanityVerdict, screen: OutputScreen | None, console: Cons
                   f"(greedy, seed {v.seed})[/]")
     for r in v.reasons:
         console.print(f"  [red]✗[/] {r}", highlight=False)
+    for r in v.notes:
+        console.print(f"  [yellow]missed (within the bar)[/] {r}", highlight=False)
     if screen is not None:
         style = "green" if screen.trusted else "bold red"
         console.print(f"[{style}]gibberish screen: {screen.failed_outputs} of {screen.outputs} outputs fail, "

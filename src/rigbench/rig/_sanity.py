@@ -98,7 +98,8 @@ class SanityVerdict(BaseModel):
     unit_id: str = "sanity"
     trusted: bool
     answers: list[SanityAnswer]
-    reasons: list[str] = Field(default_factory=list)  # one line per failed question, for the report
+    reasons: list[str] = Field(default_factory=list)  # why the rig is untrusted (empty when trusted)
+    notes: list[str] = Field(default_factory=list)  # questions missed by a rig that still passed the bar
     temperature: float = 0.0
     seed: int = 0
     max_tokens: int
@@ -138,8 +139,28 @@ async def run_sanity_gate(
             reasoning_chars=len(r.reasoning), finish_reason=r.finish_reason, error=error,
             correct=error is None and check_answer(q, text), gibberish=findings,
         ))
-    reasons = [_reason(a) for a in answers if not a.passed]
-    return SanityVerdict(trusted=not reasons, answers=answers, reasons=reasons, seed=seed, max_tokens=max_tokens)
+    return judge(answers, seed=seed, max_tokens=max_tokens)
+
+
+# A healthy model may miss a question now and then: greedy decoding of a small model can flip with
+# batch shape or prompt-cache state (seen with SmolLM2-135M on ja_sum). A broken rig misses most of
+# them, or answers in gibberish. So: every request must succeed, no answer may be gibberish, and at
+# least this fraction must be right; misses below the bar are shown as notes, not hidden.
+MIN_CORRECT_FRACTION = 0.8
+
+
+def judge(answers: list[SanityAnswer], *, seed: int = 0, max_tokens: int = 512) -> SanityVerdict:
+    failed = [a for a in answers if not a.passed]
+    broken = [a for a in failed if a.error is not None or a.gibberish]
+    correct = sum(1 for a in answers if a.passed)
+    enough = bool(answers) and correct >= MIN_CORRECT_FRACTION * len(answers)
+    trusted = enough and not broken
+    lines = [_reason(a) for a in failed]
+    if not enough and answers:
+        lines.insert(0, f"{correct} of {len(answers)} known-answer questions right, below the "
+                        f"{MIN_CORRECT_FRACTION:.0%} bar")
+    return SanityVerdict(trusted=trusted, answers=answers, reasons=lines if not trusted else [],
+                         notes=lines if trusted else [], seed=seed, max_tokens=max_tokens)
 
 
 def _reason(a: SanityAnswer) -> str:
