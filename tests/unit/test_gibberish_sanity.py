@@ -79,3 +79,12 @@ def test_most_wrong_or_any_gibberish_or_a_failed_request_untrusts() -> None:
     failed = [_answer(f"q{i}", "Paris.", correct=True) for i in range(9)]
     failed.append(_answer("q9", "", correct=False, error="http_status: HTTP 500"))
     assert not judge(failed).trusted
+
+
+def test_forced_length_outputs_may_loop_but_not_turn_to_garbage() -> None:
+    loop = ("perf/1", "The island is a place. " + " island" * 60)
+    garbage = ("perf/2", "\x03\x07\x01\x02 ¤¤ ÿþ ��� " * 5)
+    assert not screen_outputs([loop]).trusted  # free-running: a loop is a symptom
+    assert screen_outputs([loop], forced_length=True).trusted  # forced past the end: expected
+    s = screen_outputs([loop, garbage], forced_length=True)
+    assert not s.trusted and s.failed_outputs == 1 and s.examples[0].startswith("perf/2")

@@ -230,18 +230,29 @@ class OutputScreen(BaseModel):
     trusted: bool
 
 
-def screen_outputs(outputs: Iterable[tuple[str, str]], *, max_examples: int = 5) -> OutputScreen:
-    """Screen (unit_id, text) pairs. One output that no working model would write untrusts the run."""
+# Kinds a healthy small model produces when forced past its natural end (ignore_eos): it loops.
+# In forced-length outputs they are warnings; character-level garbage still fails.
+FORCED_LENGTH_TOLERATED = frozenset({"short_loop"})
+
+
+def screen_outputs(outputs: Iterable[tuple[str, str]], *, max_examples: int = 5,
+                   forced_length: bool = False) -> OutputScreen:
+    """Screen (unit_id, text) pairs. One output that no working model would write untrusts the run.
+
+    `forced_length`: the outputs were forced past the model's end of text (the speed suite's
+    ignore_eos/min_tokens), so looping is expected and only warns.
+    """
     n = failed = warned = 0
     examples: list[str] = []
     for unit_id, text in outputs:
         n += 1
         s = screen_text(text)
-        if s.failed:
+        fails = [f for f in s.findings if f.severity == "fail"
+                 and not (forced_length and f.kind in FORCED_LENGTH_TOLERATED)]
+        if fails:
             failed += 1
             if len(examples) < max_examples:
-                f = next(f for f in s.findings if f.severity == "fail")
-                examples.append(f"{unit_id}: {f.kind}: {f.detail}")
+                examples.append(f"{unit_id}: {fails[0].kind}: {fails[0].detail}")
         elif s.findings:
             warned += 1
     return OutputScreen(outputs=n, failed_outputs=failed, warned_outputs=warned, examples=examples,
