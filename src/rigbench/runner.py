@@ -6,6 +6,7 @@ event loop and prints.
 
 from __future__ import annotations
 
+import gc
 import sys
 import time
 from dataclasses import dataclass, field
@@ -98,6 +99,10 @@ async def execute_run(cfg: RunConfig, progress: Progress | None = None,
                 reasons += await _sanity_gate(rig.client, info, suite_writer, prog, done, cfg.sanity_max_tokens)
             else:
                 reasons.append("the sanity gate was skipped (--no-sanity): answers were not checked")
+            # Long-lived objects (rig, client, settings) leave the collector's view, so the
+            # collections that run during measurement are short (the self-check times them).
+            gc.collect()
+            gc.freeze()
             for suite in cfg.suites:
                 ctx = SuiteContext(client=rig.client, writer=suite_writer, rig=info,
                                    settings=cfg.suite_settings.get(suite.name, {}), progress=prog,
