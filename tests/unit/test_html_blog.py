@@ -60,4 +60,15 @@ def test_html_is_self_contained_with_warnings_first_and_plots(tmp_path: Path) ->
     assert page.index("re-measured") < page.index("<h2>Runs</h2>")
     assert "Fingerprints" in page and analyses[0].source_data_id in page
     # what is not there says so, instead of an empty plot
-    assert "no quality (MMLU-Pro) results" in page and "rigbench does not record it yet" in page
+    assert "no quality (MMLU-Pro) results" in page
+    assert "no speculative decoding in these runs" in page
+
+
+def test_acceptance_histogram_is_drawn_for_speculative_runs() -> None:
+    h200 = Path(__file__).parents[2] / "benchmarks" / "results" / "h200"
+    spec = next(p for p in h200.iterdir() if "-depth4-" in p.name)
+    a = analyze_run(RunReader(spec))
+    page = render_html(["depth4"], [a], [], [])
+    section = page[page.index("<h3>Acceptance length</h3>"):]
+    section = section[: section.index("<h3>", 5)]
+    assert "<svg" in section and "n=20" in section  # 4 scenarios x 5 measured requests
