@@ -119,6 +119,7 @@ async def execute_run(cfg: RunConfig, progress: Progress | None = None,
             trust = TrustVerdict(trusted=not reasons, reasons=reasons)
             status = "complete"
         finally:
+            gc.unfreeze()  # a plan runs several rigs in one process: let this one's objects go
             await rig.stop()
     except KeyboardInterrupt:
         status, error = "interrupted", "interrupted by the user (Ctrl-C)"
