@@ -60,3 +60,30 @@ def test_stop_kills_the_whole_process_group(tmp_path: Path) -> None:
         asyncio.run(asyncio.sleep(0.05))
     else:
         pytest.fail("the engine's child process outlived stop()")
+
+
+def test_engine_dies_with_rigbench_even_on_kill_9(tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import time
+
+    pidfile = tmp_path / "engine.pid"
+    parent = ("import sys, time; from pathlib import Path; from rigbench.rig import EngineProcess; "
+              f"p = EngineProcess([sys.executable, '-c', 'import time; time.sleep(60)'], Path({str(tmp_path / 'log')!r})); "
+              f"p.start(); open({str(pidfile)!r}, 'w').write(str(p.pid)); time.sleep(60)")
+    rb = subprocess.Popen([sys.executable, "-c", parent])
+    deadline = time.monotonic() + 20
+    while not (pidfile.exists() and pidfile.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    engine = int(pidfile.read_text())
+    os.kill(rb.pid, signal.SIGKILL)  # nothing in rigbench gets to clean up
+    rb.wait()
+    while time.monotonic() < deadline:
+        try:
+            os.kill(engine, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    os.kill(engine, signal.SIGKILL)
+    pytest.fail("the engine outlived a kill -9 of the process that launched it")

@@ -9,6 +9,7 @@ import shlex
 import signal
 import socket
 import subprocess
+import sys
 from pathlib import Path
 
 from rigbench.errors import PortInUseError, RigStartError
@@ -24,6 +25,30 @@ def _stop_all_at_exit() -> None:
 
 
 atexit.register(_stop_all_at_exit)
+
+
+def _libc() -> object | None:
+    try:
+        import ctypes
+
+        return ctypes.CDLL("libc.so.6", use_errno=True)
+    except OSError:
+        return None
+
+
+# Loaded in the parent: the child between fork and exec must not import or take locks.
+_LIBC = _libc() if sys.platform == "linux" else None
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: SIGTERM when rigbench dies, even by kill -9 (Linux prctl).
+
+    The engine runs in its own session so Ctrl-C reaches rigbench first and rigbench stops it in
+    order; without this, a rigbench killed outright would leave the engine serving forever.
+    """
+    if _LIBC is not None:
+        _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)  # type: ignore[attr-defined]
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -73,6 +98,7 @@ class EngineProcess:
             self._proc = subprocess.Popen(
                 self.argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 start_new_session=True, env={**os.environ, **(self._env or {})},
+                preexec_fn=_die_with_parent if _LIBC is not None else None,
             )
         except FileNotFoundError as e:
             raise RigStartError(f"cannot start the engine: {self.argv[0]} not found.\n  command: {self.command}\n"
