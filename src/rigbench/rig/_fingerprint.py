@@ -55,7 +55,6 @@ class Fingerprint(BaseModel):
     argv: list[str] | None = None
     engine: str = "unknown"
     engine_version: str | None = None
-    engine_build: str | None = None
     endpoint: str | None = None
     model: ModelInfo = Field(default_factory=ModelInfo)
     draft_model: ModelInfo | None = None

@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from rigbench.client import ChatClient
-from rigbench.errors import EndpointError, RigStartError
+from rigbench.errors import EndpointError, RigbenchError, RigStartError
 from rigbench.rig._fingerprint import Fingerprint, ModelInfo, host_info, now_iso, sha256_text
 from rigbench.rig._process import EngineProcess
 from rigbench.suites._context import RigInfo
@@ -31,58 +31,37 @@ class StartupTiming(BaseModel):
     spawn_to_first_completion_s: float
 
 
-async def _probe_json(client: ChatClient, url: str) -> Any | None:
-    try:
-        status, body = await client.get_json(url, timeout_s=5)
-    except Exception:
-        return None
-    return body if status == 200 and isinstance(body, dict) else None
-
-
 async def _served_model_name(client: ChatClient) -> str | None:
-    body = await _probe_json(client, "/models")
-    if body and isinstance(body.get("data"), list) and body["data"]:
+    from rigbench.rig.engines._http import probe_json
+
+    body = await probe_json(client, "/v1/models")
+    if isinstance(body, dict) and isinstance(body.get("data"), list) and body["data"]:
         first = body["data"][0]
         if isinstance(first, dict) and first.get("id"):
             return str(first["id"])
     return None
 
 
-async def _engine_facts(client: ChatClient) -> dict[str, Any]:
-    """What the server tells about itself, normalised; keys absent when not exposed."""
-    root = client.server_root
-    facts: dict[str, Any] = {}
-    props = await _probe_json(client, f"{root}/props")
-    if props and "default_generation_settings" in props:
-        facts["engine"] = "llamacpp"
-        facts["build"] = props.get("build_info")
-        facts["context_length"] = (props.get("default_generation_settings") or {}).get("n_ctx")
-        facts["slots"] = props.get("total_slots")
-        facts["chat_template"] = props.get("chat_template")
+async def _engine_facts(client: ChatClient, engine: str | None = None) -> dict[str, Any]:
+    """What the server tells about itself, through its engine adapter (detected when not given).
+
+    Keys absent when not exposed; a server that answers none of its engine's endpoints gives {}.
+    """
+    from rigbench.rig.engines import detect_engine, get_adapter
+
+    try:
+        name = engine or await detect_engine(client)
+        facts: dict[str, Any] = (dict(await get_adapter(name).server_info(client)) if name != "unknown"
+                                 else {"engine": name})
+    except RigbenchError:
+        return {"engine": engine} if engine else {}
+    raw: dict[str, Any] = facts.pop("raw", None) or {}
+    props: dict[str, Any] = raw.get("props") or {}
+    if props:  # llama.cpp extras worth recording
         facts["model_path"] = props.get("model_path")
         facts["chat_template_caps"] = props.get("chat_template_caps")
         params = (props.get("default_generation_settings") or {}).get("params") or {}
         facts["speculative_types"] = params.get("speculative.types")
-        return facts
-    version = await _probe_json(client, f"{root}/version")
-    if version and "version" in version:
-        facts["engine"] = "vllm"
-        facts["version"] = version.get("version")
-    info = await _probe_json(client, f"{root}/get_server_info") or await _probe_json(client, f"{root}/server_info")
-    if info:
-        facts["engine"] = "sglang"
-        facts["version"] = info.get("version")
-        facts["context_length"] = info.get("context_length")
-        facts["slots"] = info.get("max_running_requests")
-    ollama = await _probe_json(client, f"{root}/api/version")
-    if ollama and "version" in ollama and "engine" not in facts:
-        facts["engine"] = "ollama"
-        facts["version"] = ollama.get("version")
-    models = await _probe_json(client, "/models")
-    if models and isinstance(models.get("data"), list) and models["data"]:
-        first = models["data"][0]
-        if isinstance(first, dict) and first.get("max_model_len") and "context_length" not in facts:
-            facts["context_length"] = first["max_model_len"]
     return facts
 
 
@@ -188,7 +167,7 @@ class LaunchedRig:
             raise RigStartError(f"{e}\n  command: {self.process.command}\n  log: {self.process.log_path}") from e
         t_first = time.monotonic()
         self.startup = _startup_from(t_spawn, t_healthy, t_first)
-        self._facts = await _engine_facts(self.client)
+        self._facts = await _engine_facts(self.client, self.engine)
         return self.startup
 
     def info(self) -> RigInfo:
@@ -198,12 +177,12 @@ class LaunchedRig:
 
     def fingerprint(self) -> Fingerprint:
         f = self._facts
-        unknown = [k for k in ("engine_version", "context_length", "slots", "chat_template_sha256")
-                   if {"engine_version": f.get("version") or f.get("build"), "context_length": f.get("context_length"),
-                       "slots": f.get("slots"), "chat_template_sha256": f.get("chat_template")}[k] is None]
+        known = {"engine_version": f.get("version"), "context_length": f.get("context_length"),
+                 "slots": f.get("slots"), "chat_template_sha256": f.get("chat_template")}
+        unknown = [k for k, v in known.items() if v is None]
         return Fingerprint(
             mode="launched", argv=self.argv, engine=self.engine,
-            engine_version=f.get("version") or f.get("build"), engine_build=f.get("build"),
+            engine_version=f.get("version"),
             endpoint=self.base_url, model=self.model.model_copy(update={"served_name": self.served_name}),
             draft_model=self.draft_model, chat_template_sha256=sha256_text(f.get("chat_template")),
             context_length=f.get("context_length"), slots=f.get("slots"),
@@ -269,14 +248,14 @@ class AttachedRig:
         for key in ("context_length", "slots"):
             if f.get(key) is None:
                 unknown.append(key)
-        if f.get("version") is None and f.get("build") is None:
+        if f.get("version") is None:
             unknown.append("engine_version")
         if f.get("chat_template") is None:
             unknown.append("chat_template_sha256")
         local = any(h in self.base_url for h in ("://127.", "://localhost", "://[::1]"))
         return Fingerprint(
             mode="attached", argv=None, engine=f.get("engine", "unknown"),
-            engine_version=f.get("version") or f.get("build"), engine_build=f.get("build"),
+            engine_version=f.get("version"),
             endpoint=self.base_url, model=ModelInfo(served_name=self.served_name, path=f.get("model_path")),
             chat_template_sha256=sha256_text(f.get("chat_template")), context_length=f.get("context_length"),
             slots=f.get("slots"), speculative=None, host=host_info(), host_is_server=local,
