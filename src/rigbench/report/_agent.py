@@ -7,7 +7,7 @@ import math
 from rich.console import Console
 from rich.table import Table
 
-from rigbench.analysis._agent import AgentSummary
+from rigbench.analysis._agent import AgentSummary, TaskScore
 from rigbench.analysis._quality import Proportion
 from rigbench.analysis._stats import Stat
 
@@ -107,17 +107,7 @@ def render_agent_terminal(console: Console, summary: AgentSummary) -> None:
         ):
             t.add_column(col)
         for r in summary.tasks:
-            t.add_row(
-                r.task,
-                f"{r.pass_hat_k:.2f} (k={r.k})",
-                f"{r.passed}/{r.trials}",
-                _stat(r.turns),
-                _stat(r.tool_calls),
-                _dist(r.calls_per_turn),
-                _stat(r.completion_tokens, 0),
-                _stat(r.wall_s),
-                _dist_str(r.stop_reasons),
-            )
+            t.add_row(*_task_cells(r))
         console.print(t)
         nets = {r.network for r in summary.tasks if r.network}
         for n in sorted(nets):
@@ -126,6 +116,12 @@ def render_agent_terminal(console: Console, summary: AgentSummary) -> None:
 
 def _dist_str(d: dict[str, int]) -> str:
     return ", ".join(f"{k} x{v}" for k, v in d.items()) or "–"
+
+
+def _task_cells(r: TaskScore) -> list[str]:
+    """One multi-turn task's row, the same in the terminal and in Markdown."""
+    return [r.task, f"{r.pass_hat_k:.2f} (k={r.k})", f"{r.passed}/{r.trials}", _stat(r.turns), _stat(r.tool_calls),
+            _dist(r.calls_per_turn), _stat(r.completion_tokens, 0), _stat(r.wall_s), _dist_str(r.stop_reasons)]
 
 
 def _md_row(cells: list[str]) -> str:
@@ -180,22 +176,7 @@ def render_agent_markdown(summary: AgentSummary) -> str:
             "completion tokens | wall s | stopped by |",
             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
         ]
-        for r in summary.tasks:
-            out.append(
-                _md_row(
-                    [
-                        r.task,
-                        f"{r.pass_hat_k:.2f} (k={r.k})",
-                        f"{r.passed}/{r.trials}",
-                        _stat(r.turns),
-                        _stat(r.tool_calls),
-                        _dist(r.calls_per_turn),
-                        _stat(r.completion_tokens, 0),
-                        _stat(r.wall_s),
-                        _dist_str(r.stop_reasons),
-                    ]
-                )
-            )
+        out += [_md_row(_task_cells(r)) for r in summary.tasks]
         nets = sorted({r.network for r in summary.tasks if r.network})
         out += ["", *[f"Sandbox network: {n}." for n in nets]]
         out += [
