@@ -7,12 +7,12 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from rigbench.analysis import analyze_run
 from rigbench.cli._app import app
 from rigbench.errors import StoreError
 from rigbench.report import render_json, render_markdown, render_terminal
+from rigbench.report._ls import RunListing, runs_table
 from rigbench.store import RunReader
 
 __all__ = ["ls", "report"]
@@ -82,9 +82,7 @@ def ls(
     if not out.is_dir():
         console.print(f"no runs: {out} does not exist (runs are saved under ./runs by default).")
         return
-    t = Table(title=f"runs in {out}", title_justify="left")
-    for col in ("run", "created", "engine", "model", "suites", "status", "verdict", "source data"):
-        t.add_column(col, overflow="fold")
+    listed: list[RunListing] = []
     for d in sorted(p for p in out.iterdir() if p.is_dir()):
         try:
             r = RunReader(d)
@@ -94,6 +92,7 @@ def ls(
         fp = h.fingerprint or {}
         model = (fp.get("model") or {}).get("served_name") or Path((fp.get("model") or {}).get("path") or "?").name
         verdict = "–" if h.trust is None else ("trusted" if h.trust.trusted else "UNTRUSTED")
-        t.add_row(d.name, h.created_at, fp.get("engine", "?"), model, ",".join((h.plan.get("suites") or {}).keys()),
-                  r.display_status, verdict, r.source_data_id)
-    console.print(t)
+        listed.append(RunListing(d.name, h.created_at, fp.get("engine", "?"), model,
+                                 ",".join((h.plan.get("suites") or {}).keys()), r.display_status, verdict,
+                                 r.source_data_id))
+    console.print(runs_table(f"runs in {out}", listed, console.width))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -206,22 +207,35 @@ _CC_HEADER = ["scenario", "c", "n", "client decode tok/s", "server decode tok/s"
               "agree"]
 
 
+_TEL_SHORT = ["scenario", "c", "samples\n(Hz)", "accept\nlen", "accept\nrate", "KV\npeak", "run\npeak",
+              "wait\npeak"]
+_TEL_KEY = ("accept len: mean acceptance length (tokens per target pass, bonus included); accept rate: accepted / "
+            "drafted tokens; KV, run, wait peak: highest KV-cache usage, requests running, requests waiting over "
+            "the scenario's scrapes.")
+_CC_SHORT = ["scenario", "c", "n", "client\ntok/s", "server\ntok/s", "client/\nserver", "TTFT −\nprompt",
+             "agree"]
+_CC_KEY = ("Decode tok/s per request, median: measured by rigbench (client) and from llama.cpp's `timings` "
+           "(server); agree: within ±10%. TTFT − prompt: time outside the server's prompt processing.")
+
+
+def _narrow_table(title: str, head: Sequence[str], rows: Sequence[Sequence[str]], key: str) -> Table:
+    """Short two-line headers with a key below, scenario names never cut: readable at 80 columns."""
+    t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False,
+              caption=key, caption_justify="left")
+    for i, h in enumerate(head):
+        t.add_column(h, justify="left" if i == 0 else "right", no_wrap=i == 0)
+    for r in rows:
+        t.add_row(*r)
+    return t
+
+
 def telemetry_terminal(ts: Sequence[ScenarioTelemetry], checks: Sequence[TimingCrossCheck],
                        console: Console) -> None:
     if ts:
-        t = Table(title="server telemetry")
-        for h in _TEL_HEADER:
-            t.add_column(h)
-        for r in _tel_rows(ts):
-            t.add_row(*r)
-        console.print(t)
+        console.print(_narrow_table("Server telemetry", _TEL_SHORT, _tel_rows(ts), _TEL_KEY))
     if checks:
-        t = Table(title="client vs server timings (llama.cpp `timings`)")
-        for h in _CC_HEADER:
-            t.add_column(h)
-        for r in _cc_rows(checks):
-            t.add_row(*r)
-        console.print(t)
+        console.print(_narrow_table("Client vs server timings (llama.cpp `timings`)", _CC_SHORT, _cc_rows(checks),
+                                    _CC_KEY))
 
 
 def telemetry_markdown(ts: Sequence[ScenarioTelemetry], checks: Sequence[TimingCrossCheck]) -> str:

@@ -21,7 +21,7 @@ from rigbench.report._plots import (
     plot_tok_s,
 )
 from rigbench.report._run import _fingerprint_rows, _trust_line
-from rigbench.report._speed import _HEAD, _cells
+from rigbench.report._speed import LATENCY_HEAD, LATENCY_KEY, SPEED_HEAD, latency_cells, speed_cells
 
 __all__ = ["render_html"]
 
@@ -98,7 +98,8 @@ def render_html(names: Sequence[str], analyses: Sequence[RunAnalysis], compariso
         if a.speed is None:
             parts.append(f'<h3>{_e(n)}</h3><p class="missing">no speed results</p>')
             continue
-        parts.append(f"<h3>{_e(n)}</h3>" + _table(_HEAD, _cells(a.speed)))
+        parts.append(f"<h3>{_e(n)}</h3>" + _table(SPEED_HEAD, speed_cells(a.speed))
+                     + _table(LATENCY_HEAD, latency_cells(a.speed)) + f'<p class="note">{_e(LATENCY_KEY)}</p>')
         notes = [f"{r.scenario} (c={r.concurrency}): TTFT not comparable: {r.ttft_not_comparable}"
                  for r in a.speed.rows if r.ttft_not_comparable]
         parts += [f'<p class="note">{_e(x)}</p>' for x in notes]

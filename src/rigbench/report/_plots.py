@@ -178,13 +178,13 @@ def plot_latency(names: Sequence[str], analyses: Sequence[RunAnalysis]) -> str |
         for r in a.speed.rows if a.speed else []:
             label = f"{name} · {r.scenario} c={r.concurrency}"
             ttft.append((label + (" (n/c)" if r.ttft_not_comparable else ""), r.ttft_s))
-            itl.append((label, r.itl_s))
+            itl.append((label, r.itl_mean_s))
     if not any(s for _, s in ttft + itl):
         return None
     fig = _fig(7.5, 1.0 + 0.35 * len(ttft) * 2)
     ax1, ax2 = fig.subplots(2, 1)
     _dist(ax1, ttft, "Time to first token (line: min–max, box: mean ± std, tick: median)", 1e3, "ms")
-    _dist(ax2, itl, "Inter-token latency, per token", 1e3, "ms")
+    _dist(ax2, itl, "Inter-token latency, per-request mean (over requests)", 1e3, "ms")
     return svg(fig)
 
 

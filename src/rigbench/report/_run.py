@@ -24,7 +24,7 @@ from rigbench.report._honesty import (
     telemetry_terminal,
 )
 from rigbench.report._quality import render_quality_markdown, render_quality_terminal
-from rigbench.report._speed import speed_markdown, speed_table
+from rigbench.report._speed import latency_markdown, latency_table, speed_markdown, speed_table
 
 __all__ = ["render_json", "render_markdown", "render_terminal"]
 
@@ -76,8 +76,8 @@ def render_terminal(a: RunAnalysis, console: Console) -> None:
                       f"{s['healthy_to_first_completion_s']:.2f} s, total {s['spawn_to_first_completion_s']:.2f} s")
     if a.speed:
         console.print(speed_table(a.speed, compact=console.width < 120))
-        if any(r.ttft_not_comparable for r in a.speed.rows):
-            console.print("[dim]n/c*: TTFT not comparable — chunks carried several tokens each.[/]")
+        if a.speed.rows:
+            console.print(latency_table(a.speed))
     _honesty_terminal(a, console)
     if "quality" in a.sections:
         render_quality_terminal(console, a.sections["quality"])
@@ -105,8 +105,10 @@ def render_markdown(a: RunAnalysis) -> str:
                 f"spawn → healthy {s['spawn_to_healthy_s']:.2f} s · healthy → first completion "
                 f"{s['healthy_to_first_completion_s']:.2f} s · total {s['spawn_to_first_completion_s']:.2f} s", ""]
     if a.speed:
-        out += ["## Speed", "", "Median ± standard deviation over repetitions (warm-up excluded); n = requests.",
+        out += ["## Speed", "", "Median ± standard deviation over requests (warm-up excluded); n = requests.",
                 "", speed_markdown(a.speed), ""]
+        if a.speed.rows:
+            out += ["### Latency percentiles", "", latency_markdown(a.speed), ""]
     out += _honesty_markdown(a)
     if "quality" in a.sections:
         out += [render_quality_markdown(a.sections["quality"]), ""]
