@@ -12,6 +12,7 @@ from rigbench.analysis import analyze_run
 from rigbench.cli._app import app
 from rigbench.errors import StoreError
 from rigbench.report import render_json, render_markdown, render_terminal
+from rigbench.report._labels import rig_labels
 from rigbench.report._ls import RunListing, runs_table
 from rigbench.store import RunReader
 
@@ -45,7 +46,7 @@ def report(
         render_terminal(a, console)
         md_parts.append(render_markdown(a))
         json_parts.append(render_json(a))
-    names = [n for n, _ in named]
+    names = rig_labels([n for n, _ in named], analyses)
     comparisons, revisions = across_runs(names, runs, analyses) if (html or markdown) else ([], [])
     if len(runs) > 1:  # the blog-ready comparison first, then each run in full
         from rigbench.report._blog import render_blog_markdown

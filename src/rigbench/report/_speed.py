@@ -16,7 +16,7 @@ from rigbench.analysis import ScenarioSpeed, SpeedSummary, Stat
 from rigbench.report._fmt import fmt_stat
 
 __all__ = ["LATENCY_HEAD", "SPEED_HEAD", "latency_cells", "latency_markdown", "latency_table", "speed_cells",
-           "speed_markdown", "speed_table"]
+           "speed_columns", "speed_markdown", "speed_table"]
 
 
 class _Col(NamedTuple):
@@ -73,14 +73,22 @@ def _redundant(summary: SpeedSummary) -> set[str]:
     return drop
 
 
+def _drop_notes(drop: set[str]) -> list[str]:
+    return (["concurrency 1 (aggregate tok/s = e2e)"] if "agg" in drop else []) + (
+        ["one token per streamed chunk"] if "tpc" in drop else [])
+
+
+def speed_columns(summary: SpeedSummary) -> tuple[list[str], list[list[str]], list[str]]:
+    """Full headers and cells without the columns that say nothing for this run, and why they went."""
+    drop = _redundant(summary)
+    keep = [i for i, c in enumerate(_COLS) if c.key not in drop]
+    return [SPEED_HEAD[i] for i in keep], [[row[i] for i in keep] for row in speed_cells(summary)], _drop_notes(drop)
+
+
 def speed_table(summary: SpeedSummary, *, compact: bool = False) -> Table:
     """`compact` (narrow terminals) drops columns that are redundant for this run, noted in the key."""
     drop = _redundant(summary) if compact else set()
-    notes = []
-    if "agg" in drop:
-        notes.append("concurrency 1 (aggregate tok/s = e2e)")
-    if "tpc" in drop:
-        notes.append("one token per streamed chunk")
+    notes = _drop_notes(drop)
     key = [_SPEED_KEY] + (["Not shown: " + "; ".join(notes) + "."] if notes else [])
     if any(r.ttft_not_comparable for r in summary.rows):
         key.append(_NC_NOTE)
