@@ -46,7 +46,7 @@ def report(
         render_terminal(a, console)
         md_parts.append(render_markdown(a))
         json_parts.append(render_json(a))
-    names = rig_labels([n for n, _ in named], analyses)
+    names = rig_labels([n for n, _ in named], [a.header for a in analyses])
     comparisons, revisions = across_runs(names, runs, analyses) if (html or markdown) else ([], [])
     if len(runs) > 1:  # the blog-ready comparison first, then each run in full
         from rigbench.report._blog import render_blog_markdown

@@ -12,10 +12,9 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from rigbench.analysis import RunAnalysis
 from rigbench.store import RunHeader
 
-__all__ = ["SYNTH_NOTE", "rig_labels", "synth_mark", "synthetic_acceptance"]
+__all__ = ["SYNTH_NOTE", "rig_labels", "synth_mark", "synth_note", "synthetic_acceptance"]
 
 _RUN_ID = re.compile(r"^\d{8}-\d{6}-(?P<label>.+)-[0-9a-f]{4}$")
 
@@ -50,27 +49,31 @@ def synth_mark(header: RunHeader) -> str:
     return "" if L is None else f" [synthetic L={L:g}]"
 
 
-def _derived(a: RunAnalysis) -> str:
-    m = _RUN_ID.match(a.header.run_id)
+def synth_note(header: RunHeader) -> str:
+    L = synthetic_acceptance(header)
+    return SYNTH_NOTE.replace(" L)", f" L = {L:g})") if L is not None else ""
+
+
+def _derived(h: RunHeader) -> str:
+    m = _RUN_ID.match(h.run_id)
     if m and m.group("label") != "run":
         return m.group("label")
-    fp = a.header.fingerprint or {}
-    rig: dict[str, Any] = (a.header.plan or {}).get("rig") or {}
+    fp = h.fingerprint or {}
+    rig: dict[str, Any] = (h.plan or {}).get("rig") or {}
     parts = [str(fp.get("engine") or rig.get("engine") or "rig")]
     spec = fp.get("speculative") or {}
     depth = rig.get("draft_max") or (spec.get("draft_max") if isinstance(spec, dict) else None)
     if rig.get("draft_model") or spec:
         parts.append(f"draft{depth}" if depth else "draft")
-    L = synthetic_acceptance(a.header)
+    L = synthetic_acceptance(h)
     if L is not None:
         parts.append(f"synth{L:g}")
     return "-".join(parts)
 
 
-def rig_labels(names: Sequence[str], analyses: Sequence[RunAnalysis]) -> list[str]:
+def rig_labels(names: Sequence[str], headers: Sequence[RunHeader]) -> list[str]:
     """One short, distinct label per run: plan rig names as given, run ids shortened."""
-    out = [_derived(a) if n in (a.header.run_id, "") or _RUN_ID.match(n) else n
-           for n, a in zip(names, analyses, strict=True)]
+    out = [_derived(h) if n in (h.run_id, "") or _RUN_ID.match(n) else n for n, h in zip(names, headers, strict=True)]
     seen: dict[str, int] = {}
     for i, label in enumerate(out):
         if out.count(label) > 1:

@@ -23,10 +23,15 @@ from rigbench.report._honesty import (
     telemetry_markdown,
     telemetry_terminal,
 )
+from rigbench.report._labels import synth_note, synthetic_acceptance
 from rigbench.report._quality import render_quality_markdown, render_quality_terminal
 from rigbench.report._speed import latency_markdown, latency_table, speed_markdown, speed_table
 
 __all__ = ["render_json", "render_markdown", "render_terminal"]
+
+# UNTRUSTED reasons listed in the terminal's header panel before the rest are counted (a failed gate
+# gives one per question: ten red lines would push every table off the screen).
+_PANEL_REASONS = 3
 
 
 def _trust_line(a: RunAnalysis) -> tuple[str, str]:
@@ -67,8 +72,18 @@ def render_terminal(a: RunAnalysis, console: Console) -> None:
         "  verdict ", (trust, style), "  source data ", (a.source_data_id, "bold"),
     )
     parts: list[Any] = [head]
+    if synthetic_acceptance(a.header) is not None:
+        parts.append(Text("! " + synth_note(a.header), style="bold red"))
+    untrusted = [w for w in a.warnings if w.startswith("UNTRUSTED")]
+    shown = untrusted if len(untrusted) <= _PANEL_REASONS + 1 else untrusted[:_PANEL_REASONS]
+    for w in shown:
+        parts.append(Text("! " + w, style="red"))
+    if len(shown) < len(untrusted):
+        parts.append(Text(f"! … and {len(untrusted) - len(shown)} more UNTRUSTED reasons (every one: "
+                          f"rigbench report {a.run_dir} --markdown FILE)", style="red"))
     for w in a.warnings:
-        parts.append(Text("! " + w, style="red" if w.startswith("UNTRUSTED") else "yellow"))
+        if not w.startswith("UNTRUSTED"):
+            parts.append(Text("! " + w, style="yellow"))
     console.print(Panel(Group(*parts), title="rigbench", title_align="left"))
     if a.startup:
         s = a.startup
@@ -97,6 +112,8 @@ def render_markdown(a: RunAnalysis) -> str:
     out = [f"# rigbench run {a.header.run_id}", "",
            f"Status: **{a.status}** · verdict: **{trust}** · source data: `{a.source_data_id}` · "
            f"rigbench {a.header.rigbench_version} · started {a.header.created_at}", ""]
+    if synthetic_acceptance(a.header) is not None:
+        out += ["> **" + synth_note(a.header) + "**", ""]
     if a.warnings:
         out += ["> " + w for w in a.warnings] + [""]
     if a.startup:

@@ -1,0 +1,118 @@
+"""Quality and agent comparisons of two runs (MMLU-Pro per subject, task packs, tool calls, BFCL,
+probes, multi-turn tasks) for the terminal and Markdown, each difference with its test. The cells
+are built once; both renderings use them. Formatting only: the tests come from analysis.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from rigbench.analysis._quality import PairTest, Proportion
+from rigbench.analysis._suite_compare import AccuracyDiff, SuiteComparison
+
+__all__ = ["suite_comparison_markdown", "suite_comparison_terminal"]
+
+_TESTS = "exact McNemar on the items both answered, else Fisher's exact test; α = 0.05"
+_NS = "'not significant': the data cannot tell the two apart, which is not the same as equal."
+
+
+class _Section(NamedTuple):
+    title: str
+    head: list[str]
+    rows: list[list[str]]
+    left_cols: int
+
+
+def _acc(p: Proportion) -> str:
+    return "–" if p.n == 0 or math.isnan(p.p) else f"{p.p * 100:.1f}% ± {p.se * 100:.1f}"
+
+
+def _pts(x: float) -> str:
+    return f"{x * 100:+.1f}".replace("-", "−")
+
+
+def _verdict(t: PairTest) -> str:
+    return "differs" if t.significant else "n.s."
+
+
+def _test_cells(t: PairTest, diff: float) -> list[str]:
+    kind = "McNemar" if t.test == "mcnemar_exact" else "Fisher"
+    return [_pts(diff), f"{t.p_value:.3g} {kind}", _verdict(t)]
+
+
+def _mmlu(c: SuiteComparison, a: str, b: str) -> _Section | None:
+    m = c.mmlu_pro
+    if m is None:
+        return None
+    rows = []
+    for s in m.subjects:
+        t = next((t for t in m.tests if t.subject == s.subject), None)
+        pa, pb = s.accuracy.get(c.baseline_run), s.accuracy.get(c.other_run)
+        if t is None or pa is None or pb is None:
+            continue
+        diff = t.diff if t.run_a == c.other_run else -t.diff  # B − A
+        rows.append([s.subject, str(t.n), _acc(pa), _acc(pb), *_test_cells(t, diff)])
+    return _Section(f"MMLU-Pro: {b} vs {a} (accuracy ± SE; {_TESTS})",
+                    ["subject", "n", a, b, f"{b} − {a} pts", "p", "verdict"], rows, 1)
+
+
+def _graded(title: str, diffs: list[AccuracyDiff], a: str, b: str) -> _Section | None:
+    if not diffs:
+        return None
+    rows = [[d.name, str(d.test.n), f"{d.baseline.k}/{d.baseline.n}", f"{d.other.k}/{d.other.n}",
+             *_test_cells(d.test, d.test.diff)] for d in diffs]
+    return _Section(f"{title}: {b} vs {a} (correct / asked; {_TESTS})",
+                    ["set", "n", a, b, f"{b} − {a} pts", "p", "verdict"], rows, 1)
+
+
+def _probes(c: SuiteComparison, a: str, b: str) -> _Section | None:
+    if not c.probes:
+        return None
+    changed = sum(p.changed for p in c.probes)
+    rows = [[p.probe, p.baseline or "–", p.other or "–", "CHANGED" if p.changed else ""] for p in c.probes]
+    return _Section(f"Agent probes: {changed} of {len(c.probes)} verdicts differ", ["probe", a, b, ""], rows, 4)
+
+
+def _tasks(c: SuiteComparison, a: str, b: str) -> _Section | None:
+    if not c.tasks:
+        return None
+    return _Section("Multi-turn tasks (passed / trials, pass^k; too few trials for a test)", ["task", a, b],
+                    [[t.task, t.baseline, t.other] for t in c.tasks], 3)
+
+
+def _sections(c: SuiteComparison, a: str, b: str) -> list[_Section]:
+    found = [_mmlu(c, a, b), _graded("Task packs", c.packs, a, b), _graded("Agent accuracy", c.agent, a, b),
+             _probes(c, a, b), _tasks(c, a, b)]
+    return [s for s in found if s is not None]
+
+
+def suite_comparison_terminal(c: SuiteComparison, console: Console, *, baseline: str, other: str) -> None:
+    """Nothing when the runs share no quality or agent results."""
+    for sec in _sections(c, baseline, other):
+        t = Table(title=sec.title, title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False)
+        for i, h in enumerate(sec.head):
+            t.add_column(h, justify="left" if i < sec.left_cols else "right", no_wrap=i == 0)
+        for row in sec.rows:
+            style = "bold" if row[-1] in ("differs", "CHANGED") else ""
+            t.add_row(*row[:-1], Text(row[-1], style=style))
+        console.print(t)
+    if not c.empty:
+        console.print(f"[dim]{_NS}[/]")
+
+
+def suite_comparison_markdown(c: SuiteComparison, *, baseline: str, other: str) -> str:
+    parts = []
+    for sec in _sections(c, baseline, other):
+        lines = [f"**{sec.title}**", "", "| " + " | ".join(sec.head) + " |",
+                 "|" + "|".join(["---"] * sec.left_cols + ["---:"] * (len(sec.head) - sec.left_cols)) + "|"]
+        lines += ["| " + " | ".join(x.replace("|", "\\|") for x in row) + " |" for row in sec.rows]
+        parts.append("\n".join(lines))
+    if parts:
+        parts.append(_NS)
+    return "\n\n".join(parts)
