@@ -9,11 +9,13 @@ import typer
 from rich.console import Console
 
 from rigbench.analysis import analyze_run
+from rigbench.analysis._suite_compare import compare_suites
 from rigbench.cli._app import app
 from rigbench.errors import StoreError
 from rigbench.report import render_json, render_markdown, render_terminal
 from rigbench.report._labels import rig_labels
 from rigbench.report._ls import RunListing, runs_table
+from rigbench.report._suite_compare import suite_comparison_terminal
 from rigbench.store import RunReader
 
 __all__ = ["ls", "report"]
@@ -47,15 +49,22 @@ def report(
         md_parts.append(render_markdown(a))
         json_parts.append(render_json(a))
     names = rig_labels([n for n, _ in named], [a.header for a in analyses])
-    comparisons, revisions = across_runs(names, runs, analyses) if (html or markdown) else ([], [])
-    if len(runs) > 1:  # the blog-ready comparison first, then each run in full
-        from rigbench.report._blog import render_blog_markdown
+    comparisons, revisions = across_runs(names, runs, analyses) if len(runs) > 1 else ([], [])
+    suites = [compare_suites(RunReader(runs[0]), RunReader(p)) for p in runs[1:]]
+    if len(runs) > 1:  # across the runs: speed-up, then quality and agent, each against the first
+        from rigbench.report._blog import render_blog_markdown, speedup_table
 
-        md_parts.insert(0, render_blog_markdown(names, analyses, comparisons, revisions))
+        console.rule(f"{len(runs)} runs against {names[0]}")
+        if comparisons:
+            console.print(speedup_table(names, analyses, comparisons))
+        for name, sc in zip(names[1:], suites, strict=True):
+            suite_comparison_terminal(sc, console, baseline=names[0], other=name)
+        # the blog-ready comparison first, then each run in full
+        md_parts.insert(0, render_blog_markdown(names, analyses, comparisons, revisions, suites))
     if html:
         from rigbench.report._html import render_html
 
-        html.write_text(render_html(names, analyses, comparisons, revisions))
+        html.write_text(render_html(names, analyses, comparisons, revisions, suites))
         console.print(f"HTML report: {html}")
     if markdown:
         markdown.write_text("\n\n".join(md_parts))

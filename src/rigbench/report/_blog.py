@@ -13,8 +13,10 @@ from rich.text import Text
 from rigbench.analysis import RunAnalysis
 from rigbench.analysis._compare import Comparison
 from rigbench.analysis._revision import Revision
+from rigbench.analysis._suite_compare import SuiteComparison
 from rigbench.report._fmt import fmt_stat
 from rigbench.report._labels import SYNTH_NOTE, synthetic_acceptance
+from rigbench.report._suite_compare import suite_comparison_markdown
 
 __all__ = ["render_blog_markdown", "speedup_markdown", "speedup_table"]
 
@@ -115,7 +117,8 @@ def _findings_markdown(name: str, warnings: Sequence[str]) -> str:
 
 
 def render_blog_markdown(names: Sequence[str], analyses: Sequence[RunAnalysis],
-                         comparisons: Sequence[Comparison], revisions: Sequence[Revision] = ()) -> str:
+                         comparisons: Sequence[Comparison], revisions: Sequence[Revision] = (),
+                         suites: Sequence[SuiteComparison] = ()) -> str:
     """One Markdown document over several runs, ready to paste into a write-up."""
     out = ["## Results", ""]
     for rev in revisions:
@@ -127,6 +130,9 @@ def render_blog_markdown(names: Sequence[str], analyses: Sequence[RunAnalysis],
     if diffs:
         out += [f"What differs between the rigs (from their fingerprints): {', '.join(sorted(diffs))}.", ""]
     out += [speedup_markdown(names, analyses, comparisons), ""]
+    for name, sc in zip(names[1:], suites, strict=False):
+        if not sc.empty:
+            out += [suite_comparison_markdown(sc, baseline=names[0], other=name), ""]
     out += ["| rig | run | status | verdict | source data |", "|---|---|---|---|---|"]
     for n, a in zip(names, analyses, strict=True):
         t = a.header.trust

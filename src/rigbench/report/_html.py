@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from rigbench.analysis import RunAnalysis
 from rigbench.analysis._compare import Comparison
 from rigbench.analysis._revision import Revision
+from rigbench.analysis._suite_compare import SuiteComparison
 from rigbench.report._blog import _NOTE, _grid, _revision_note
 from rigbench.report._labels import SYNTH_NOTE, synth_mark, synthetic_acceptance
 from rigbench.report._plots import (
@@ -23,6 +24,7 @@ from rigbench.report._plots import (
 )
 from rigbench.report._run import _fingerprint_rows, _trust_line
 from rigbench.report._speed import LATENCY_HEAD, LATENCY_KEY, latency_cells, speed_columns
+from rigbench.report._suite_compare import NOT_SIGNIFICANT_NOTE, suite_comparison_cells
 
 __all__ = ["render_html"]
 
@@ -81,6 +83,23 @@ def _findings(name: str, a: RunAnalysis) -> str:
             f' <span class="first">({_e(_clip(first, 90))})</span></summary><ul>{items}</ul></details>')
 
 
+def _suites_html(names: Sequence[str], suites: Sequence[SuiteComparison]) -> list[str]:
+    """Quality and agent results of each run against the first, with their tests."""
+    out = []
+    for name, sc in zip(names[1:], suites, strict=False):
+        for title, head, rows in suite_comparison_cells(sc, baseline=names[0], other=name):
+            if not rows:
+                out.append(f"<h3>{_e(title)}</h3>")
+                continue
+            table = _table(head, rows, numeric_from=1)
+            for word in ("differs", "CHANGED"):  # what the reader looks for, in bold
+                table = table.replace(f">{word}</td>", f"><b>{word}</b></td>")
+            out.append(f"<h3>{_e(title)}</h3>{table}")
+    if out:
+        out = ["<h2>Quality and agent across runs</h2>", *out, f'<p class="note">{_e(NOT_SIGNIFICANT_NOTE)}</p>']
+    return out
+
+
 def _clip(text: str, n: int) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
@@ -91,7 +110,7 @@ def _plot(title: str, svg: str | None, missing: str) -> str:
 
 
 def render_html(names: Sequence[str], analyses: Sequence[RunAnalysis], comparisons: Sequence[Comparison] = (),
-                revisions: Sequence[Revision] = ()) -> str:
+                revisions: Sequence[Revision] = (), suites: Sequence[SuiteComparison] = ()) -> str:
     """The whole report page for one or more analysed runs (the first is the baseline)."""
     title = "rigbench: " + (names[0] if len(names) == 1 else f"{len(names)} runs, baseline {names[0]}")
     parts = [f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title>'
@@ -143,6 +162,7 @@ def render_html(names: Sequence[str], analyses: Sequence[RunAnalysis], compariso
                  for r in a.speed.rows if r.ttft_not_comparable]
         parts += [f'<p class="note">{_e(x)}</p>' for x in notes]
     # plots
+    parts += _suites_html(names, suites)
     parts.append("<h2>Plots</h2>")
     parts.append(_plot("Throughput by scenario and configuration", plot_tok_s(names, analyses),
                        "no speed results to plot"))

@@ -16,10 +16,10 @@ from rich.text import Text
 from rigbench.analysis._quality import PairTest, Proportion
 from rigbench.analysis._suite_compare import AccuracyDiff, SuiteComparison
 
-__all__ = ["suite_comparison_markdown", "suite_comparison_terminal"]
+__all__ = ["NOT_SIGNIFICANT_NOTE", "suite_comparison_cells", "suite_comparison_markdown", "suite_comparison_terminal"]
 
-_TESTS = "exact McNemar on the items both answered, else Fisher's exact test; α = 0.05"
-_NS = "'not significant': the data cannot tell the two apart, which is not the same as equal."
+_TESTS = "p: exact McNemar on the items both answered (F: Fisher's exact test otherwise); α = 0.05"
+_NS = "n.s. (not significant): the data cannot tell the two apart, which is not the same as equal."
 
 
 class _Section(NamedTuple):
@@ -42,8 +42,11 @@ def _verdict(t: PairTest) -> str:
 
 
 def _test_cells(t: PairTest, diff: float) -> list[str]:
-    kind = "McNemar" if t.test == "mcnemar_exact" else "Fisher"
-    return [_pts(diff), f"{t.p_value:.3g} {kind}", _verdict(t)]
+    return [_pts(diff), f"{t.p_value:.3g}" + (" F" if t.test == "fisher_exact" else ""), _verdict(t)]
+
+
+def _head(first: str) -> list[str]:
+    return [first, "n", "A", "B", "B − A pts", "p", "verdict"]
 
 
 def _mmlu(c: SuiteComparison, a: str, b: str) -> _Section | None:
@@ -58,31 +61,36 @@ def _mmlu(c: SuiteComparison, a: str, b: str) -> _Section | None:
             continue
         diff = t.diff if t.run_a == c.other_run else -t.diff  # B − A
         rows.append([s.subject, str(t.n), _acc(pa), _acc(pb), *_test_cells(t, diff)])
-    return _Section(f"MMLU-Pro: {b} vs {a} (accuracy ± SE; {_TESTS})",
-                    ["subject", "n", a, b, f"{b} − {a} pts", "p", "verdict"], rows, 1)
+    return _Section(f"MMLU-Pro: B = {b} vs A = {a} (accuracy ± SE; {_TESTS})", _head("subject"), rows, 1)
 
 
 def _graded(title: str, diffs: list[AccuracyDiff], a: str, b: str) -> _Section | None:
-    if not diffs:
+    """Whole sets always; a pack's single tasks only where the two runs scored differently."""
+    shown = [d for d in diffs if "/" not in d.name or (d.baseline.k, d.baseline.n) != (d.other.k, d.other.n)]
+    if not shown:
         return None
+    hidden = len(diffs) - len(shown)
     rows = [[d.name, str(d.test.n), f"{d.baseline.k}/{d.baseline.n}", f"{d.other.k}/{d.other.n}",
-             *_test_cells(d.test, d.test.diff)] for d in diffs]
-    return _Section(f"{title}: {b} vs {a} (correct / asked; {_TESTS})",
-                    ["set", "n", a, b, f"{b} − {a} pts", "p", "verdict"], rows, 1)
+             *_test_cells(d.test, d.test.diff)] for d in shown]
+    more = f"; {hidden} task(s) scored the same in both, not listed" if hidden else ""
+    return _Section(f"{title}: B = {b} vs A = {a} (correct / asked; {_TESTS}{more})", _head("set"), rows, 1)
 
 
 def _probes(c: SuiteComparison, a: str, b: str) -> _Section | None:
     if not c.probes:
         return None
-    changed = sum(p.changed for p in c.probes)
-    rows = [[p.probe, p.baseline or "–", p.other or "–", "CHANGED" if p.changed else ""] for p in c.probes]
-    return _Section(f"Agent probes: {changed} of {len(c.probes)} verdicts differ", ["probe", a, b, ""], rows, 4)
+    changed = [p for p in c.probes if p.changed]
+    rows = [[p.probe, p.baseline or "–", p.other or "–", "CHANGED"] for p in changed]
+    same = "" if len(changed) == len(c.probes) else f"; the other {len(c.probes) - len(changed)} agree"
+    return _Section(f"Agent probes: {len(changed)} of {len(c.probes)} verdicts differ between A = {a} and "
+                    f"B = {b}{same}", ["probe", "A", "B", ""], rows, 4)
 
 
 def _tasks(c: SuiteComparison, a: str, b: str) -> _Section | None:
     if not c.tasks:
         return None
-    return _Section("Multi-turn tasks (passed / trials, pass^k; too few trials for a test)", ["task", a, b],
+    return _Section(f"Multi-turn tasks: passed / trials, pass^k (A = {a}, B = {b}; too few trials for a test)",
+                    ["task", "A", "B"],
                     [[t.task, t.baseline, t.other] for t in c.tasks], 3)
 
 
@@ -92,10 +100,22 @@ def _sections(c: SuiteComparison, a: str, b: str) -> list[_Section]:
     return [s for s in found if s is not None]
 
 
+def suite_comparison_cells(c: SuiteComparison, *, baseline: str, other: str) -> list[tuple[str, list[str],
+                                                                                       list[list[str]]]]:
+    """(title, header, rows) per table, for renderers outside this module (HTML)."""
+    return [(sec.title, sec.head, sec.rows) for sec in _sections(c, baseline, other)]
+
+
+NOT_SIGNIFICANT_NOTE = _NS
+
+
 def suite_comparison_terminal(c: SuiteComparison, console: Console, *, baseline: str, other: str) -> None:
     """Nothing when the runs share no quality or agent results."""
     for sec in _sections(c, baseline, other):
-        t = Table(title=sec.title, title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False)
+        console.print(sec.title, style="bold", highlight=False)  # full width: a table title wraps to the table's
+        if not sec.rows:
+            continue
+        t = Table(box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False)
         for i, h in enumerate(sec.head):
             t.add_column(h, justify="left" if i < sec.left_cols else "right", no_wrap=i == 0)
         for row in sec.rows:
@@ -109,6 +129,9 @@ def suite_comparison_terminal(c: SuiteComparison, console: Console, *, baseline:
 def suite_comparison_markdown(c: SuiteComparison, *, baseline: str, other: str) -> str:
     parts = []
     for sec in _sections(c, baseline, other):
+        if not sec.rows:
+            parts.append(f"**{sec.title}**")
+            continue
         lines = [f"**{sec.title}**", "", "| " + " | ".join(sec.head) + " |",
                  "|" + "|".join(["---"] * sec.left_cols + ["---:"] * (len(sec.head) - sec.left_cols)) + "|"]
         lines += ["| " + " | ".join(x.replace("|", "\\|") for x in row) + " |" for row in sec.rows]
