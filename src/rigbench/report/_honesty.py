@@ -163,7 +163,7 @@ def speculation_markdown(run_id: str, fit: SpeculationFit) -> str:
 
 def speculation_terminal(run_id: str, fit: SpeculationFit, console: Console) -> None:
     t = Table(title=f"Speculative decoding: predicted vs measured speed-up ({run_id})", title_justify="left",
-              box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False, caption=_spec_intro(fit), caption_justify="left")
+              box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True, pad_edge=False, caption=_spec_intro(fit), caption_justify="left")
     for i, h in enumerate(_SPEC_SHORT):
         t.add_column(h, justify="left" if i == 0 else "right", no_wrap=i == 0)
     for r in _spec_rows(fit):
@@ -242,7 +242,7 @@ _CC_KEY = ("Decode tok/s per request, median: measured by rigbench (client) and 
 
 def _narrow_table(title: str, head: Sequence[str], rows: Sequence[Sequence[str]], key: str) -> Table:
     """Short two-line headers with a key below, scenario names never cut: readable at 80 columns."""
-    t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False,
+    t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True, pad_edge=False,
               caption=key, caption_justify="left")
     for i, h in enumerate(head):
         t.add_column(h, justify="left" if i == 0 else "right", no_wrap=i == 0)

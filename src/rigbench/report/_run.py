@@ -49,7 +49,9 @@ def _fingerprint_rows(fp: dict[str, Any]) -> list[tuple[str, str]]:
     rows = [
         ("engine", f"{fp.get('engine')} {fp.get('engine_version') or '(version unknown)'}"),
         ("mode", fp.get("mode", "?") + ("" if fp.get("host_is_server", True) else " (remote: host below is the client)")),
-        ("model", f"{model.get('served_name') or '?'}  {model.get('path') or ''}"),
+        ("model", f"{model.get('served_name') or '?'}"
+                  + (f"  {model.get('path')}" if model.get("path") and model.get("path") != model.get("served_name")
+                     else "")),
         ("model file", f"{fmt_bytes(model.get('size_bytes'))}  sha256 {str(model.get('sha256') or 'unknown')[:16]}"),
         ("chat template sha256", str(fp.get("chat_template_sha256") or "unknown")[:16]),
         ("context / slots", f"{fp.get('context_length') or '?'} / {fp.get('slots') or '?'}"),

@@ -93,11 +93,11 @@ def speed_table(summary: SpeedSummary, *, compact: bool = False) -> Table:
     if any(r.ttft_not_comparable for r in summary.rows):
         key.append(_NC_NOTE)
     t = Table(title="Speed: median ± standard deviation over requests (warm-up excluded)", title_justify="left",
-              box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False, caption="\n".join(key), caption_justify="left")
+              box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True, pad_edge=False, caption="\n".join(key), caption_justify="left")
     keep = [i for i, c in enumerate(_COLS) if c.key not in drop]
     for i in keep:
         # the scenario name is never cut or wrapped: it is what a reader looks for
-        t.add_column(_COLS[i].short, justify="left" if i < 2 else "right", no_wrap=i < 4,
+        t.add_column(_COLS[i].short, justify="left" if i < 2 else "right", no_wrap=i < 4, overflow="fold",
                      min_width=len(_COLS[i].short.split("\n")[0]) if i >= 4 else None)
     for row in speed_cells(summary):
         t.add_row(*(row[i] for i in keep))
@@ -142,7 +142,7 @@ def latency_cells(summary: SpeedSummary) -> list[list[str]]:
 
 def latency_table(summary: SpeedSummary) -> Table:
     """A vertical layout: it fits 80 columns whatever the number of scenarios."""
-    t = Table(title="Latency percentiles (ms)", title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1),
+    t = Table(title="Latency percentiles (ms)", title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True,
               pad_edge=False, caption=LATENCY_KEY, caption_justify="left")
     for i, h in enumerate(LATENCY_HEAD):
         t.add_column(h, justify="left" if i < 2 else "right", no_wrap=True)

@@ -115,7 +115,7 @@ def suite_comparison_terminal(c: SuiteComparison, console: Console, *, baseline:
         console.print(sec.title, style="bold", highlight=False)  # full width: a table title wraps to the table's
         if not sec.rows:
             continue
-        t = Table(box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False)
+        t = Table(box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True, pad_edge=False)
         for i, h in enumerate(sec.head):
             t.add_column(h, justify="left" if i < sec.left_cols else "right", no_wrap=i == 0)
         for row in sec.rows:
