@@ -81,7 +81,7 @@ def render_terminal(a: RunAnalysis, console: Console) -> None:
     for w in shown:
         parts.append(Text("! " + w, style="red"))
     if len(shown) < len(untrusted):
-        parts.append(Text(f"! … and {len(untrusted) - len(shown)} more UNTRUSTED reasons (every one: "
+        parts.append(Text(f"! and {len(untrusted) - len(shown)} more UNTRUSTED reasons (every one: "
                           f"rigbench report {a.run_dir} --markdown FILE)", style="red"))
     for w in a.warnings:
         if not w.startswith("UNTRUSTED"):

@@ -49,14 +49,21 @@ def _n(r: ScenarioSpeed) -> str:
     return f"{r.requests - r.failed}" + (f" ({r.failed} failed)" if r.failed else "")
 
 
+def _rate(s: Stat | None) -> str:
+    """tok/s to about three significant digits: 65.4±0.4, 771±2 (a fourth digit is noise here)."""
+    if s is None or s.n == 0:
+        return "–"
+    return fmt_stat(s, digits=0 if abs(s.median) >= 100 else 1 if abs(s.median) >= 10 else 2)
+
+
 def speed_cells(summary: SpeedSummary) -> list[list[str]]:
     """One row per scenario and concurrency (then the skipped scenarios), in `SPEED_HEAD` order."""
     rows = []
     for r in summary.rows:
         ttft = fmt_stat(r.ttft_s, digits=0, scale=1e3) if r.ttft_not_comparable is None else "n/c*"
         rows.append([r.scenario, f"{r.input_tokens_target}→{r.output_tokens_target}", str(r.concurrency), _n(r),
-                     fmt_stat(r.e2e_tok_s, digits=1), fmt_stat(r.decode_tok_s, digits=1), ttft,
-                     fmt_stat(r.itl_mean_s, digits=1, scale=1e3), fmt_stat(r.aggregate_tok_s, digits=1),
+                     _rate(r.e2e_tok_s), _rate(r.decode_tok_s), ttft,
+                     fmt_stat(r.itl_mean_s, digits=1, scale=1e3), _rate(r.aggregate_tok_s),
                      f"{r.tokens_per_chunk:.2f}" if r.tokens_per_chunk is not None else "–"])
     for name, reason in summary.skipped.items():
         rows.append([name, "", "", "skipped", reason, "", "", "", "", ""])
