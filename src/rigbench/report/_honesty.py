@@ -286,8 +286,8 @@ def _cmp_rows(c: Comparison, *, with_t: bool = False) -> list[list[str]]:
 
 
 def _ms(mean: float, sd: float) -> str:
-    """Mean ± sd with three significant digits or so: 128.5±7.0, 65.43±0.38, 0.074±0.002."""
-    d = 1 if abs(mean) >= 100 else 2 if abs(mean) >= 1 else 3
+    """Mean ± sd to about three significant digits: 129±7, 65.4±0.4, 0.074±0.002."""
+    d = 0 if abs(mean) >= 100 else 1 if abs(mean) >= 10 else 2 if abs(mean) >= 1 else 3
     return f"{mean:.{d}f}±{sd:.{d}f}"
 
 

@@ -34,7 +34,7 @@ def _acc(p: Proportion) -> str:
 
 
 def _pts(x: float) -> str:
-    return f"{x * 100:+.1f}".replace("-", "−")
+    return f"{x * 100 + 0.0:+.1f}".replace("-", "−").replace("−0.0", "+0.0")  # no negative zero
 
 
 def _verdict(t: PairTest) -> str:
