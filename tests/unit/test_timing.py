@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import statistics
 import subprocess
 import sys
@@ -12,7 +13,7 @@ import pytest
 from rigbench.analysis import analyze_run, request_timing, summarize_speed
 from rigbench.analysis._timing import chunk_token_counts
 from rigbench.client import StreamResult
-from rigbench.report import render_markdown
+from rigbench.report import render_json, render_markdown
 from rigbench.store import RunReader
 from rigbench.testing import Delay, EmulatorProcess, EmulatorScript
 from rigbench.testing._script import Fault
@@ -134,7 +135,11 @@ def test_headline_itl_is_the_per_request_mean_against_emulator_truth(tmp_path: P
     assert row.itl_gaps_s.median < 0.8 * statistics.median(true_means)
     assert row.itl_gaps_s.n == sum(t.output_tokens - t.chunk_tokens[0] for t in truth)
     # and the report says which figure is which, with percentiles and n
-    md = render_markdown(analyze_run(RunReader(run_dir)))
+    analysis = analyze_run(RunReader(run_dir))
+    js = json.loads(render_json(analysis))["speed"]["rows"][0]
+    assert js["itl_mean_s"]["n"] == 4 and js["itl_mean_s"]["p99"] >= js["itl_mean_s"]["p90"] >= js["itl_mean_s"]["median"]
+    assert {"p90", "p99", "n"} <= set(js["ttft_s"]) and {"p90", "p99", "n"} <= set(js["e2e_latency_s"])
+    md = render_markdown(analysis)
     assert "ITL ms, per-request mean" in md
     speed_row = next(line for line in md.splitlines() if line.startswith("| chat_short |"))
     assert f"{row.itl_mean_s.median * 1e3:.1f}±" in speed_row
