@@ -133,7 +133,9 @@ def test_headline_itl_is_the_per_request_mean_against_emulator_truth(tmp_path: P
     assert row.itl_mean_s.median == pytest.approx(statistics.median(true_means), abs=0.0005)
     # The old headline (median of pooled per-token gaps) would be off by a third:
     assert row.itl_gaps_s.median < 0.8 * statistics.median(true_means)
-    assert row.itl_gaps_s.n == sum(t.output_tokens - t.chunk_tokens[0] for t in truth)
+    # one per token after each request's first arrival (a loaded machine may read the first two
+    # chunks together: that request then has one gap fewer)
+    assert 0 <= sum(t.output_tokens - t.chunk_tokens[0] for t in truth) - row.itl_gaps_s.n <= len(truth)
     # and the report says which figure is which, with percentiles and n
     analysis = analyze_run(RunReader(run_dir))
     js = json.loads(render_json(analysis))["speed"]["rows"][0]

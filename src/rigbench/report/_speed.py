@@ -39,9 +39,9 @@ _COLS = [
 ]
 SPEED_HEAD = [c.full for c in _COLS]
 
-_SPEED_KEY = ("e2e: output tokens / (last chunk − sent); decode: tokens after the first chunk / decode "
-              "time; ITL /req: each request's decode time / its tokens after the first chunk (= 1 / "
-              "decode tok/s); agg: a batch's tokens / its wall time.")
+_SPEED_KEY = ("e2e tok/s = output tokens / (last chunk − sent); decode tok/s = tokens after the first chunk / "
+              "decode time; ITL per request (/req) = each request's decode time / its tokens after the first "
+              "chunk = 1 / decode tok/s; aggregate (agg) = a batch's tokens / its wall time.")
 _NC_NOTE = "n/c*: TTFT not comparable: chunks carried several tokens each, so the first is not the first token."
 
 
