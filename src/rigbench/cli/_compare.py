@@ -21,7 +21,7 @@ from rigbench.report._honesty import (
     speculation_markdown,
     speculation_terminal,
 )
-from rigbench.report._labels import rig_labels, synth_note, synthetic_acceptance
+from rigbench.report._labels import rig_labels, synth_mark, synth_note, synthetic_acceptance
 from rigbench.report._suite_compare import suite_comparison_markdown, suite_comparison_terminal
 from rigbench.store import RunReader
 
@@ -62,8 +62,9 @@ def compare(
         fit = fit_speculation(readers[0], other)
         if fit is None:
             continue
-        speculation_terminal(labels[other.dir.name], fit, console)
-        md.append(speculation_markdown(labels[other.dir.name], fit))
+        name = labels[other.dir.name] + synth_mark(other.header)  # its measured speed-ups are synthetic too
+        speculation_terminal(name, fit, console)
+        md.append(speculation_markdown(name, fit))
     for other in readers[1:]:  # quality and agent next to speed
         suites = compare_suites(readers[0], other)
         a, b = labels[readers[0].dir.name], labels[other.dir.name]

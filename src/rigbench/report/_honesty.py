@@ -11,6 +11,7 @@ from typing import Any
 
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from rigbench.analysis._compare import Comparison
@@ -162,7 +163,8 @@ def speculation_markdown(run_id: str, fit: SpeculationFit) -> str:
 
 
 def speculation_terminal(run_id: str, fit: SpeculationFit, console: Console) -> None:
-    t = Table(title=f"Speculative decoding: predicted vs measured speed-up ({run_id})", title_justify="left",
+    t = Table(title=f"Speculative decoding: predicted vs measured speed-up ({escape(run_id)})", title_justify="left",
+              title_style="bold red" if "[synthetic" in run_id else None,
               box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True, pad_edge=False, caption=_spec_intro(fit), caption_justify="left")
     for i, h in enumerate(_SPEC_SHORT):
         t.add_column(h, justify="left" if i == 0 else "right", no_wrap=i == 0)
@@ -322,7 +324,7 @@ def comparison_terminal(cs: Sequence[Comparison], console: Console, labels: Mapp
     """`labels`: run directory name -> short rig label. `synthetic`: run directory name -> the red
     synthetic-acceptance note, printed with every ratio of that run."""
     for c in cs:
-        a, b = _names(c, labels)
+        a, b = (escape(x) for x in _names(c, labels))
         note = (synthetic or {}).get(c.other_run)
         one_c = all(r.concurrency == 1 for r in c.rows)
         t = Table(title=f"{c.metric}: B = {b} vs A = {a} (Welch t-test, α = {c.alpha}"

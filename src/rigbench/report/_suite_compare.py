@@ -112,7 +112,7 @@ NOT_SIGNIFICANT_NOTE = _NS
 def suite_comparison_terminal(c: SuiteComparison, console: Console, *, baseline: str, other: str) -> None:
     """Nothing when the runs share no quality or agent results."""
     for sec in _sections(c, baseline, other):
-        console.print(sec.title, style="bold", highlight=False)  # full width: a table title wraps to the table's
+        console.print(sec.title, style="bold", highlight=False, markup=False)  # full width: a table title wraps to the table's
         if not sec.rows:
             continue
         t = Table(box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True, pad_edge=False)
