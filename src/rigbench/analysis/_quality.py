@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
-from typing import Literal
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 from scipy import stats
@@ -37,6 +37,7 @@ __all__ = [
     "SubjectComparison",
     "SubjectScore",
     "compare_mmlu_pro",
+    "pair_test",
     "proportion",
     "summarize_effort",
     "summarize_mmlu_pro",
@@ -223,8 +224,12 @@ class MMLUProComparison(BaseModel):
 
 def _pair_test(subject: str, ida: str, a: list[MMLUProAnswer], idb: str,
                b: list[MMLUProAnswer]) -> PairTest:
-    ma = {x.question_id: x.correct for x in a}
-    mb = {x.question_id: x.correct for x in b}
+    return pair_test(subject, ida, {x.question_id: x.correct for x in a}, idb, {x.question_id: x.correct for x in b})
+
+
+def pair_test(subject: str, ida: str, ma: Mapping[Any, bool], idb: str, mb: Mapping[Any, bool]) -> PairTest:
+    """Exact McNemar on the items both runs answered when they mostly share items, else Fisher's
+    exact test on the two proportions. `ma`, `mb`: item id -> correct."""
     common = sorted(set(ma) & set(mb))
     if len(common) >= max(len(ma), len(mb)) // 2 and common:
         a_only = sum(ma[q] and not mb[q] for q in common)
