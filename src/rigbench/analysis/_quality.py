@@ -299,6 +299,7 @@ class PackSummary(BaseModel):
     overall: Proportion
     wall_s_total: float
     request_failures: int
+    unconfined_grades: int = 0  # code grades run without the sandbox (--allow-unconfined)
 
 
 def _task_score(task_id: str, rows: list[PackAnswer]) -> PackTaskScore:
@@ -339,6 +340,7 @@ def summarize_packs(run_id: str, answers: Sequence[PackAnswer],
             overall=proportion(sum(r.correct for r in rows), len(rows)),
             wall_s_total=sum(w for r in rows if (w := _wall_s(r.result)) is not None),
             request_failures=sum(not r.result.ok for r in rows),
+            unconfined_grades=sum(g.confinement == "unconfined" for r in rows for g in r.grades),
         ))
     return out
 
