@@ -102,6 +102,10 @@ def run(
     if plan is not None:
         from rigbench.cli._plan import run_plan
 
+        if allow_unconfined:
+            raise UsageError(f"--allow-unconfined applies to single runs; for {plan} set "
+                             "`allow_unconfined: true` in the plan file (it is recorded with the plan).")
+
         run_plan(plan, resume=resume, out=out, markdown=markdown, allow_untrusted=allow_untrusted)
         return
     console = Console()
