@@ -277,3 +277,21 @@ async def test_repo_task_grade_ignores_the_hook_and_fails_code_that_touches_pyte
         assert not smuggled.passed and "refer(s) to pytest" in smuggled.grade_detail
     finally:
         sb.cleanup()
+
+
+@confined
+def test_symlinks_left_by_sandboxed_code_are_never_followed_by_rigbench(tmp_path: Path) -> None:
+    # Code in the sandbox plants links where rigbench writes its own files next time; rigbench
+    # (root in CI) must replace them, not write through them to the host.
+    victim = tmp_path / "host-file.txt"
+    victim.write_text("host data")
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "tests").mkdir()
+    (work / "tests" / "test_a.py").write_text("def test_a():\n    assert True\n")
+    (work / ".rigbench-pytest.ini").symlink_to(victim)
+    (work / ".tmp").symlink_to(tmp_path)
+    res = run_pytest(work, "tests", FAST, allow_unconfined=False)
+    assert (res.passed, res.failed) == (1, 0), res.output_tail
+    assert victim.read_text() == "host data"
+    assert not (work / ".tmp").is_symlink() and not (work / ".rigbench-pytest.ini").is_symlink()

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from rigbench.sandbox._confine import SANDBOX_DIR
-from rigbench.sandbox._run import Limits, RunOutcome, run_confined, sandbox_python
+from rigbench.sandbox._run import Limits, RunOutcome, own_dir, own_file, run_confined, sandbox_python
 
 __all__ = ["TestOutcome", "run_pytest"]
 
@@ -28,8 +28,8 @@ class TestOutcome(NamedTuple):
 def run_pytest(work: Path, tests_dir: str, limits: Limits, *, allow_unconfined: bool) -> TestOutcome:
     """pytest on `tests_dir` of `work`, with `python -I` (no user site, no PYTHON* variables)."""
     ini = ".rigbench-pytest.ini"
-    (work / ini).write_text(_INI)
-    (work / ".tmp").mkdir(exist_ok=True)
+    own_file(work / ini, _INI)
+    own_dir(work / ".tmp")
     junit = f".tmp/junit-{secrets.token_hex(8)}.xml"
     inside = SANDBOX_DIR if _confined() else str(work)
     run = run_confined(
@@ -48,7 +48,7 @@ def _confined() -> bool:
 
 
 def _junit_counts(path: Path) -> tuple[int, int, list[str]]:
-    if not path.is_file():
+    if path.is_symlink() or not path.is_file():  # a symlink would be the code's forgery
         return 0, 0, []
     try:
         root = ET.parse(path).getroot()

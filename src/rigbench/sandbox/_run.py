@@ -57,6 +57,23 @@ def sandbox_python(site_packages: bool) -> str:
     return sys.executable if site_packages else os.path.realpath(sys.executable)
 
 
+def own_dir(path: Path) -> None:
+    """Make `path` a real directory again. Code that ran in the work dir before may have left a
+    symlink there, and rigbench (possibly root) must never write or read through it."""
+    if path.is_symlink() or (path.exists() and not path.is_dir()):
+        path.unlink()
+    path.mkdir(exist_ok=True)
+
+
+def own_file(path: Path, text: str) -> None:
+    """Write rigbench's own file in the work dir, replacing (not following) whatever is there."""
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.exists():
+        shutil.rmtree(path)
+    path.write_text(text)
+
+
 def _user_tasks(uid: int) -> int:
     n = 0
     for pid in os.listdir("/proc"):
@@ -93,7 +110,7 @@ def run_confined(argv: list[str], work: Path, limits: Limits, *, allow_unconfine
     appended: a file outside `work` that only the harness is meant to write, read back afterwards.
     """
     conf = require_confinement(allow_unconfined)
-    (work / ".tmp").mkdir(exist_ok=True)
+    own_dir(work / ".tmp")
     pass_fds: list[int] = []
     userns: int | None = None
     with contextlib.ExitStack() as stack:

@@ -106,7 +106,7 @@ class Workdir:
             if p.is_dir() or _ours(Path(rel)):
                 continue
             orig = pristine / rel
-            if p.is_symlink():
+            if p.is_symlink() or self.root not in p.resolve().parents:
                 left.append(f"{rel} (symlink)")
                 continue
             if orig.is_file() and orig.read_bytes() == p.read_bytes():
