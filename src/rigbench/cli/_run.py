@@ -140,6 +140,10 @@ def run(
                                     repetitions=repetitions, warmup=warmup, concurrency=conc)
     if allow_unconfined and "agent" in settings:
         settings["agent"]["allow_unconfined"] = True
+    if "tasks" in settings.get("agent", {}).get("parts", []):
+        from rigbench.sandbox import require_confinement
+
+        require_confinement(allow_unconfined)  # before the engine starts
     llama_cfg = None
     if not endpoint:
         need = max((sc["input_tokens"] + sc["output_tokens"]
