@@ -295,3 +295,31 @@ def test_symlinks_left_by_sandboxed_code_are_never_followed_by_rigbench(tmp_path
     assert (res.passed, res.failed) == (1, 0), res.output_tail
     assert victim.read_text() == "host data"
     assert not (work / ".tmp").is_symlink() and not (work / ".rigbench-pytest.ini").is_symlink()
+
+
+async def test_agent_tasks_refuse_without_a_sandbox_and_mark_unconfined_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from rigbench.sandbox import _confine, _run
+    from rigbench.suites._context import RigInfo, SuiteContext
+    from rigbench.suites.agent import AgentSuite
+    from rigbench.suites.agent._tasks import RepoTaskSuite, load_task
+
+    monkeypatch.setattr(_run, "confinement", lambda: _confine.Confinement("unconfined", "no bwrap here"))
+    rig = RigInfo(engine="llamacpp", model="m", base_url="http://x/v1", server_root="http://x")
+    ctx = SuiteContext(client=None, writer=None, rig=rig, settings={"parts": ["tasks"]})  # type: ignore[arg-type]
+    with pytest.raises(SandboxUnavailable, match="--allow-unconfined"):
+        await AgentSuite().run(ctx)  # refused before any request: the client is None
+    task = load_task("cart_bugs")
+    suite = RepoTaskSuite()
+    suite.allow_unconfined = True
+    sb = Workdir.copy_of(task.path / "project")
+    try:
+        before = run_pytest(sb.root, "tests", Limits(), allow_unconfined=True)
+        rec = await suite._grade_repo_fix(task, sb, before, dict(
+            unit_id="u", task="cart_bugs", trial=0, stop_reason="model_stopped", turns=[], wall_s=0.0,
+            transcript_blob="t", refused_paths=0))
+    finally:
+        sb.cleanup()
+    assert rec.tests_failed_after == 5 and not rec.passed
+    assert rec.sandbox["confinement"] == "unconfined" and "UNCONFINED" in rec.sandbox["network"]

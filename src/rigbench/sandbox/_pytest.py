@@ -7,7 +7,6 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import NamedTuple
 
-from rigbench.sandbox._confine import SANDBOX_DIR
 from rigbench.sandbox._run import Limits, RunOutcome, own_dir, own_file, run_confined, sandbox_python
 
 __all__ = ["TestOutcome", "run_pytest"]
@@ -31,20 +30,13 @@ def run_pytest(work: Path, tests_dir: str, limits: Limits, *, allow_unconfined: 
     own_file(work / ini, _INI)
     own_dir(work / ".tmp")
     junit = f".tmp/junit-{secrets.token_hex(8)}.xml"
-    inside = SANDBOX_DIR if _confined() else str(work)
     run = run_confined(
         [sandbox_python(True), "-I", "-m", "pytest", "-q", "-p", "no:cacheprovider", "-c", ini,
-         "--rootdir", inside, f"--junitxml={junit}", tests_dir],
+         "--rootdir", ".", f"--junitxml={junit}", tests_dir],  # cwd: the work dir, confined or not
         work, limits, allow_unconfined=allow_unconfined, site_packages=True,
     )
     passed, failed, ids = _junit_counts(work / junit)
     return TestOutcome(passed, failed, ids, run.output[-3000:], run)
-
-
-def _confined() -> bool:
-    from rigbench.sandbox._confine import confinement
-
-    return confinement().kind == "bwrap"
 
 
 def _junit_counts(path: Path) -> tuple[int, int, list[str]]:
