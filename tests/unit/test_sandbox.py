@@ -323,3 +323,14 @@ async def test_agent_tasks_refuse_without_a_sandbox_and_mark_unconfined_runs(
         sb.cleanup()
     assert rec.tests_failed_after == 5 and not rec.passed
     assert rec.sandbox["confinement"] == "unconfined" and "UNCONFINED" in rec.sandbox["network"]
+
+
+def test_public_surface() -> None:
+    import rigbench.sandbox as sb
+
+    assert sorted(sb.__all__) == sorted([
+        "GRADER_NEVER_COPIES", "CaseOutcome", "Confinement", "FunctionResult", "Limits", "PathRefused",
+        "RunOutcome", "SandboxUnavailable", "TestOutcome", "Workdir", "confinement", "require_confinement",
+        "run_confined", "run_function_tests", "run_pytest", "same_json",
+    ])
+    assert all(hasattr(sb, name) for name in sb.__all__)
