@@ -12,11 +12,12 @@ inflates. A miss fails on a quiet machine, and fails on any machine when the cli
 than a core; a miss on a busy machine by a client with a sustainable load skips with the figures.
 Noise only adds delay, so up to three attempts are made and any pass counts.
 
-Figures behind the thresholds, measured on the shared 2-core box (load average 13-14, probes
-saw a CPU share of 0.2 and wake-up p99 of 3.5-8 ms), 2026-11-30:
-healthy client own load 0.06 (1 stream), 0.2-0.5 (64), 0.7-0.9 (512; with connection set-up
-excluded); with 300 us of CPU work per SSE event: 1.8 (64) and 3.7 (512). A quiet machine shows
-CPU share ~1.0 and wake-up p99 below 0.2 ms.
+Figures behind the thresholds, measured on the shared 2-core box (load average 13-18, probes
+saw a CPU share of 0.1-0.2 and wake-up p99 of 1.5-30 ms), 2026-11-30: healthy client own load
+0.03-0.06 (1 stream), 0.15-0.5 (64), 0.5-0.9 (512; connection set-up excluded); with 300 us of
+CPU work per SSE event: 1.8-2.2 (64) and about 3.7 (512). On a quiet 16-core host the healthy
+client's CPU is 0.4-0.6 of the wall time at 512 streams (docs/benchmarks.md). A quiet machine
+shows CPU share ~1.0 and wake-up p99 below 0.2 ms. MAX_OWN_LOAD is 1.5.
 """
 
 from __future__ import annotations
@@ -153,8 +154,11 @@ def _slowed(per_event_s: float) -> Callable[[_http.HttpConnection, bytes], None]
 def test_a_slowed_client_fails_the_check_on_a_busy_machine_too(
     emu: EmulatorProcess, loop: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The adversary: a client that does 300 us of work per event. It must be *failed*, never
-    # excused as machine noise, whatever the neighbours are doing.
+    # The adversary: a client that does 300 us of work per event (issue 11: 300 us per read gave
+    # a TTFT error p99 of 166 ms). It must be *failed*, never excused as machine noise, whatever
+    # the neighbours are doing. At 64 streams it burns at least 1536 x 0.3 ms = 0.46 s of CPU over
+    # a 0.26 s schedule: an own load of 1.77 or more however busy the machine (CPU time, not wall
+    # time), above MAX_OWN_LOAD; 64 rather than 512 streams keeps its CPU cost small.
     monkeypatch.setattr(_http.HttpConnection, "data_received", _slowed(0.0003))
     verdicts = _measure(emu, 64, {}, loop)
     v = _overall(verdicts)
@@ -171,6 +175,7 @@ def test_judge_rules() -> None:
     # A probe starved *during* the run would have called this machine busy; idle-time probes did not.
     assert judge_accuracy(rep, quiet, quiet, bound_s=BOUND_S, client_cpu_s=0.1, schedule_s=1).kind == "fail"
     assert judge_accuracy(rep, quiet, busy, bound_s=BOUND_S, client_cpu_s=0.1, schedule_s=1).kind == "too_noisy"
-    assert judge_accuracy(rep, busy, busy, bound_s=BOUND_S, client_cpu_s=1.5, schedule_s=1).kind == "fail"
+    assert judge_accuracy(rep, busy, busy, bound_s=BOUND_S, client_cpu_s=0.9, schedule_s=1).kind == "too_noisy"
+    assert judge_accuracy(rep, busy, busy, bound_s=BOUND_S, client_cpu_s=1.6, schedule_s=1).kind == "fail"
     ok = rep.model_copy(update={"ttft_err_p99_s": 0.0009})
-    assert judge_accuracy(ok, busy, busy, bound_s=BOUND_S, client_cpu_s=1.5, schedule_s=1).kind == "pass"
+    assert judge_accuracy(ok, busy, busy, bound_s=BOUND_S, client_cpu_s=1.6, schedule_s=1).kind == "pass"

@@ -19,10 +19,11 @@ Two separate measurements here:
 
 Verdict: **pass** when TTFT and ITL errors are within the bound at p99. A miss **fails** when the
 machine was quiet both before and after (CPU share >= 0.9 and wake-up p99 <= half the bound) or
-when the client's own load exceeds 1.0; otherwise it is **too_noisy** (the test skips with the
-figures). Why 1.0 and not lower: a healthy client's own load measured on this 2-core box is
-0.1-0.5 at 512 streams (tests/unit/test_accuracy.py records the figures); one that does 300 us
-of CPU work per read is at 2-4.
+when the client's own load exceeds MAX_OWN_LOAD; otherwise it is **too_noisy** (the test skips
+with the figures). Figures behind 1.5 (tests/unit/test_accuracy.py): a healthy client's own load
+is 0.4-0.6 at 512 streams on a quiet 16-core host and up to 0.9 on the shared 2-core box at load
+average 18; one that does 300 us of CPU work per event is at 1.8-2.2 at 64 streams (at least 1.77 by
+construction) and about 3.7 at 512.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from rigbench.testing._accuracy import AccuracyReport
 
 __all__ = ["MAX_OWN_LOAD", "AccuracyVerdict", "MachineNoise", "judge_accuracy", "measure_noise", "own_load"]
 
-MAX_OWN_LOAD = 1.0
+MAX_OWN_LOAD = 1.5
 QUIET_CPU_SHARE = 0.9
 
 _PROBE = r"""
