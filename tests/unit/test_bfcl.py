@@ -201,7 +201,14 @@ def variants(item: BFCLItem) -> list[tuple[str, list[dict[str, Any]]]]:
         out.append(("wrong type", calls([(n0, {**p0, k: _wrong_type(p0[k])}), *full[1:]])))
         out.append(("missing param", calls([(n0, {q: v for q, v in p0.items() if q != k}), *full[1:]])))
     out.append(("extra param", calls([(n0, {**p0, "rigbench_extra": 1}), *full[1:]])))
+    out.append(("strings upper-cased", calls([(n, {q: v.upper() if isinstance(v, str) else v for q, v in p.items()})
+                                            for n, p in full])))
+    out.append(("integral floats sent as int", calls([
+        (n, {q: int(v) if isinstance(v, float) and v.is_integer() else v for q, v in p.items()}) for n, p in full])))
     out.append(("wrong name", [_call(sent_name(n0) + "_v2", p0), *calls(full[1:])]))
+    other = next((f["name"] for f in item.functions if f["name"] != n0), None)
+    if other is not None:
+        out.append(("another offered function", [_call(sent_name(other), p0), *calls(full[1:])]))
     out.append(("dotted name", calls(full, rename=lambda n: n if "." in n else "pkg." + n)))
     out.append(("undecodable args", [_call(sent_name(n0), {}, raw='{"a": '), *calls(full[1:])]))
     out.append(("no call", []))
@@ -235,13 +242,18 @@ def test_agreement_with_bfcl_ast_checker(oracle) -> None:  # type: ignore[no-unt
             for kind, tool_calls in variants(item):
                 want = bfcl_valid(oracle, item, tool_calls)
                 got = grade_tool_calls(item, tool_calls)[1].valid
-                row = by_kind.setdefault(kind, [0, 0, 0])
+                row = by_kind.setdefault(kind, [0, 0, 0, 0])
                 row[0] += 1
                 row[1 if got == want else 2] += 1
+                row[3] += want
                 n += 1
                 if got != want:
                     disagree.append(f"{item.item_id} [{kind}]: BFCL {want}, rigbench {got}")
-    table = "\n".join(f"{k:32} {v[0]:6} agree {v[1]:6} differ {v[2]:4}" for k, v in by_kind.items())
+    table = "\n".join(f"{k:32} {v[0]:6} BFCL-valid {v[3]:6} agree {v[1]:6} differ {v[2]:4}"
+                      for k, v in by_kind.items())
     print(f"\nBFCL agreement: {n - len(disagree)}/{n}\n{table}")
     assert n >= 1000
+    # The oracle really discriminates: right answers mostly valid, wrong names never.
+    assert by_kind["correct"][3] >= 0.95 * by_kind["correct"][0]
+    assert by_kind["wrong name"][3] == by_kind["dotted name"][3] == by_kind["no call"][3] == 0
     assert not disagree, f"{len(disagree)} of {n} differ from BFCL:\n" + "\n".join(disagree[:40])
