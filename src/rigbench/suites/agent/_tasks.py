@@ -5,9 +5,9 @@ compared with the known one), never by what the model claims. A repo fix is grad
 copy of the project into which only the changed files the task allows (`allowed_changes` globs in
 task.json) are copied; conftest.py, pytest/packaging config, sitecustomize and .pth files never
 are, and a changed file that refers to pytest or JUnit fails the grade (code under test has no
-business touching the test runner). Every run, the model's own `run_tests` included, is sandboxed. A trial stops when the model
-answers without a call, at `max_turns`, or when it repeats the same calls `repeat_limit` turns
-in a row.
+business touching the test runner). Every run, the model's own `run_tests` included, is
+sandboxed (rigbench.sandbox). A trial stops when the model answers without a call, at
+`max_turns`, or when it repeats the same calls `repeat_limit` turns in a row.
 """
 
 from __future__ import annotations
@@ -219,7 +219,7 @@ class RepoTaskSuite:
                     stop = "model_stopped"
                     break
                 for c in calls:
-                    result, submitted = await self._dispatch(fs, sandbox, c)
+                    result, submitted = await self._dispatch(fs, sandbox, c, task)
                     messages.append({"role": "tool", "tool_call_id": c["id"], "content": result})
                     if submitted is not None:
                         answer = submitted
@@ -263,7 +263,7 @@ class RepoTaskSuite:
                 sandbox.cleanup()
 
     async def _dispatch(
-        self, fs: _PseudoFS | Workdir, sandbox: Workdir | None, call: dict[str, Any]
+        self, fs: _PseudoFS | Workdir, sandbox: Workdir | None, call: dict[str, Any], task: AgentTask
     ) -> tuple[str, dict[str, Any] | None]:
         """Run one tool call; the model's mistakes come back to it as an error string."""
         name = (call.get("function") or {}).get("name")
@@ -278,7 +278,7 @@ class RepoTaskSuite:
             if name == "write_file" and sandbox is not None:
                 return sandbox.write_file(str(args.get("path", "")), str(args.get("content", ""))), None
             if name == "run_tests" and sandbox is not None:
-                out = await asyncio.to_thread(self._pytest, sandbox, None)
+                out = await asyncio.to_thread(self._pytest, sandbox, task)
                 return f"{out.passed} passed, {out.failed} failed\n{out.output_tail[-2000:]}", None
             if name == "report_root_cause" and isinstance(fs, _PseudoFS):
                 return "recorded", args
@@ -286,8 +286,8 @@ class RepoTaskSuite:
             return f"error: {e}", None
         return f"error: unknown tool {name!r}", None
 
-    def _pytest(self, work: Workdir, task: AgentTask | None) -> TestOutcome:
-        tests = str((task.spec if task else {}).get("tests_dir", "tests"))
+    def _pytest(self, work: Workdir, task: AgentTask) -> TestOutcome:
+        tests = str(task.spec.get("tests_dir", "tests"))
         return run_pytest(work.root, tests, self.limits, allow_unconfined=self.allow_unconfined)
 
     async def _grade_repo_fix(self, task: AgentTask, work: Workdir, before: TestOutcome,
