@@ -59,7 +59,7 @@ def bwrap_argv(bwrap: str, work: Path, *, userns_fd: int | None, site_packages: 
     """The bwrap command line that confines a program to `work` (mounted at SANDBOX_DIR)."""
     argv = [bwrap]
     if userns_fd is None:
-        argv += ["--unshare-user"]
+        argv += ["--unshare-user", "--disable-userns"]  # no nested user namespaces either
     else:
         argv += ["--userns", str(userns_fd), "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
     argv += [
