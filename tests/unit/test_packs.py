@@ -168,3 +168,21 @@ async def test_pack_suite_end_to_end_and_user_pack(tmp_path: Path) -> None:
     assert [g.grader for g in cap.grades if not g.passed] == ["max_chars", "regex"]
     assert client.bodies[-1]["max_tokens"] == 77 and "reasoning_effort" not in client.bodies[-1]
     assert len({a.unit_id for a in answers}) == len(answers) == 10
+
+
+async def test_unconfined_code_grades_are_flagged_in_the_pack_report() -> None:
+    from rigbench.analysis._quality import summarize_packs
+    from rigbench.report._quality import _pack
+    from rigbench.suites.quality._pack_suite import grade_task
+
+    task = next(t for t in load_pack("multilingual").tasks if t.id == "en_dedup_sort")
+    answer = await grade_task(task, _result("def dedup_sort(nums):\n    return sorted(set(nums))\n"),
+                              suite="packs", pack="multilingual", unit_id="u", effort=None, repetition=0,
+                              allow_unconfined=True)
+    grade = answer.grades[0]
+    if confinement().kind == "bwrap":  # confined here: the mark says so and the report is silent
+        assert grade.confinement == "bwrap"
+        assert not any("unconfined" in n for n in _pack(summarize_packs("r", [answer])[0]).notes)
+        answer = answer.model_copy(update={"grades": [grade.model_copy(update={"confinement": "unconfined"})]})
+    notes = _pack(summarize_packs("r", [answer])[0]).notes
+    assert any("1 code grade(s) ran unconfined" in n for n in notes), notes
