@@ -334,3 +334,20 @@ def test_public_surface() -> None:
         "run_confined", "run_function_tests", "run_pytest", "same_json",
     ])
     assert all(hasattr(sb, name) for name in sb.__all__)
+
+
+@confined
+def test_wall_limit_kills_detached_children_too(tmp_path: Path) -> None:
+    import secrets
+    import subprocess
+    import time
+
+    name = f"detach-{secrets.token_hex(6)}.py"
+    (tmp_path / name).write_text("import os, time\nif os.fork() == 0:\n    os.setsid()\n    time.sleep(60)\n"
+                                 "time.sleep(60)\n")
+    out = run_confined([sandbox_python(False), "-I", "-S", name], tmp_path, FAST._replace(wall_s=1.0),
+                       allow_unconfined=False)
+    assert out.timed_out
+    time.sleep(0.3)
+    left = subprocess.run(["pgrep", "-f", name], capture_output=True, text=True).stdout
+    assert not left.strip(), f"sandboxed processes survived the wall-time kill: {left}"
