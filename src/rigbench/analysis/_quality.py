@@ -432,6 +432,10 @@ def summarize_effort(run_id: str, answers: Sequence[PackAnswer],
             if lv.request_failures:
                 warnings.append(f"effort {lv.effort!r}: {lv.request_failures} request(s) failed; the server "
                                 "may not accept this level")
+        unconfined = sum(g.confinement == "unconfined" for r in rows for g in r.grades)
+        if unconfined:
+            warnings.append(f"{unconfined} code grade(s) ran unconfined (--allow-unconfined): the model's code "
+                            "could read and write this machine and reach the network")
         reps = {r.repetition for r in rows}
         if len(reps) < 3:
             warnings.append("one repetition per level: differences between levels below ~20% of wall time "
