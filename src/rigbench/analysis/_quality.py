@@ -304,6 +304,7 @@ class PackSummary(BaseModel):
     overall: Proportion
     wall_s_total: float
     request_failures: int
+    unconfined_grades: int = 0  # code grades run without the sandbox (--allow-unconfined)
 
 
 def _task_score(task_id: str, rows: list[PackAnswer]) -> PackTaskScore:
@@ -344,6 +345,7 @@ def summarize_packs(run_id: str, answers: Sequence[PackAnswer],
             overall=proportion(sum(r.correct for r in rows), len(rows)),
             wall_s_total=sum(w for r in rows if (w := _wall_s(r.result)) is not None),
             request_failures=sum(not r.result.ok for r in rows),
+            unconfined_grades=sum(g.confinement == "unconfined" for r in rows for g in r.grades),
         ))
     return out
 
@@ -435,6 +437,10 @@ def summarize_effort(run_id: str, answers: Sequence[PackAnswer],
             if lv.request_failures:
                 warnings.append(f"effort {lv.effort!r}: {lv.request_failures} request(s) failed; the server "
                                 "may not accept this level")
+        unconfined = sum(g.confinement == "unconfined" for r in rows for g in r.grades)
+        if unconfined:
+            warnings.append(f"{unconfined} code grade(s) ran unconfined (--allow-unconfined): the model's code "
+                            "could read and write this machine and reach the network")
         reps = {r.repetition for r in rows}
         if len(reps) < 3:
             warnings.append("one repetition per level: differences between levels below ~20% of wall time "

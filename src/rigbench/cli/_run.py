@@ -71,6 +71,9 @@ def run(
     label: Annotated[str, typer.Option(help="Label used in the run directory's name.")] = "run",
     seed: Annotated[int, typer.Option(help="Seed for prompts and sampling.")] = 0,
     allow_untrusted: Annotated[bool, typer.Option(help="Exit 0 even when the run is marked untrusted.")] = False,
+    allow_unconfined: Annotated[bool, typer.Option(help="Run model-written code (code packs, agent tasks) even "
+                                                   "where bubblewrap cannot confine it; results are marked "
+                                                   "'unconfined'.")] = False,
     no_sanity: Annotated[bool, typer.Option("--no-sanity", help="Skip the known-answer gate (the run is then "
                                             "marked untrusted).")] = False,
     sanity_max_tokens: Annotated[int, typer.Option(min=8, help="Token budget per known-answer question (room for "
@@ -99,6 +102,10 @@ def run(
     if plan is not None:
         from rigbench.cli._plan import run_plan
 
+        if allow_unconfined:
+            raise UsageError(f"--allow-unconfined applies to single runs; for {plan} set "
+                             "`allow_unconfined: true` in the plan file (it is recorded with the plan).")
+
         run_plan(plan, resume=resume, out=out, markdown=markdown, allow_untrusted=allow_untrusted)
         return
     console = Console()
@@ -124,11 +131,19 @@ def run(
     if pack:
         options["packs"]["packs"] = list(pack)
         options["effort"]["pack"] = pack[0]
+    if allow_unconfined:
+        options["packs"]["allow_unconfined"] = options["effort"]["allow_unconfined"] = True
     if effort_levels:
         options["effort"]["levels"] = [x.strip() for x in effort_levels.split(",") if x.strip()]
     suites, settings = build_suites(names, suite_options=options, profile=profile,
                                     scenarios=[s.strip() for s in scenarios.split(",")] if scenarios else None,
                                     repetitions=repetitions, warmup=warmup, concurrency=conc)
+    if allow_unconfined and "agent" in settings:
+        settings["agent"]["allow_unconfined"] = True
+    if "tasks" in settings.get("agent", {}).get("parts", []):
+        from rigbench.sandbox import require_confinement
+
+        require_confinement(allow_unconfined)  # before the engine starts
     llama_cfg = None
     if not endpoint:
         need = max((sc["input_tokens"] + sc["output_tokens"]

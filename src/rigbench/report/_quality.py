@@ -98,6 +98,9 @@ def _pack(p: PackSummary) -> _Section:
     notes = [f"{t.task_id}: {t.first_failure}" for t in p.tasks if t.first_failure]
     if p.request_failures:
         notes.append(f"Warning: {p.request_failures} request(s) failed (counted wrong).")
+    if p.unconfined_grades:
+        notes.append(f"Warning: {p.unconfined_grades} code grade(s) ran unconfined (--allow-unconfined): the "
+                     "model's code could read and write this machine and reach the network.")
     return _Section(f"Task pack {p.pack} (medians over repetitions)", head, rows, notes, left_cols=4)
 
 
