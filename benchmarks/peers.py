@@ -274,7 +274,7 @@ def _llama_truth(lines: list[tuple[int, str]]) -> Truth:
         if n < OUTPUT_TOKENS - 1:  # a validation probe, not a measured request
             continue
         t.ttft_s.append(float(pms) / 1e3)
-        t.itl_mean_s.append(float(ems) / 1e3 / n)  # llama.cpp's predicted_per_token_ms
+        t.itl_mean_s.append(float(ems) / 1e3 / (n - 1))  # predicted_ms spans the tokens after the first
         t.prompt_tokens.append(int(ptok))
         t.events += n + 3
     stamps = [ns for ns, ln in lines if "prompt eval time" in ln or "launch_slot" in ln or "release" in ln]
