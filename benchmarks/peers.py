@@ -121,6 +121,8 @@ class Per:
         self.itl_mean_s: list[float] = []  # the tool's per-request ITL (GuideLLM, AIPerf, rigbench)
         self.itl_gaps_s: list[float] = []  # pooled per-gap ITL (vLLM's definition; rigbench too)
         self.prompt_tokens: list[int] = []  # what the tool believed it sent
+        self.first_chunk_mono_ns: list[int] = []  # the tool's first-chunk stamps on CLOCK_MONOTONIC
+        self.first_chunk_wall_ns: list[int] = []  # ... or on the wall clock (converted by _WALL)
 
 
 def _read_rigbench(out: Path) -> Per:
@@ -135,6 +137,7 @@ def _read_rigbench(out: Path) -> Per:
                 continue
             t = request_timing(r, output_tokens_target=d["output_tokens_target"])
             p.ttft_s.append((r.chunk_ns[0] - r.sent_ns) / 1e9)
+            p.first_chunk_mono_ns.append(r.chunk_ns[0])
             if t.output_tokens > 1:
                 p.itl_mean_s.append((r.chunk_ns[-1] - r.chunk_ns[0]) / 1e9 / (t.output_tokens - 1))
             p.itl_gaps_s.extend(t.itl_s)
@@ -150,6 +153,9 @@ def _read_guidellm(out: Path) -> Per:
         for r in reqs.get("successful", []) if isinstance(reqs, dict) else []:
             if r.get("time_to_first_token_ms") is not None:
                 p.ttft_s.append(r["time_to_first_token_ms"] / 1e3)
+            ft = ((r.get("info") or {}).get("timings") or {}).get("first_token_iteration")
+            if isinstance(ft, (int, float)):
+                p.first_chunk_wall_ns.append(int(ft * 1e9))  # time.time() seconds
             if r.get("inter_token_latency_ms") is not None:
                 p.itl_mean_s.append(r["inter_token_latency_ms"] / 1e3)
             if r.get("prompt_tokens") is not None:
@@ -169,6 +175,9 @@ def _read_aiperf(out: Path) -> Per:
                               ("time_to_first_token", "inter_token_latency", "input_sequence_length"))
             if ttft is not None:
                 p.ttft_s.append(ttft / 1e3)  # AIPerf exports milliseconds
+                start = (d.get("metadata") or {}).get("request_start_ns")  # time.time_ns()
+                if isinstance(start, int):
+                    p.first_chunk_wall_ns.append(start + int(ttft * 1e6))
             if itl is not None:
                 p.itl_mean_s.append(itl / 1e3)
             if isl is not None:
@@ -207,6 +216,7 @@ class Truth:
         self.itl_mean_s: list[float] = []
         self.itl_gaps_s: list[float] = []
         self.prompt_tokens: list[int] = []
+        self.first_chunk_ns: list[int] = []  # the emulator's first-chunk writes (CLOCK_MONOTONIC)
         self.events = 0
         self.window_ns: tuple[int, int] | None = None
 
@@ -219,6 +229,7 @@ def _emulator_truth(emu: EmulatorProcess) -> Truth:
         if not r.stream or not r.chunk_ns or r.output_tokens < OUTPUT_TOKENS:
             continue
         t.ttft_s.append((r.chunk_ns[0] - r.received_ns) / 1e9)
+        t.first_chunk_ns.append(r.chunk_ns[0])
         n = r.output_tokens
         t.itl_mean_s.append((r.chunk_ns[-1] - r.chunk_ns[0]) / 1e9 / (n - 1))
         for i in range(1, len(r.chunk_ns)):
@@ -333,6 +344,36 @@ class CpuSampler:
 # --- one measurement ---
 
 
+def _wall_minus_mono_ns() -> int:
+    """time.time_ns() - perf_counter_ns(), from the closest of a few paired readings."""
+    best: tuple[int, int] | None = None
+    for _ in range(20):
+        a = time.perf_counter_ns()
+        w = time.time_ns()
+        b = time.perf_counter_ns()
+        if best is None or b - a < best[0]:
+            best = (b - a, w - (a + b) // 2)
+    assert best is not None
+    return best[1]
+
+
+def _stamp_err(per: Per, truth: Truth, wall_offset_ns: int) -> dict[str, float | None]:
+    """First-chunk stamp minus the emulator's first-chunk write, requests matched in time order.
+
+    This is the TTFT error with the client's own send as the start (the emulator reads requests
+    late under load, which is TTFT, not error). The peers export no id the emulator knows, so
+    sorted stamps are paired with sorted writes: when errors exceed the spacing between requests
+    this pairing understates them (it favours the tool), never overstates.
+    """
+    mono = per.first_chunk_mono_ns or [w - wall_offset_ns for w in per.first_chunk_wall_ns]
+    if not mono or not truth.first_chunk_ns or len(mono) != len(truth.first_chunk_ns):
+        return {"p50_ms": None, "p99_ms": None, "n": len(mono)}
+    d = np.array(sorted(mono), dtype=np.float64) - np.array(sorted(truth.first_chunk_ns), dtype=np.float64)
+    return {"p50_ms": round(float(np.percentile(np.abs(d), 50)) / 1e6, 3),
+            "p99_ms": round(float(np.percentile(np.abs(d), 99)) / 1e6, 3),
+            "min_ms": round(float(d.min()) / 1e6, 3), "n": len(mono)}
+
+
 def _q(xs: list[float], p: float) -> float | None:
     return float(np.percentile(xs, p)) if xs else None
 
@@ -360,6 +401,7 @@ def _one(tool: str, target: str, streams: int, args: argparse.Namespace, llama: 
     n = _requests_for(streams)
     out = Path(tempfile.mkdtemp(prefix=f"peers-{tool}-"))
     emu = None
+    truth_dump: dict[str, Any] | None = None
     try:
         if target == "emulator":
             script = EmulatorScript(ttft=Delay(dist="uniform", mean_ms=30, jitter_ms=10),
@@ -388,6 +430,7 @@ def _one(tool: str, target: str, streams: int, args: argparse.Namespace, llama: 
         sampler.stop()
         wall = time.perf_counter() - t0
         truth = _emulator_truth(emu) if emu is not None else _llama_truth(watch.stop() if watch else [])
+        truth_dump = {k: v for k, v in vars(truth).items()}
         row: dict[str, Any] = {"tool": tool, "target": target, "streams": streams, "requests_asked": n,
                                "rc": proc.returncode, "wall_s": round(wall, 2),
                                "loadavg_1m": [round(load0, 2), round(os.getloadavg()[0], 2)]}
@@ -408,6 +451,7 @@ def _one(tool: str, target: str, streams: int, args: argparse.Namespace, llama: 
         row.update({
             "requests_reported": len(per.ttft_s), "requests_truth": reqs, "events_truth": truth.events,
             "ttft_err": _err(per.ttft_s, truth.ttft_s), "itl_definition": itl_def,
+            "stamp_err": _stamp_err(per, truth, _wall_minus_mono_ns()) if target == "emulator" else None,
             "itl_err": _err(itl_tool, itl_truth),
             "truth_ttft_p50_ms": round((_q(truth.ttft_s, 50) or 0) * 1e3, 3),
             "truth_itl_p50_ms": round((_q(itl_truth, 50) or 0) * 1e3, 3),
@@ -426,6 +470,11 @@ def _one(tool: str, target: str, streams: int, args: argparse.Namespace, llama: 
     finally:
         if emu is not None:
             emu.stop()
+        if args.keep:  # the tool's own output and the truth, to re-read later
+            dest = Path(args.keep) / f"{target}-c{streams}-{tool}-{int(time.time())}"
+            shutil.copytree(out, dest, dirs_exist_ok=True)
+            if truth_dump is not None:
+                (dest / "truth.json").write_text(json.dumps(truth_dump))
         shutil.rmtree(out, ignore_errors=True)
 
 
@@ -471,6 +520,7 @@ def main() -> None:
     p.add_argument("--model-file", default="")
     p.add_argument("--port", type=int, default=18431)
     p.add_argument("--json", default="")
+    p.add_argument("--keep", default="", help="keep each tool's output and the truth under this directory")
     args = p.parse_args()
     tools = [t for t in args.tools.split(",") if t]
     missing = {t: "not installed under " + str(PEERS) for t in tools if t != "rigbench" and _peer_bin(t) is None}
@@ -510,9 +560,9 @@ def _table(results: dict[str, Any]) -> str:
     rows: dict[tuple[str, int], list[dict[str, Any]]] = {}
     for r in results["runs"]:
         rows.setdefault((r["tool"], r["streams"]), []).append(r)
-    lines = ["| tool | streams | n ok | TTFT err p50 / p99 ms | ITL err p50 / p99 ms (definition) | prompt tokens "
+    lines = ["| tool | streams | n ok | first-chunk stamp err p50 / p99 ms | TTFT err p50 / p99 ms | ITL err p50 / p99 ms (definition) | prompt tokens "
              "tool / server | CPU ms/request | CPU µs/event | events per CPU-s | load |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
 
     def med(rs: list[dict[str, Any]], *keys: str) -> str:
         xs = []
@@ -532,7 +582,8 @@ def _table(results: dict[str, Any]) -> str:
         itl_def = ok[0]["itl_definition"] if ok else "–"
         loads = [x for r in rs for x in r.get("loadavg_1m", [])]
         lines.append(
-            f"| {tool} | {streams} | {len(ok)}/{len(rs)} | {med(ok, 'ttft_err', 'p50_ms')} / {med(ok, 'ttft_err', 'p99_ms')} "
+            f"| {tool} | {streams} | {len(ok)}/{len(rs)} | {med(ok, 'stamp_err', 'p50_ms')} / {med(ok, 'stamp_err', 'p99_ms')} "
+            f"| {med(ok, 'ttft_err', 'p50_ms')} / {med(ok, 'ttft_err', 'p99_ms')} "
             f"| {med(ok, 'itl_err', 'p50_ms')} / {med(ok, 'itl_err', 'p99_ms')} ({itl_def}) "
             f"| {med(ok, 'prompt_tokens_tool_median')} / {med(ok, 'prompt_tokens_server_median')} "
             f"| {med(ok, 'cpu_ms_per_request')} | {med(ok, 'cpu_us_per_event')} | {med(ok, 'events_per_cpu_s')} "
