@@ -442,7 +442,7 @@ def _one(tool: str, target: str, streams: int, args: argparse.Namespace, llama: 
         except (OSError, ValueError, KeyError) as e:
             row["error"] = f"could not read {tool}'s output: {e!r}; log tail: {(log or '')[-800:]}"
             return row
-        total_cpu = sum(s for s in [sampler.samples[-1][1]] if sampler.samples) if sampler.samples else 0.0
+        total_cpu = sampler.samples[-1][1] if sampler.samples else 0.0
         win_cpu = sampler.cpu_in(truth.window_ns) if truth.window_ns and sampler.samples else None
         reqs = len(truth.ttft_s)
         itl_tool, itl_truth, itl_def = (
