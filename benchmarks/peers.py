@@ -554,6 +554,43 @@ def main() -> None:
             llama["proc"].terminate()
             llama["proc"].wait(timeout=30)
     print(_table(results))
+    print("\n".join(_goal(results)))
+
+
+def _goal(results: dict[str, Any]) -> list[str]:
+    """The issue's goal, per stream count: rigbench's timing error lowest of all tools run, and
+    its client CPU per request at most a third of the best peer's (medians over rounds)."""
+    def med(tool: str, streams: int, *keys: str) -> float | None:
+        xs = []
+        for r in results["runs"]:
+            if r["tool"] != tool or r["streams"] != streams or "error" in r:
+                continue
+            v: Any = r
+            for k in keys:
+                v = v.get(k) if isinstance(v, dict) else None
+            if isinstance(v, (int, float)):
+                xs.append(abs(float(v)))
+        return statistics.median(xs) if xs else None
+
+    out = []
+    tools = sorted({r["tool"] for r in results["runs"]})
+    peers = [t for t in tools if t != "rigbench"]
+    for streams in sorted({r["streams"] for r in results["runs"]}):
+        verdicts = []
+        for keys, name in ((("stamp_err", "p50_ms"), "stamp p50"), (("stamp_err", "p99_ms"), "stamp p99"),
+                           (("itl_err", "p50_ms"), "|ITL err| p50"), (("itl_err", "p99_ms"), "|ITL err| p99")):
+            ours = med("rigbench", streams, *keys)
+            best = min((x for x in (med(t, streams, *keys) for t in peers) if x is not None), default=None)
+            if ours is None or best is None:
+                continue
+            verdicts.append(f"{name} {'lowest' if ours <= best else 'NOT lowest'} ({ours:.3f} vs best peer {best:.3f} ms)")
+        ours = med("rigbench", streams, "cpu_ms_per_request")
+        best = min((x for x in (med(t, streams, "cpu_ms_per_request") for t in peers) if x is not None), default=None)
+        if ours and best:
+            ratio = best / ours
+            verdicts.append(f"CPU/request {ratio:.1f}x below the best peer ({'met' if ratio >= 3 else 'NOT met'}: >= 3x)")
+        out.append(f"{streams} streams: " + "; ".join(verdicts))
+    return out
 
 
 def _table(results: dict[str, Any]) -> str:
