@@ -246,7 +246,7 @@ def _emulator_truth(emu: EmulatorProcess) -> Truth:
 
 
 _LLAMA_PROMPT = re.compile(r"prompt eval time =\s*([\d.]+) ms /\s*(\d+) tokens")
-_LLAMA_EVAL = re.compile(r"^\s*eval time =\s*([\d.]+) ms /\s*(\d+) tokens", re.M)
+_LLAMA_EVAL = re.compile(r"(?:^|\|)\s*eval time =\s*([\d.]+) ms /\s*(\d+) tokens", re.M)
 
 
 class LogWatch:
