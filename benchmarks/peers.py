@@ -482,8 +482,6 @@ def _one(tool: str, target: str, streams: int, args: argparse.Namespace, llama: 
 
 
 def _start_llama(args: argparse.Namespace) -> dict[str, Any]:
-    from rigbench.rig._models import EMBEDDED_MODEL  # noqa: F401  (what the embedded rig serves)
-
     exe = args.llama_server or shutil.which("llama-server") or next(
         iter(sorted(glob.glob(str(Path.home() / ".cache/rigbench/llama-server/*/build/bin/llama-server")))), None)
     model = args.model_file or next(iter(sorted(glob.glob(str(PEERS / "model/*/*.gguf")))), None)
