@@ -22,7 +22,7 @@ def scalar(key: str) -> int:
     f = r.fields[key]
     return int(f.parts[f.data[0]][0])
 tokens = arr("tokenizer.ggml.tokens")
-merges = [tuple(m.split(" ", 1)) for m in arr("tokenizer.ggml.merges")]
+merges = [(a, b) for a, _, b in (m.partition(" ") for m in arr("tokenizer.ggml.merges"))]
 vocab = {t: i for i, t in enumerate(tokens)}
 tok = Tokenizer(models.BPE(vocab=vocab, merges=merges))
 # llama.cpp's "smollm" pre-tokenizer: digits one at a time, then GPT-2 byte-level splitting
