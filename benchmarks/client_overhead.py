@@ -1,6 +1,7 @@
 """Client overhead: CPU microseconds per SSE event, and the most events per second one core sustains.
 
     python benchmarks/client_overhead.py --streams 512 --repeats 5 [--json out.json]
+    python benchmarks/client_overhead.py --ab --stacks protocol --loops uvloop   # fast path A/B
 
 Every (HTTP stack, event loop) pair runs in a fresh subprocess pinned to one core, against
 reference emulators in other processes (pinned to other cores, uvloop, so they are not the limit).
@@ -13,6 +14,9 @@ Stacks: `protocol` (rigbench's streaming path: asyncio.Protocol, stamps in data_
 `aiohttp` (rigbench's http_stack="aiohttp"), `streams` (asyncio.open_connection + StreamReader,
 written here the way a user would). All three share the same SSE parser and accumulator, so the
 difference is the HTTP layer.
+`--ab` runs every protocol row twice, interleaved sample by sample in the same run: `protocol`
+(the default read path) and `protocol/base` (`_http.FAST_PATH` and `_sse.FAST_PATH` off: every
+read through the general chunk decoder and SSE line loop, as before issue 15).
 """
 
 from __future__ import annotations
@@ -121,9 +125,10 @@ async def _workload(urls: list[str], stack: str, streams: int, tokens: int) -> d
 
 def _one(args: argparse.Namespace) -> None:
     """Child: one stack x loop x workload, pinned to one core; prints a JSON line."""
-    from rigbench.client import _http
+    from rigbench.client import _http, _sse
 
     _http.DEFER_PARSE = args.defer_parse
+    _http.FAST_PATH = _sse.FAST_PATH = not args.base
     if hasattr(os, "sched_setaffinity") and args.client_core >= 0:
         os.sched_setaffinity(0, {args.client_core})
     coro = _workload(args.urls.split(","), args.stack, args.streams, args.tokens)
@@ -134,6 +139,50 @@ def _one(args: argparse.Namespace) -> None:
     else:
         out = asyncio.run(coro)
     print(json.dumps(out))
+
+
+def _parse_only(fast: bool, tokens: int, requests: int) -> float:
+    """CPU µs per event of the read path alone: recorded chunk bytes fed to a connection, one
+    read per event, no socket and no wake-up (what paced load costs above this is the loop)."""
+    from rigbench.client import _http, _sse
+    from rigbench.client._client import _StreamSink
+
+    _http.FAST_PATH = _sse.FAST_PATH = fast
+
+    def chunk(obj: dict[str, Any]) -> bytes:
+        ev = b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
+        return b"%x\r\n%b\r\n" % (len(ev), ev)
+
+    base = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+    head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+    tok = chunk({**base, "choices": [{"index": 0, "delta": {"content": " tok"}, "finish_reason": None}]})
+    end = [chunk({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]}),
+           chunk({**base, "choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": tokens}}),
+           b"e\r\ndata: [DONE]\n\n\r\n", b"0\r\n\r\n"]
+
+    class _Transport:
+        def write(self, data: bytes) -> None: ...
+        def is_closing(self) -> bool:
+            return False
+        def close(self) -> None: ...
+
+    async def go() -> float:
+        loop = asyncio.get_running_loop()
+        conn = _http.HttpConnection(lambda c: None, _http.ReadQueue(loop))
+        conn.transport = _Transport()  # type: ignore[assignment]
+        t0 = time.thread_time_ns()
+        for _ in range(requests):
+            acc = _Accumulator()
+            conn.send(b"", _StreamSink(acc, loop.create_future()))
+            conn.data_received(head)
+            for _ in range(tokens):
+                conn.data_received(tok)
+            for b in end:
+                conn.data_received(b)
+            assert acc.done and len(acc.chunk_ns) == tokens
+        return (time.thread_time_ns() - t0) / 1e3 / (requests * (tokens + 3))
+
+    return asyncio.run(go())
 
 
 def _spawn_emulators(n: int, script: EmulatorScript) -> list[EmulatorProcess]:
@@ -157,6 +206,9 @@ def main() -> None:
     p.add_argument("--loops", default="asyncio,uvloop")
     p.add_argument("--json", default="")
     p.add_argument("--defer-parse", action="store_true", help="A/B: stamp all ready reads, then parse")
+    p.add_argument("--ab", action="store_true", help="A/B: the read fast path on and off, same run")
+    p.add_argument("--paced-streams", type=int, default=0, help="streams of the paced workload (default --streams)")
+    p.add_argument("--base", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--stack", default="protocol", help=argparse.SUPPRESS)
     p.add_argument("--loop", default="asyncio", help=argparse.SUPPRESS)
@@ -193,17 +245,35 @@ def main() -> None:
         "emulator_processes": n_emu,
         "client_pinned": pin,
         "streams": args.streams,
+        "paced_streams": args.paced_streams or args.streams,
         "defer_parse": args.defer_parse,
+        "loadavg_start": os.getloadavg(),
         "runs": [],
     }
+    if args.ab:  # the read path alone, in this process, the two variants interleaved
+        per: dict[bool, list[float]] = {False: [], True: []}
+        for _ in range(args.repeats):
+            for base in (True, False):
+                per[base].append(_parse_only(not base, args.paced_tokens, 200))
+        for base, xs in per.items():
+            results["runs"].append({
+                "workload": "parse-only", "stack": "protocol" + ("/base" if base else ""), "loop": "none",
+                "us_per_event": {"median": statistics.median(xs), "min": min(xs), "max": max(xs)},
+                "samples": xs, "loadavg_1m": os.getloadavg()[0],
+            })
+            print(f"parse-only {'protocol/base' if base else 'protocol':14} {statistics.median(xs):6.2f} us/event "
+                  f"[{min(xs):.2f}-{max(xs):.2f}]", flush=True)
     for wl, (script, tokens) in workloads.items():
         emus = _spawn_emulators(n_emu, script)
         urls = ",".join(e.url for e in emus)
         try:
             for stack in args.stacks.split(","):
                 for loop in args.loops.split(","):
-                    samples = []
-                    for _ in range(args.repeats):
+                    variants = [False, True] if args.ab and stack == "protocol" else [False]
+                    per_variant: dict[bool, list[dict[str, Any]]] = {v: [] for v in variants}
+                    streams = (args.paced_streams or args.streams) if wl == "paced" else args.streams
+                    for _, base in ((r, b) for r in range(args.repeats) for b in variants):
+                        samples = per_variant[base]
                         cmd = [
                             sys.executable,
                             __file__,
@@ -215,12 +285,13 @@ def main() -> None:
                             "--urls",
                             urls,
                             "--streams",
-                            str(args.streams),
+                            str(streams),
                             "--tokens",
                             str(tokens),
                             "--client-core",
                             "0" if pin else "-1",
                             *(["--defer-parse"] if args.defer_parse else []),
+                            *(["--base"] if base else []),
                         ]
                         emu_cpu0 = _emulator_cpu_s(emus)
                         out = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
@@ -231,26 +302,11 @@ def main() -> None:
                         sample["emulator_us_per_event"] = (
                             (_emulator_cpu_s(emus) - emu_cpu0) / sample["events"] * 1e6
                         )
+                        sample["loadavg_1m"] = os.getloadavg()[0]
                         samples.append(sample)
-                    row = {
-                        "workload": wl,
-                        "stack": stack + ("/defer" if args.defer_parse else ""),
-                        "loop": loop,
-                        "samples": samples,
-                    }
-                    for key in (
-                        "emulator_us_per_event",
-                        "us_per_event",
-                        "user_us_per_event",
-                        "sys_us_per_event",
-                        "events_per_s",
-                        "cpu_fraction",
-                    ):
-                        xs = [s[key] for s in samples]
-                        row[key] = {"median": statistics.median(xs), "min": min(xs), "max": max(xs)}
-                    row["errors"] = sum(s["errors"] for s in samples)
-                    results["runs"].append(row)
-                    print(_line(row), flush=True)
+                    for base, samples in per_variant.items():
+                        _record_row(results, wl, stack + ("/defer" if args.defer_parse else "")
+                                    + ("/base" if base else ""), loop, streams, samples)
         finally:
             for e in emus:
                 e.stop()
@@ -259,6 +315,31 @@ def main() -> None:
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)
+
+
+def _record_row(results: dict[str, Any], wl: str, stack: str, loop: str, streams: int,
+                samples: list[dict[str, Any]]) -> None:
+    row = {
+        "workload": wl,
+        "stack": stack,
+        "loop": loop,
+        "streams": streams,
+        "samples": samples,
+    }
+    for key in (
+        "emulator_us_per_event",
+        "us_per_event",
+        "user_us_per_event",
+        "sys_us_per_event",
+        "events_per_s",
+        "cpu_fraction",
+    ):
+        xs = [s[key] for s in samples]
+        row[key] = {"median": statistics.median(xs), "min": min(xs), "max": max(xs)}
+    row["errors"] = sum(s["errors"] for s in samples)
+    row["loadavg_1m"] = [s["loadavg_1m"] for s in samples]
+    results["runs"].append(row)
+    print(_line(row), flush=True)
 
 
 def _emulator_cpu_s(emus: list[EmulatorProcess]) -> float:
@@ -299,6 +380,11 @@ def _table(results: dict[str, Any]) -> str:
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in results["runs"]:
+        if r["workload"] == "parse-only":
+            u = r["us_per_event"]
+            lines.append(f"| parse-only | {r['stack']} | none | {u['median']:.2f} [{u['min']:.2f}–{u['max']:.2f}] "
+                         "| (thread CPU) | – | – | – | – |")
+            continue
         u, e, c = r["us_per_event"], r["events_per_s"], r["cpu_fraction"]
         lines.append(
             f"| {r['workload']} | {r['stack']} | {r['loop']} | {u['median']:.2f} [{u['min']:.2f}–"

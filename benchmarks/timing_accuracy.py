@@ -46,10 +46,12 @@ def main() -> None:
     p.add_argument("--defer-parse", action="store_true", help="A/B: stamp all ready reads, then parse")
     p.add_argument("--repeats", type=int, default=1)
     p.add_argument("--slow-us", type=float, default=0.0, help="burn this much CPU per SSE event (a slow client)")
+    p.add_argument("--no-fast-path", action="store_true", help="A/B: the general read decoders alone")
     args = p.parse_args()
-    from rigbench.client import _http
+    from rigbench.client import _http, _sse
 
     _http.DEFER_PARSE = args.defer_parse
+    _http.FAST_PATH = _sse.FAST_PATH = not args.no_fast_path
     if args.slow_us:
         import time
 
@@ -90,7 +92,8 @@ def main() -> None:
                 print(
                     json.dumps(
                         {
-                            "stack": args.stack + ("/defer" if args.defer_parse else ""),
+                            "stack": args.stack + ("/defer" if args.defer_parse else "")
+                            + ("/base" if args.no_fast_path else ""),
                             "itl_jitter_ms": args.itl_jitter_ms,
                             "spec_depth": args.spec_depth,
                             "loop": loop,

@@ -9,15 +9,20 @@ from contextlib import asynccontextmanager
 
 import pytest
 
-from rigbench.client import ChatClient, StreamResult, _http
+from rigbench.client import ChatClient, StreamResult, _http, _sse
 
 BODY = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
 
 
-@pytest.fixture(autouse=True, params=[False, True], ids=["inline", "deferred"])
+@pytest.fixture(autouse=True, params=[(False, True), (True, True), (False, False)],
+                ids=["inline", "deferred", "no-fast-path"])
 def _parse_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every test runs with parsing in data_received and with stamp-all-then-parse."""
-    monkeypatch.setattr(_http, "DEFER_PARSE", request.param)
+    """Every test runs with parsing in data_received, with stamp-all-then-parse, and with the
+    one-chunk / one-event fast paths off (the general decoders alone)."""
+    defer, fast = request.param
+    monkeypatch.setattr(_http, "DEFER_PARSE", defer)
+    monkeypatch.setattr(_http, "FAST_PATH", fast)
+    monkeypatch.setattr(_sse, "FAST_PATH", fast)
 
 
 def _event(obj: object) -> bytes:
@@ -155,3 +160,34 @@ async def test_response_id_and_api_key_header() -> None:
     assert r.response_id == "x1"
     assert b"POST /v1/chat/completions HTTP/1.1" in seen[0] and b"Authorization: Bearer sk-test" in seen[0]
     assert "sk-test" not in r.model_dump_json()
+
+
+def test_the_fast_paths_take_only_what_the_general_decoders_would_give() -> None:
+    one = _http.HttpConnection._one_chunk
+    assert one(b"5\r\nhello\r\n") == b"hello"
+    for not_one in (b"5;ext=1\r\nhello\r\n",  # a chunk extension
+                    b"5\r\nhello\r\n3\r\nabc\r\n",  # two chunks in one read
+                    b"5\r\nhel",  # a split chunk
+                    b"0\r\n\r\n",  # the last chunk
+                    b"5\r\nhelloXY"):  # no CRLF after the payload
+        assert one(not_one) is None, not_one
+    p = _sse.SSEParser()
+    assert p.feed(b"data: {}\n\n") == [b"{}"]
+    for framing in (b"data: {}\r\n\r\n", b"data: a\ndata: b\n\n", b"data:{}\n\n", b": ping\n\n"):
+        fast, slow = _sse.SSEParser(), _sse.SSEParser()
+        got = fast.feed(framing)
+        _sse.FAST_PATH = False
+        try:
+            assert got == slow.feed(framing), framing
+        finally:
+            _sse.FAST_PATH = True
+    for payload in (b'{"a": [1, 2.5, null, "\\u00e9"]}', b' {"a":1} ', b"[1]", b'"s"', b"{\"a\":1}x", b"\xff", b""):
+        try:
+            want: object = json.loads(payload)
+        except ValueError as e:
+            want = type(e)
+        try:
+            got_obj: object = _sse.decode_json(payload)
+        except ValueError as e:
+            got_obj = type(e)
+        assert got_obj == want, payload

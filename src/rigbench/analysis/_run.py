@@ -56,8 +56,10 @@ def analyze_run(reader: RunReader) -> RunAnalysis:
 
     checks = reader.records("selfcheck", SelfCheck)
     if checks:
-        verdict = assess_selfcheck(checks)
+        ttft_sd = [r.ttft_s.std for r in (speed.rows if speed else []) if r.ttft_s and r.ttft_s.n > 1]
+        verdict = assess_selfcheck(checks, noise_s=min(ttft_sd, default=None))
         sections["selfcheck"] = verdict
+        warnings.extend(f"self-check note: {n}" for n in verdict.notes)
         if verdict.client_bound:
             warnings.append("CLIENT-BOUND: rigbench itself may have limited these numbers: "
                             + "; ".join(verdict.reasons) + (f". Remedy: {verdict.remedy}" if verdict.remedy else ""))

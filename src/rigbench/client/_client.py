@@ -19,7 +19,7 @@ import aiohttp
 from rigbench.client._http import ConnectionPool, HttpConnection, ResponseHead
 from rigbench.client._records import RequestError, StreamResult
 from rigbench.client._selfcheck import current_monitor
-from rigbench.client._sse import COMMENT, SSEParser
+from rigbench.client._sse import COMMENT, SSEParser, decode_json
 
 __all__ = ["ChatClient"]
 
@@ -444,7 +444,7 @@ class _Accumulator:
                 self.done_ns = now
                 return
             try:
-                obj = json.loads(ev)
+                obj = decode_json(ev)
             except ValueError:
                 self.error = RequestError(
                     kind="malformed_sse",

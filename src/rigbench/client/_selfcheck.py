@@ -20,11 +20,15 @@ from types import TracebackType
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = ["SelfCheck", "SelfCheckMonitor", "current_monitor"]
 
 _perf_ns = time.perf_counter_ns
+_thread_ns = time.thread_time_ns
+
+GC_SLOW_PAUSE_S = 0.0005  # half the smallest threshold the analysis judges (1 ms)
+GC_SLOW_PAUSES_KEPT = 100
 
 _current: contextvars.ContextVar[SelfCheckMonitor | None] = contextvars.ContextVar(
     "rigbench_selfcheck", default=None
@@ -58,6 +62,11 @@ class SelfCheck(BaseModel):
     gc_pauses: int = 0  # garbage collections during the span (each stops the loop)
     gc_pause_total_s: float = 0.0
     gc_pause_max_s: float = 0.0
+    # Each collection of at least GC_SLOW_PAUSE_S, in order (at most GC_SLOW_PAUSES_KEPT), with the
+    # CPU time this thread spent in it: a pause whose CPU is far below its wall time was the OS
+    # running something else, not the collector working (the remedies differ).
+    gc_slow_pauses_s: list[float] = Field(default_factory=list)
+    gc_slow_pauses_cpu_s: list[float] = Field(default_factory=list)
     loop: str  # event loop class, e.g. "uvloop.Loop" or "_UnixSelectorEventLoop"
 
     @property
@@ -85,7 +94,9 @@ class SelfCheckMonitor:
         self._handle: asyncio.TimerHandle | None = None
         self._token: contextvars.Token[SelfCheckMonitor | None] | None = None
         self._gc_start = 0
+        self._gc_cpu_start = 0
         self.gc_pauses_ns: list[int] = []
+        self.gc_slow_ns: list[tuple[int, int]] = []  # (wall, thread CPU) of each slow collection
 
     def note_send_lag(self, lag_ns: int) -> None:
         self.send_lags_ns.append(max(0, lag_ns))
@@ -104,8 +115,12 @@ class SelfCheckMonitor:
     def _on_gc(self, phase: str, info: dict[str, int]) -> None:
         if phase == "start":
             self._gc_start = _perf_ns()
+            self._gc_cpu_start = _thread_ns()
         elif self._gc_start:
-            self.gc_pauses_ns.append(_perf_ns() - self._gc_start)
+            wall = _perf_ns() - self._gc_start
+            self.gc_pauses_ns.append(wall)
+            if wall >= GC_SLOW_PAUSE_S * 1e9 and len(self.gc_slow_ns) < GC_SLOW_PAUSES_KEPT:
+                self.gc_slow_ns.append((wall, _thread_ns() - self._gc_cpu_start))
 
     async def __aenter__(self) -> SelfCheckMonitor:
         loop = asyncio.get_running_loop()
@@ -144,6 +159,8 @@ class SelfCheckMonitor:
             gc_pauses=len(self.gc_pauses_ns),
             gc_pause_total_s=sum(self.gc_pauses_ns) / 1e9,
             gc_pause_max_s=max(self.gc_pauses_ns, default=0) / 1e9,
+            gc_slow_pauses_s=[w / 1e9 for w, _ in self.gc_slow_ns],
+            gc_slow_pauses_cpu_s=[c / 1e9 for _, c in self.gc_slow_ns],
             loop=self._loop_name,
         )
         if self.emit is not None:

@@ -7,9 +7,36 @@ spec says.
 
 from __future__ import annotations
 
-__all__ = ["COMMENT", "SSEParser"]
+import json
+from typing import Any
+
+__all__ = ["COMMENT", "SSEParser", "decode_json"]
 
 COMMENT = object()  # marker yielded for a comment line (keep-alive)
+
+# One read holding exactly one `data: ...` event (LF framing) skips the line loop: the common
+# case of a streamed token. A/B switch for benchmarks/client_overhead.py.
+FAST_PATH = True
+
+_scan = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # the C scanner json.loads ends in, without its wrappers
+
+
+def decode_json(payload: bytes) -> Any:
+    """`json.loads(payload)`, same result and same errors, about a third cheaper for an event.
+
+    json.loads on bytes sniffs the encoding, decodes, strips whitespace with two regex matches
+    and only then scans; an SSE payload is UTF-8 JSON with no surrounding space, so scan it
+    directly and fall back to json.loads for anything else (and for its error message).
+    """
+    if FAST_PATH:
+        try:
+            text = payload.decode()
+            obj, end = _scan(text, 0)
+            if end == len(text):
+                return obj
+        except (StopIteration, ValueError):
+            pass
+    return json.loads(payload)
 
 
 class SSEParser:
@@ -21,6 +48,10 @@ class SSEParser:
 
     def feed(self, chunk: bytes) -> list[bytes | object]:
         """Return the payloads of every event completed by `chunk` (bytes, or COMMENT)."""
+        if (FAST_PATH and not self._buf and not self._data and chunk.startswith(b"data: ")
+                and chunk.find(b"\n") == len(chunk) - 2 and chunk.endswith(b"\n\n")
+                and not chunk.endswith(b"\r\n\n")):
+            return [chunk[6:-2]]
         buf = self._buf + chunk if self._buf else chunk
         out: list[bytes | object] = []
         start = 0
