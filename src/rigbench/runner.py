@@ -54,7 +54,14 @@ class RunConfig:
 
 
 def _redacted_argv(argv: list[str]) -> list[str]:
-    return [("<redacted>" if i > 0 and argv[i - 1] in ("--api-key",) else a) for i, a in enumerate(argv)]
+    """argv as stored: no API key, no credentials inside a URL (`--endpoint http://u:p@host/v1`)."""
+    def one(a: str) -> str:
+        if "://" not in a or "@" not in a:
+            return a
+        flag, eq, url = a.partition("=") if a.startswith("--") else ("", "", a)
+        return flag + eq + redact_url(url)
+
+    return [("<redacted>" if i > 0 and argv[i - 1] in ("--api-key",) else one(a)) for i, a in enumerate(argv)]
 
 
 async def execute_run(cfg: RunConfig, progress: Progress | None = None,

@@ -38,7 +38,7 @@ def invoke(*args: str) -> Result:
                 main()
             except SystemExit as e:
                 code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-            except BaseException:  # noqa: BLE001 - a traceback is the finding, returned to the test
+            except BaseException:  # a traceback is the finding: returned to the test, not raised
                 trace = tb.format_exc()
                 code = -1
     finally:

@@ -17,7 +17,9 @@ from rigbench.report._fmt import fmt_stat
 __all__ = ["render_blog_markdown", "speedup_markdown", "speedup_table"]
 
 
-def _ratio(c: Comparison, scenario: str, conc: int) -> str:
+def _ratio(c: Comparison | None, scenario: str, conc: int) -> str:
+    if c is None:  # no comparison for this run (it has no speed records, e.g. its rig failed)
+        return "–"
     row = next((r for r in c.rows if r.scenario == scenario and r.concurrency == conc), None)
     if row is None or row.result.ratio is None:
         return "–"
@@ -41,7 +43,8 @@ def _grid(names: Sequence[str], analyses: Sequence[RunAnalysis],
     for r in base.rows:
         label = r.scenario + (f" (c={r.concurrency})" if multi_conc else "")
         cells = [label, f"{r.input_tokens_target} / {r.output_tokens_target}", fmt_stat(r.e2e_tok_s, digits=1)]
-        for other, comp in zip(others, comparisons, strict=True):
+        comps: list[Comparison | None] = [*comparisons, *[None] * (len(others) - len(comparisons))]
+        for other, comp in zip(others, comps, strict=True):
             o = other.get((r.scenario, r.concurrency))
             cells += [fmt_stat(o.e2e_tok_s, digits=1) if o else "–", _ratio(comp, r.scenario, r.concurrency)]
         rows.append(cells)
