@@ -209,3 +209,41 @@ def test_plan_runs_each_rig_against_the_emulator_and_resumes(tmp_path: Path) -> 
                 await execute_plan(load_plan(p), tmp_path / "plan", resume=True)
 
     asyncio.run(go())
+
+
+def test_an_unknown_suite_in_a_later_rig_is_found_before_the_first_rig_runs(tmp_path: Path) -> None:
+    import asyncio
+
+    from rigbench.plan import execute_plan
+    from rigbench.testing import Emulator
+
+    async def go() -> None:
+        async with Emulator() as emu:
+            p = write(tmp_path, f"""\
+                name: emu
+                sanity: false
+                speed: {{scenarios: [chat_short], repetitions: 1, warmup: 0}}
+                rigs:
+                  - {{name: one, endpoint: {{base_url: "{emu.url}"}}}}
+                  - {{name: two, suites: [speed, speeed], endpoint: {{base_url: "{emu.url}"}}}}
+                """)
+            with pytest.raises(PlanError, match=r"rig 'two': unknown suite 'speeed'"):
+                await execute_plan(load_plan(p), tmp_path / "plan")
+            assert emu.requests_total == 0 and not (tmp_path / "plan").exists()
+
+    asyncio.run(go())
+
+
+def test_plan_deadlines_reach_every_run_and_bad_ones_name_the_line(tmp_path: Path) -> None:
+    p = write(tmp_path, """\
+        name: d
+        deadlines: {idle_s: 30, total_s: 120}
+        rigs:
+          - {name: one, endpoint: {base_url: "http://127.0.0.1:9/v1"}}
+        """)
+    lp = load_plan(p)
+    cfg = run_config_for(lp, lp.rigs[0], tmp_path, run_id="x", resume=None)
+    assert (cfg.idle_timeout_s, cfg.total_timeout_s) == (30, 120)
+    p.write_text(p.read_text().replace("idle_s: 30", "idle_s: -1"))
+    with pytest.raises(PlanError, match=r"plan.yaml:2.*idle_s"):
+        load_plan(p)
