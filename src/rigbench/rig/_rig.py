@@ -205,6 +205,15 @@ class AttachedRig:
         url = redact_url(base_url).rstrip("/")  # credentials in a URL are never sent, printed nor stored
         if not url.startswith(("http://", "https://")):
             raise EndpointError(f"--endpoint {url!r} is not an http(s) URL; e.g. http://127.0.0.1:8000/v1")
+        from urllib.parse import urlsplit
+
+        try:
+            parts = urlsplit(url)
+            parts.port  # noqa: B018 - raises ValueError for a port out of range
+        except ValueError as e:
+            raise EndpointError(f"--endpoint {url!r} is not a valid URL ({e}); e.g. http://127.0.0.1:8000/v1") from e
+        if not parts.hostname:
+            raise EndpointError(f"--endpoint {url!r} names no host; e.g. http://127.0.0.1:8000/v1")
         if not url.endswith("/v1"):
             url += "/v1"
         self.base_url = url
