@@ -62,7 +62,7 @@ class ChatClient:
         self.http_stack = http_stack
         self._connect_timeout_s = connect_timeout_s
         self._read_timeout_s = read_timeout_s
-        self.idle_timeout_s = idle_timeout_s if idle_timeout_s is not None else read_timeout_s
+        self.idle_timeout_s = idle_timeout_s if idle_timeout_s is not None else DEFAULT_IDLE_TIMEOUT_S
         self.total_timeout_s = total_timeout_s
         self._pool: ConnectionPool | None = None
         self._path_prefix = urlsplit(self.base_url).path.rstrip("/")
@@ -211,7 +211,7 @@ class ChatClient:
             sink = _StreamSink(acc, loop.create_future())
             try:
                 acc.sent_ns = conn.send(request, sink)
-                timer = _Deadlines(loop, conn, sink, self.idle_timeout_s, self.total_timeout_s)
+                timer = _Deadlines(loop, conn, sink, self._read_timeout_s, self.idle_timeout_s, self.total_timeout_s)
                 try:
                     await sink.fut
                 finally:
@@ -355,28 +355,31 @@ class _StreamSink:
 
 
 class _Deadlines:
-    """Fails a request that goes `idle_s` without a generated token, or runs past `total_s`.
+    """Fails a request that goes `read_s` without a byte (kind `timeout`), `idle_s` without a generated
+    token (`idle_timeout`), or runs past `total_s` (`total_timeout`).
 
-    Adversary: a server that keeps the stream open with SSE keep-alive comments (or nothing at
-    all) and never generates: bytes are not progress, tokens are. One timer per request, re-armed
-    lazily from the last token's stamp.
+    Adversary: a server that keeps the stream open with SSE keep-alive comments and never
+    generates: bytes keep the read timeout quiet, so the idle deadline counts tokens, not bytes.
+    One timer per request, re-armed lazily from the latest stamps.
     """
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, conn: HttpConnection, sink: _StreamSink, idle_s: float,
-                 total_s: float | None) -> None:
-        self.loop, self.conn, self.sink, self.idle_s, self.total_s = loop, conn, sink, idle_s, total_s
-        first = min(idle_s, total_s) if total_s is not None else idle_s
+    def __init__(self, loop: asyncio.AbstractEventLoop, conn: HttpConnection, sink: _StreamSink, read_s: float,
+                 idle_s: float, total_s: float | None) -> None:
+        self.loop, self.conn, self.sink = loop, conn, sink
+        self.read_s, self.idle_s, self.total_s = read_s, idle_s, total_s
+        first = min(read_s, idle_s, total_s if total_s is not None else idle_s)
         self.h: asyncio.TimerHandle | None = loop.call_later(first, self._check)
 
     def _check(self) -> None:
         acc = self.sink.acc
         now = _perf_ns()
         start = acc.sent_ns or now
-        last = acc.chunk_ns[-1] if acc.chunk_ns else start
-        idle_left = self.idle_s - (now - last) / 1e9
+        last_token = acc.chunk_ns[-1] if acc.chunk_ns else start
+        read_left = self.read_s - (now - max(self.conn.last_ns, start)) / 1e9
+        idle_left = self.idle_s - (now - last_token) / 1e9
         total_left = self.total_s - (now - start) / 1e9 if self.total_s is not None else float("inf")
-        if idle_left > 0 and total_left > 0:
-            self.h = self.loop.call_later(min(idle_left, total_left), self._check)
+        if read_left > 0 and idle_left > 0 and total_left > 0:
+            self.h = self.loop.call_later(min(read_left, idle_left, total_left), self._check)
             return
         self.h = None
         if not acc.finished:
@@ -384,6 +387,8 @@ class _Deadlines:
                 acc.error = RequestError(kind="total_timeout", message=(
                     f"the request ran longer than its total deadline of {self.total_s:g} s "
                     "(--request-timeout)"))
+            elif read_left <= 0:
+                acc.error = RequestError(kind="timeout", message=f"no data for {self.read_s:g} s (read timeout)")
             else:
                 acc.error = RequestError(kind="idle_timeout", message=(
                     f"no generated token for {self.idle_s:g} s (idle deadline, --idle-timeout)"
