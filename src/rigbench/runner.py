@@ -82,6 +82,7 @@ async def execute_run(cfg: RunConfig, progress: Progress | None = None,
         if reader.header.status == "complete":
             return reader.header  # nothing to measure: the run and its source-data id stay as they are
         _refuse_changed_plan(cfg.resume, reader.header.plan, plan)
+        prior = (reader.header.status, reader.header.error)
         done = _done_units(reader)
         header = reader.header.model_copy(update={"status": "running", "finished_at": None, "error": None,
                                                   "source_data_id": None})
@@ -94,6 +95,7 @@ async def execute_run(cfg: RunConfig, progress: Progress | None = None,
                            plan=plan)
         writer = RunWriter(run_dir, header)
         done = set()
+        prior = ("failed", None)
     rig: LaunchedRig | AttachedRig
     status = "failed"
     error: str | None = None
@@ -119,6 +121,8 @@ async def execute_run(cfg: RunConfig, progress: Progress | None = None,
             if startup is not None and "startup" not in done:
                 writer.append(startup)
             fp = rig.fingerprint()
+            if cfg.resume is not None:
+                _refuse_changed_rig(cfg.resume, writer.header.fingerprint, fp.model_dump(mode="json"))
             writer.update(fingerprint=fp.model_dump(mode="json"))
             info = rig.info()
             reasons: list[str] = []
@@ -155,6 +159,9 @@ async def execute_run(cfg: RunConfig, progress: Progress | None = None,
             await rig.stop()
     except KeyboardInterrupt:
         status, error = "interrupted", "interrupted by the user (Ctrl-C)"
+        raise
+    except _WrongRig:
+        status, error = prior[0], prior[1]  # nothing was measured: leave the run as it was
         raise
     except RigbenchError as e:
         error = str(e)
@@ -309,6 +316,25 @@ def _refuse_changed_plan(run_dir: Path, old: dict[str, Any], new: dict[str, Any]
         f"cannot resume {run_dir}: this command changes {where} from {_show(was)} to {_show(now)}. A resumed "
         f"run must measure the same rig with the same settings: run `rigbench run --resume {run_dir}` with no "
         "other settings (they are read from its run.json), or start a new run.")
+
+
+class _WrongRig(UsageError):
+    """Resume found another rig: the run is left as it was (status and error)."""
+
+
+def _refuse_changed_rig(run_dir: Path, old: dict[str, Any], new: dict[str, Any]) -> None:
+    """The server answering now must be the one measured before (adversary: another model or engine
+    behind the same URL and model name, whose numbers would be merged into this run)."""
+    from rigbench.analysis._compare import fingerprint_differences
+
+    if not old:
+        return  # the earlier session stopped before fingerprinting
+    diffs = [d for d in fingerprint_differences(old, new) if d.matters]
+    if diffs:
+        d = diffs[0]
+        raise _WrongRig(
+            f"cannot resume {run_dir}: the rig is not the one this run measured: its {d.field} was "
+            f"{_show(d.baseline)} and is now {_show(d.other)}. Measure this rig in a new run.")
 
 
 def _show(v: Any) -> str:

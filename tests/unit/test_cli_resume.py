@@ -171,3 +171,21 @@ def test_a_dead_attached_server_stops_the_run_and_resume_finishes_it(tmp_path: P
     assert reader.header.status == "complete"
     assert len({r["unit_id"] for r in reader.raw_records("speed_batch")}) == 12
     assert len(list(reader.raw_records("speed_request"))) == 12
+
+
+def test_resume_refuses_another_model_behind_the_same_url(tmp_path: Path) -> None:
+    out = tmp_path / "runs"
+    with EmulatorProcess(FAST) as emu:
+        port = emu.port
+        res = rigbench("run", "--endpoint", emu.url, *ARGS, "--repetitions", "2", "--out", str(out))
+        assert res.code == 0, res.stderr
+    run_dir = _only_run(out)
+    _interrupt(run_dir, keep_batches=1)
+    records = (run_dir / "records.jsonl").read_bytes()
+    with EmulatorProcess(FAST.model_copy(update={"model": "swapped-model"}), port=port):
+        res = rigbench("run", "--resume", str(run_dir), "--allow-untrusted")
+    msg = " ".join(res.stderr.split())
+    assert res.code == 2 and "model.served_name" in msg and "swapped-model" in msg, res.stdout + res.stderr
+    reader = RunReader(run_dir)
+    assert reader.header.status == "running" and reader.header.fingerprint["model"]["served_name"] == "emulated-model"
+    assert (run_dir / "records.jsonl").read_bytes() == records
