@@ -216,3 +216,30 @@ def test_a_crash_between_requests_and_their_batch_record_leaves_no_duplicates(tm
     exported = json.loads(v.read_text())
     assert exported["completed"] == 8 and len(exported["ttfts"]) == 8  # 4 batches x 2, none twice
     assert not math.isnan(exported["median_ttft_ms"])
+
+
+def test_a_rejected_api_key_is_not_told_to_pass_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Denies(BaseHTTPRequestHandler):  # plays a server that rejects every key
+        def do_GET(self) -> None:
+            self.send_response(401)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(b'{"error": "invalid api key"}')
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Denies)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{srv.server_address[1]}/v1"
+    try:
+        refused(invoke("run", "--endpoint", url, "--out", str(tmp_path)), "wants an API key", "--api-key-env")
+        monkeypatch.setenv("RB_TEST_KEY", "wrong-key")
+        msg = refused(invoke("run", "--endpoint", url, "--api-key-env", "RB_TEST_KEY", "--out", str(tmp_path)),
+                      "rejected the API key", "--api-key-env")
+        assert "wants an API key" not in msg and "wrong-key" not in msg
+    finally:
+        srv.shutdown()

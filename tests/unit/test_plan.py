@@ -247,3 +247,30 @@ def test_plan_deadlines_reach_every_run_and_bad_ones_name_the_line(tmp_path: Pat
     p.write_text(p.read_text().replace("idle_s: 30", "idle_s: -1"))
     with pytest.raises(PlanError, match=r"plan.yaml:2.*idle_s"):
         load_plan(p)
+
+
+def test_a_container_runtime_failure_is_named_not_unknown_exited_125(tmp_path: Path) -> None:
+    import asyncio
+    import stat
+
+    from rigbench.errors import RigStartError
+    from rigbench.plan._rigs import launched_rig
+    from rigbench.rig import free_port
+
+    docker = tmp_path / "docker"  # plays `docker run` failing before any engine starts
+    docker.write_text("#!/bin/sh\necho 'Error response from daemon: No such image: img' >&2\nexit 125\n")
+    docker.chmod(docker.stat().st_mode | stat.S_IEXEC)
+    rig = launched_rig(ContainerLaunch(argv=f"{docker} run --rm --name rb img", port=free_port()), tmp_path / "e.log")
+
+    async def go() -> str:
+        try:
+            await rig.start()
+        except RigStartError as e:
+            return str(e)
+        finally:
+            await rig.stop()
+        raise AssertionError("the start did not fail")
+
+    msg = asyncio.run(go())
+    assert "`docker run` exited with code 125: the container runtime itself failed" in msg
+    assert "No such image" in msg and "unknown exited" not in msg
