@@ -243,3 +243,31 @@ def test_a_rejected_api_key_is_not_told_to_pass_one(tmp_path: Path, monkeypatch:
         assert "wants an API key" not in msg and "wrong-key" not in msg
     finally:
         srv.shutdown()
+
+
+def test_the_report_says_the_concurrency_actually_reached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from rigbench.client import ChatClient
+
+    slow = FAST.model_copy(update={"itl": Delay(mean_ms=5), "output_tokens": 32})
+    runs: dict[str, Path] = {}
+    real = ChatClient.configure
+
+    def capped(self: ChatClient, **kw: object) -> None:
+        real(self, **{**kw, "max_connections": 2})  # type: ignore[arg-type]
+
+    with EmulatorProcess(slow) as emu:
+        for name in ("full", "capped"):
+            if name == "capped":  # plays a client whose connection cap is below the asked level
+                monkeypatch.setattr(ChatClient, "configure", capped)
+            res = invoke("run", "--endpoint", emu.url, "--no-sanity", "--allow-untrusted", "--scenarios",
+                         "chat_short", "--repetitions", "2", "--warmup", "0", "--concurrency", "4",
+                         "--out", str(tmp_path / name))
+            assert res.code == 0 and res.traceback is None, res.stderr
+            (runs[name],) = (tmp_path / name).iterdir()
+    for name, want in (("full", 4), ("capped", 2)):
+        js = tmp_path / f"{name}.json"
+        res = invoke("report", str(runs[name]), "--json", str(js))
+        (row,) = json.loads(js.read_text())["speed"]["rows"]
+        assert row["concurrency"] == 4 and row["concurrency_reached"] == want
+        said = "concurrency actually reached: 2" in " ".join(res.stdout.split())
+        assert said == (name == "capped")
