@@ -184,6 +184,6 @@ def run(
         markdown.write_text(render_markdown(analysis))
         console.print(f"Markdown report: {markdown}")
     if header.trust is not None and not header.trust.trusted and not allow_untrusted:
-        console.print("[bold red]The run is UNTRUSTED (reasons above); exiting 1. "
-                      "Pass --allow-untrusted to exit 0 anyway.[/]")
+        Console(stderr=True).print("[bold red]The run is UNTRUSTED (reasons above); exiting 1. "
+                                   "Pass --allow-untrusted to exit 0 anyway.[/]")
         raise typer.Exit(1)
