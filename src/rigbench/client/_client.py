@@ -249,7 +249,23 @@ class ChatClient:
                 parser = SSEParser()
                 reader = resp.content
                 while not acc.finished:
-                    raw = await reader.readany()
+                    # the same idle (tokens, not bytes) and total deadlines as the default stack
+                    now = _perf_ns()
+                    idle_left = self.idle_timeout_s - (now - (acc.chunk_ns[-1] if acc.chunk_ns else sent_ns)) / 1e9
+                    total_left = (self.total_timeout_s - (now - sent_ns) / 1e9 if self.total_timeout_s is not None
+                                  else float("inf"))
+                    try:
+                        raw = await asyncio.wait_for(reader.readany(), max(0.0, min(idle_left, total_left)))
+                    except TimeoutError:
+                        if total_left <= idle_left:
+                            acc.error = RequestError(kind="total_timeout", message=(
+                                f"the request ran longer than its total deadline of {self.total_timeout_s:g} s "
+                                "(--request-timeout)"))
+                        else:
+                            acc.error = RequestError(kind="idle_timeout", message=(
+                                f"no generated token for {self.idle_timeout_s:g} s (idle deadline, --idle-timeout)"))
+                        acc.done_ns = _perf_ns()
+                        break
                     if not raw:
                         break
                     now = _perf_ns()
