@@ -182,7 +182,8 @@ class RunReader:
         path = self.dir / RECORDS_FILE
         if not path.exists():
             return
-        objs: list[tuple[int, dict[str, Any]]] = []
+        objs: list[tuple[int, dict[str, Any]]] = []  # only the asked kind: memory as before superseding
+        latest: dict[tuple[Any, Any], int] = {}
         with path.open("rb") as f:
             for n, line in enumerate(f, 1):
                 if not line.endswith(b"\n"):
@@ -196,16 +197,13 @@ class RunReader:
                 if not isinstance(obj, dict):
                     self._damaged.add(n)
                     continue
-                objs.append((n, obj))
+                k = obj.get("kind")
+                if not history and k not in SESSION_KINDS and isinstance(obj.get("unit_id"), str):
+                    latest[(k, obj["unit_id"])] = n
+                if kind is None or k == kind:
+                    objs.append((n, obj))
         self.torn_lines = len(self._damaged)
-        latest: dict[tuple[Any, Any], int] = {}
-        if not history:
-            for n, obj in objs:
-                if obj.get("kind") not in SESSION_KINDS and isinstance(obj.get("unit_id"), str):
-                    latest[(obj.get("kind"), obj["unit_id"])] = n
         for n, obj in objs:
-            if kind is not None and obj.get("kind") != kind:
-                continue
             uid = obj.get("unit_id")
             if not history and isinstance(uid, str) and latest.get((obj.get("kind"), uid), n) != n:
                 continue  # superseded by a later record of the same unit
