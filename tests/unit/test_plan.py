@@ -274,3 +274,32 @@ def test_a_container_runtime_failure_is_named_not_unknown_exited_125(tmp_path: P
     msg = asyncio.run(go())
     assert "`docker run` exited with code 125: the container runtime itself failed" in msg
     assert "No such image" in msg and "unknown exited" not in msg
+
+
+def test_url_credentials_in_a_plan_are_stored_nowhere_in_its_directory(tmp_path: Path) -> None:
+    import asyncio
+
+    from rigbench.plan import execute_plan
+    from rigbench.testing import Emulator
+
+    async def go() -> None:
+        async with Emulator() as emu:
+            url = emu.url.replace("http://", "http://bob:hunter2-secret@")
+            p = write(tmp_path, f"""\
+                name: creds
+                sanity: false
+                speed: {{scenarios: [chat_short], repetitions: 1, warmup: 0}}
+                rigs:
+                  - {{name: one, endpoint: {{base_url: "{url}"}}}}
+                """)
+            index = await execute_plan(load_plan(p), tmp_path / "plan")
+            assert [e.status for e in index.rigs] == ["complete"]
+            # the stored copy resumes as the same plan
+            again = await execute_plan(load_plan(tmp_path / "plan" / "plan.yaml"), tmp_path / "plan", resume=True)
+            assert again.rigs[0].status == "complete"
+
+    asyncio.run(go())
+    files = [f for f in (tmp_path / "plan").rglob("*") if f.is_file()]
+    assert len(files) >= 4
+    for f in files:
+        assert b"hunter2" not in f.read_bytes() and b"bob" not in f.read_bytes(), f

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import ipaddress
+import re
 from urllib.parse import urlsplit, urlunsplit
 
-__all__ = ["is_loopback_url", "redact_url", "url_has_userinfo"]
+__all__ = ["is_loopback_url", "redact_text", "redact_url", "url_has_userinfo"]
+
+_USERINFO = re.compile(r"(?<=://)[^/@\s\"'<>]+@")
 
 
 def url_has_userinfo(url: str) -> bool:
@@ -42,3 +45,8 @@ def is_loopback_url(url: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def redact_text(text: str) -> str:
+    """Every `scheme://user:secret@` in a text (a plan file copied into its plan directory) without the userinfo."""
+    return _USERINFO.sub("", text)

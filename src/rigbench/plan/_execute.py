@@ -108,7 +108,9 @@ def _open_index(loaded: LoadedPlan, plan_dir: Path, resume: bool) -> PlanIndex:
         raise UsageError(f"plan directory {plan_dir} already exists and is not empty; choose another --out, "
                          f"or continue it with `rigbench run {loaded.path} --resume {plan_dir}`.")
     plan_dir.mkdir(parents=True, exist_ok=True)
-    (plan_dir / PLAN_FILE).write_text(loaded.text)
+    from rigbench.client._url import redact_text
+
+    (plan_dir / PLAN_FILE).write_text(redact_text(loaded.text))  # URL credentials are never stored
     index = PlanIndex(name=loaded.plan.name, plan_file=str(loaded.path), config_sha256=loaded.config_sha256,
                       created_at=_now(), rigs=[PlanRigEntry(name=r.name, kind=_kind(r)) for r in loaded.rigs])
     write_plan_index(plan_dir, index)

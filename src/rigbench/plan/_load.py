@@ -53,7 +53,10 @@ class LoadedPlan(NamedTuple):
         skip = {"rigs", "description"} | ({"deadlines"} if self.plan.deadlines is None else set())
         body = {"plan": self.plan.model_dump(mode="json", exclude=skip),
                 "rigs": [r.key() for r in self.rigs]}
-        return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
+        from rigbench.client._url import redact_text
+
+        # credentials in a URL are never used nor stored: the copy in the plan directory must hash the same
+        return hashlib.sha256(redact_text(json.dumps(body, sort_keys=True)).encode()).hexdigest()[:16]
 
 
 def _kind(spec: BaseModel) -> str:
