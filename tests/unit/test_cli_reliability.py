@@ -142,8 +142,9 @@ def test_compare_refuses_different_served_models(tmp_path: Path) -> None:
     (["--port", "70000"], ["--port", "1..65535"]),
 ])
 def test_run_options_are_range_checked_before_anything_starts(args: list[str], needles: list[str]) -> None:
-    # no --endpoint: getting past the checks would launch (or build) the embedded engine
-    refused(invoke("run", *args), *needles)
+    # no --endpoint, so the embedded rig's options are checked too; a missing --llama-server makes a
+    # check that let the value through fail fast instead of building or launching the engine
+    refused(invoke("run", "--llama-server", "/nonexistent/llama-server", *args), *needles)
 
 
 def test_credentials_in_the_url_are_stored_nowhere_and_loopback_is_local(tmp_path: Path) -> None:
