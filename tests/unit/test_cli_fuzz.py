@@ -42,11 +42,13 @@ def _paths(tmp: Path) -> list[str]:
     shutil.copytree(GOLDEN, damaged)
     with (damaged / "records.jsonl").open("a") as f:
         f.write('{"kind": "speed_request", "unit_id": 5, "result": []}\n{"kind": "speed_batch", "unit_')
+    golden = tmp / "golden_copy"  # never the checked-in run itself: `--out` cases write run directories
+    shutil.copytree(GOLDEN, golden)
     badhead = tmp / "badhead"
     badhead.mkdir()
     (badhead / "run.json").write_text('{"format_version": 1, "run_id": 3}')
     return [str(p) for p in (junk, empty, trunc, cfg, tmp, tmp / "missing", tmp / "no" / "dir" / "x", damaged,
-                             badhead, GOLDEN, Path("/dev/null"), Path("/proc/self"))]
+                             badhead, golden, Path("/dev/null"), Path("/proc/self"))]
 
 
 PLAN_RIGS = [

@@ -65,9 +65,16 @@ class RunWriter:
         else:
             if run_dir.exists() and any(run_dir.iterdir()):
                 raise StoreError(f"run directory {run_dir} already exists and is not empty; choose another --out.")
-            run_dir.mkdir(parents=True, exist_ok=True)
+            try:
+                run_dir.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise StoreError(f"cannot create the run directory {run_dir}: {e.strerror or e}; choose another "
+                                 "--out.") from e
         self._header = header
-        self._write_header()
+        try:
+            self._write_header()
+        except OSError as e:
+            raise StoreError(f"cannot write {run_dir / HEADER_FILE}: {e.strerror or e}; choose another --out.") from e
         if resume:
             _drop_torn_tail(run_dir / RECORDS_FILE)
         self._records = (run_dir / RECORDS_FILE).open("a", encoding="utf-8")
