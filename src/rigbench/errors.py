@@ -10,6 +10,7 @@ Every message says what failed, what was observed, and what to do next.
     │   ├── RigStartError     a launched engine exited or never became healthy
     │   ├── PortInUseError    the chosen port is taken
     │   └── EndpointError     an endpoint is unreachable or does not speak the OpenAI API
+    │       └── EndpointLostError  an attached server stopped answering mid-run (the run is resumable)
     ├── StoreError            a run directory is missing, corrupt or of an unknown format
     └── AnalysisError         the data cannot support the requested figure
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 __all__ = [
     "AnalysisError",
     "EndpointError",
+    "EndpointLostError",
     "PortInUseError",
     "RigError",
     "RigStartError",
@@ -54,6 +56,10 @@ class PortInUseError(RigError):
 
 
 class EndpointError(RigError):
+    pass
+
+
+class EndpointLostError(EndpointError):
     pass
 
 

@@ -15,13 +15,18 @@ from typing import Any, cast
 
 from rigbench._version import __version__
 from rigbench.client import SelfCheckMonitor
-from rigbench.errors import RigbenchError, RigError
+from rigbench.client._url import redact_url, url_has_userinfo
+from rigbench.errors import EndpointLostError, RigbenchError, RigError, UsageError
 from rigbench.rig import AttachedRig, LaunchedRig, LlamaCppConfig, prepare_llamacpp_rig
 from rigbench.store import RunHeader, RunReader, RunWriter, TrustVerdict, new_run_id
 from rigbench.store._run import _now
 from rigbench.suites._context import NullProgress, Progress, Suite, SuiteContext
 
-__all__ = ["RunConfig", "execute_run"]
+__all__ = ["RunConfig", "check_concurrency", "execute_run"]
+
+# A failed request of these kinds may be rigbench's setup (the server went away), not the model:
+# the writer watches for them, and resume retries the units they are in.
+_TRANSPORT_KINDS = ("connect", "disconnect", "timeout", "idle_timeout", "total_timeout")
 
 
 @dataclass
@@ -42,22 +47,43 @@ class RunConfig:
     label: str = "run"
     resume: Path | None = None
     run_id: str | None = None  # None: a new id from `label` (a plan picks it up front for its index)
+    idle_timeout_s: float | None = None  # per-request deadlines (None: the client's defaults)
+    total_timeout_s: float | None = None
+    cli_options: dict[str, Any] | None = None  # `rigbench run`'s options, so --resume can rebuild them
     command: list[str] = field(default_factory=lambda: _redacted_argv(sys.argv))
 
 
 def _redacted_argv(argv: list[str]) -> list[str]:
-    return [("<redacted>" if i > 0 and argv[i - 1] in ("--api-key",) else a) for i, a in enumerate(argv)]
+    """argv as stored: no API key, no credentials inside a URL (`--endpoint http://u:p@host/v1`)."""
+    def one(a: str) -> str:
+        if "://" not in a or "@" not in a:
+            return a
+        flag, eq, url = a.partition("=") if a.startswith("--") else ("", "", a)
+        return flag + eq + redact_url(url)
+
+    return [("<redacted>" if i > 0 and argv[i - 1] in ("--api-key",) else one(a)) for i, a in enumerate(argv)]
 
 
 async def execute_run(cfg: RunConfig, progress: Progress | None = None,
                       build_progress: Any = None) -> RunHeader:
+    from rigbench.client._client import DEFAULT_IDLE_TIMEOUT_S, DEFAULT_TOTAL_TIMEOUT_S
+
     prog = progress or NullProgress()
+    idle_s = cfg.idle_timeout_s if cfg.idle_timeout_s is not None else DEFAULT_IDLE_TIMEOUT_S
+    total_s = cfg.total_timeout_s if cfg.total_timeout_s is not None else DEFAULT_TOTAL_TIMEOUT_S
     plan = {"suites": cfg.suite_settings, "seed": cfg.seed, "sanity": cfg.sanity,
             "sanity_max_tokens": cfg.sanity_max_tokens, "bandwidth_gb_s": cfg.bandwidth_gb_s,
-            "rig": _rig_plan(cfg)}
+            "rig": _rig_plan(cfg), "deadlines": {"idle_s": idle_s, "total_s": total_s}}
+    if cfg.cli_options is not None:
+        plan["cli_options"] = cfg.cli_options
+    max_conc = check_concurrency(list((cfg.suite_settings.get("speed") or {}).get("concurrency") or [1]))
     if cfg.resume is not None:
         reader = RunReader(cfg.resume)
-        done = {r["unit_id"] for r in reader.raw_records() if "unit_id" in r}
+        if reader.header.status == "complete":
+            return reader.header  # nothing to measure: the run and its source-data id stay as they are
+        _refuse_changed_plan(cfg.resume, reader.header.plan, plan)
+        prior = (reader.header.status, reader.header.error)
+        done = _done_units(reader)
         header = reader.header.model_copy(update={"status": "running", "finished_at": None, "error": None,
                                                   "source_data_id": None})
         writer = RunWriter(cfg.resume, header, resume=True)
@@ -69,6 +95,7 @@ async def execute_run(cfg: RunConfig, progress: Progress | None = None,
                            plan=plan)
         writer = RunWriter(run_dir, header)
         done = set()
+        prior = ("failed", None)
     rig: LaunchedRig | AttachedRig
     status = "failed"
     error: str | None = None
@@ -76,6 +103,9 @@ async def execute_run(cfg: RunConfig, progress: Progress | None = None,
     try:
         if cfg.endpoint:
             rig = AttachedRig(cfg.endpoint, model=cfg.model, api_key=cfg.api_key)
+            if url_has_userinfo(cfg.endpoint):
+                prog.note("the credentials in the --endpoint URL were removed: they are never sent, printed or "
+                          "stored. Pass an API key with --api-key-env.")
         elif cfg.launch is not None:
             from rigbench.plan._rigs import launched_rig
 
@@ -83,18 +113,24 @@ async def execute_run(cfg: RunConfig, progress: Progress | None = None,
         else:
             rig = prepare_llamacpp_rig(cfg.llamacpp or LlamaCppConfig(), writer.log_path,
                                        build_progress=build_progress, note=prog.note)
+        rig.client.configure(idle_timeout_s=idle_s, total_timeout_s=total_s,
+                             max_connections=max(rig.client.max_connections, max_conc))
         try:
-            prog.note("starting the rig" if isinstance(rig, LaunchedRig) else f"attaching to {cfg.endpoint}")
+            prog.note("starting the rig" if isinstance(rig, LaunchedRig) else f"attaching to {redact_url(cfg.endpoint or '')}")
             startup = await rig.start()
             if startup is not None and "startup" not in done:
                 writer.append(startup)
             fp = rig.fingerprint()
+            if cfg.resume is not None:
+                _refuse_changed_rig(cfg.resume, writer.header.fingerprint, fp.model_dump(mode="json"))
             writer.update(fingerprint=fp.model_dump(mode="json"))
             info = rig.info()
             reasons: list[str] = []
             reasons += _preflight(cfg, rig, info, writer, done)
             # results recorded after a launched engine died would be marked done and never redone
-            suite_writer = cast(RunWriter, _EngineWatch(writer, rig)) if isinstance(rig, LaunchedRig) else writer
+            # ...and so would results recorded after an attached server stopped answering
+            suite_writer = cast(RunWriter, _EngineWatch(writer, rig) if isinstance(rig, LaunchedRig)
+                                else _EndpointWatch(writer, rig))
             if cfg.sanity:
                 reasons += await _sanity_gate(rig.client, info, suite_writer, prog, done, cfg.sanity_max_tokens)
             else:
@@ -112,7 +148,7 @@ async def execute_run(cfg: RunConfig, progress: Progress | None = None,
                     async with SelfCheckMonitor(suite.name, emit=writer.append):
                         await suite.run(ctx)
                 except Exception as e:  # e.g. a connection reset while building prompts
-                    if isinstance(suite_writer, _EngineWatch):
+                    if isinstance(suite_writer, _EngineWatch | _EndpointWatch):
                         suite_writer.raise_if_engine_died(e)
                     raise
             reasons += _screen_outputs(RunReader(run_dir), writer)
@@ -124,8 +160,13 @@ async def execute_run(cfg: RunConfig, progress: Progress | None = None,
     except KeyboardInterrupt:
         status, error = "interrupted", "interrupted by the user (Ctrl-C)"
         raise
+    except _WrongRig:
+        status, error = prior[0], prior[1]  # nothing was measured: leave the run as it was
+        raise
     except RigbenchError as e:
         error = str(e)
+        if isinstance(e, EndpointLostError):
+            status = "interrupted"  # rigbench's setup, not the rig, stopped it: resumable as it is
         raise
     except BaseException as e:  # asyncio.CancelledError on Ctrl-C lands here too
         import asyncio
@@ -142,7 +183,7 @@ async def execute_run(cfg: RunConfig, progress: Progress | None = None,
 
 def _rig_plan(cfg: RunConfig) -> dict[str, Any]:
     if cfg.endpoint:
-        return {"mode": "attach", "endpoint": cfg.endpoint, "model": cfg.model}
+        return {"mode": "attach", "endpoint": redact_url(cfg.endpoint).rstrip("/"), "model": cfg.model}
     if cfg.launch is not None:
         return {"mode": "launched", "engine": cfg.launch.kind, "spec": cfg.launch.model_dump(mode="json")}
     c = cfg.llamacpp or LlamaCppConfig()
@@ -171,7 +212,7 @@ class _EngineWatch:
         # A request cut off by the engine's death can be recorded before the exit is reaped:
         # a transport failure gets the same short grace as an exception does.
         err = getattr(getattr(record, "result", None), "error", None)
-        if err is not None and err.kind in ("connect", "disconnect", "timeout"):
+        if err is not None and err.kind in _TRANSPORT_KINDS:
             self.raise_if_engine_died(ConnectionError(err.message))
         else:
             self.raise_if_engine_died()
@@ -190,6 +231,162 @@ class _EngineWatch:
                 f"  last lines:\n{_indent(self._rig.process.log_tail())}\n"
                 f"Completed units are kept: fix the cause, then `rigbench run --resume {self._writer.dir}` "
                 "(with the same options) measures the rest.") from cause
+
+
+class _EndpointWatch:
+    """The run's writer, refusing to record once the attached server has stopped answering.
+
+    Adversary: a server that dies (or is unplugged) mid-run. Its remaining requests would fail in
+    under a second as "connect" records and the run would end "complete"; instead, a transport
+    failure makes rigbench ask the server's model list, and if that gets no answer either the run
+    stops, marked interrupted, with the resume command.
+    """
+
+    def __init__(self, writer: RunWriter, rig: AttachedRig) -> None:
+        self._writer = writer
+        self._rig = rig
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._writer, name)
+
+    def append(self, record: Any) -> None:
+        err = getattr(getattr(record, "result", None), "error", None)
+        if err is not None and err.kind in _TRANSPORT_KINDS:
+            self.raise_if_engine_died(ConnectionError(err.message))
+        self._writer.append(record)
+
+    def raise_if_engine_died(self, cause: BaseException | None = None) -> None:
+        """Ask `/models` (5 s); no answer means the server, not the model, failed `cause`."""
+        import urllib.error
+        import urllib.request
+
+        url = self._rig.base_url + "/models"
+        headers = dict(self._rig.client._headers)
+        try:
+            with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=5) as r:
+                r.read(65536)
+            return
+        except urllib.error.HTTPError as e:
+            if e.code < 500:
+                return  # it answers (perhaps 401 to this probe): alive
+            seen = f"HTTP {e.code}"
+        except (OSError, ValueError) as e:
+            seen = f"{type(e).__name__}: {getattr(e, 'reason', e)}"
+        raise EndpointLostError(
+            f"the server at {self._rig.base_url} stopped answering during the run ({seen}; the request in flight "
+            f"failed with: {cause}). The result in flight was not recorded and the run is marked interrupted.\n"
+            f"Completed units are kept: once the server is back, `rigbench run --resume {self._writer.dir}` "
+            "measures the rest.") from cause
+
+
+def check_concurrency(levels: list[int]) -> int:
+    """The largest concurrency level, refused when this process cannot hold that many connections.
+
+    Each concurrent request holds one socket (a file descriptor). The soft limit is raised to the
+    hard one when needed; beyond the hard limit the run is refused before anything starts, with
+    the limit and how to raise it (adversary: a typo such as c=100000 that would stall for minutes
+    or silently run at the client's cap while the report claims the level).
+    """
+    need = max(levels, default=1)
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    except (ImportError, OSError, ValueError):
+        return need
+    margin = 256  # the engine log, run files, the event loop, aiohttp's own sockets
+    if hard != resource.RLIM_INFINITY and need + margin > hard:
+        raise UsageError(
+            f"concurrency {need} needs {need + margin} open files, but this process may open at most {hard} "
+            f"(the hard file-descriptor limit). Lower --concurrency to at most {max(1, hard - margin)}, or raise "
+            f"the limit (e.g. `ulimit -Hn {need + margin}` as root, or LimitNOFILE in a systemd unit).")
+    if soft != resource.RLIM_INFINITY and need + margin > soft:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(need + margin, hard) if hard != resource.RLIM_INFINITY
+                                                    else need + margin, hard))
+    return need
+
+
+def _refuse_changed_plan(run_dir: Path, old: dict[str, Any], new: dict[str, Any]) -> None:
+    """Resume only the run that was started: a changed rig, endpoint, model, suite or setting is refused."""
+    diff = _first_difference(old, new, "")
+    if diff is None:
+        return
+    where, was, now = diff
+    raise UsageError(
+        f"cannot resume {run_dir}: this command changes {where} from {_show(was)} to {_show(now)}. A resumed "
+        f"run must measure the same rig with the same settings: run `rigbench run --resume {run_dir}` with no "
+        "other settings (they are read from its run.json), or start a new run.")
+
+
+class _WrongRig(UsageError):
+    """Resume found another rig: the run is left as it was (status and error)."""
+
+
+def _refuse_changed_rig(run_dir: Path, old: dict[str, Any], new: dict[str, Any]) -> None:
+    """The server answering now must be the one measured before (adversary: another model or engine
+    behind the same URL and model name, whose numbers would be merged into this run)."""
+    from rigbench.analysis._compare import fingerprint_differences
+
+    if not old:
+        return  # the earlier session stopped before fingerprinting
+    diffs = [d for d in fingerprint_differences(old, new) if d.matters]
+    if diffs:
+        d = diffs[0]
+        raise _WrongRig(
+            f"cannot resume {run_dir}: the rig is not the one this run measured: its {d.field} was "
+            f"{_show(d.baseline)} and is now {_show(d.other)}. Measure this rig in a new run.")
+
+
+def _show(v: Any) -> str:
+    import json
+
+    text = json.dumps(v, sort_keys=True, default=str)
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+def _first_difference(old: Any, new: Any, path: str) -> tuple[str, Any, Any] | None:
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in sorted(set(old) | set(new), key=str):
+            if key not in old:
+                continue  # recorded by a newer rigbench than the one that started the run
+            sub = f"{path}.{key}" if path else str(key)
+            if key not in new:
+                return sub, old[key], None
+            d = _first_difference(old[key], new[key], sub)
+            if d is not None:
+                return d
+        return None
+    return None if old == new else (path, old, new)
+
+
+def _done_units(reader: RunReader) -> set[str]:
+    """Units that need no measuring again.
+
+    Not done: a speed batch with a failed request or with a request record missing or damaged
+    (a crash between a request and its batch record), and any unit whose record failed for a
+    transport reason (connect, disconnect, deadline). Their records stay in the file as history.
+    """
+    from rigbench.suites.speed._records import SpeedBatch, SpeedRequest
+
+    done: set[str] = set()
+    for r in reader.raw_records():
+        uid = r.get("unit_id")
+        if not isinstance(uid, str) or r.get("kind") in ("speed_batch", "speed_request"):
+            continue
+        res = r.get("result")
+        err = res.get("error") if isinstance(res, dict) else None
+        if isinstance(err, dict) and err.get("kind") in _TRANSPORT_KINDS:
+            continue
+        done.add(uid)
+    per_batch: dict[str, int] = {}
+    for q in reader.records("speed_request", SpeedRequest):
+        if q.result.ok:
+            key = q.unit_id.rsplit("/", 1)[0]
+            per_batch[key] = per_batch.get(key, 0) + 1
+    for b in reader.records("speed_batch", SpeedBatch):
+        if b.failed == 0 and per_batch.get(b.unit_id, 0) >= b.requests:
+            done.add(b.unit_id)
+    return done
 
 
 def _indent(text: str) -> str:

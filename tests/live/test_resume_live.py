@@ -87,3 +87,33 @@ def test_ctrl_c_marks_the_run_interrupted_and_resumes(tmp_path: Path) -> None:
     # the engine was stopped with rigbench: nothing listens any more
     assert not [p for p in psutil.process_iter(["cmdline"]) if str(run_dir) in " ".join(p.info["cmdline"] or [])]
     _resume_and_check(run_dir, done_before)
+
+
+def test_resume_of_the_embedded_rig_takes_its_settings_from_the_run_and_refuses_changes(tmp_path: Path) -> None:
+    """Issue 14: resuming with another setting (or the bare command the message suggests) must not
+    measure a different configuration into this run; `--resume DIR` alone finishes it as started."""
+    out = tmp_path / "runs"
+    proc = _start(out)
+    run_dir = _wait_for_batches(out, 1)
+    os.killpg(proc.pid, signal.SIGKILL)  # rigbench and its engine die at once
+    proc.wait(timeout=60)
+    done_before = {r["unit_id"] for r in RunReader(run_dir).raw_records("speed_batch")}
+    env = {**os.environ, "COLUMNS": "160"}
+    for change, flag in ((["--repetitions", "9"], "--repetitions"), (["--scenarios", "code_generation"], "--scenarios"),
+                         (["--endpoint", "http://127.0.0.1:9/v1"], "--endpoint")):
+        res = subprocess.run([sys.executable, "-m", "rigbench", "run", "--resume", str(run_dir), *change],
+                             capture_output=True, text=True, timeout=300, env=env)
+        assert res.returncode == 2 and flag in res.stderr and "cannot resume" in res.stderr, res.stderr
+    res = subprocess.run([sys.executable, "-m", "rigbench", "run", "--resume", str(run_dir)],
+                         capture_output=True, text=True, timeout=600, env=env)
+    assert res.returncode == 0, res.stdout + res.stderr
+    reader = RunReader(run_dir)
+    batches = [r["unit_id"] for r in reader.raw_records("speed_batch")]
+    assert reader.header.status == "complete" and len(batches) == len(set(batches)) == 4
+    assert done_before <= set(batches)
+    assert {r["scenario"] for r in reader.raw_records("speed_request")} == {"chat_short"}
+    source_id = reader.header.source_data_id
+    res = subprocess.run([sys.executable, "-m", "rigbench", "run", "--resume", str(run_dir)],
+                         capture_output=True, text=True, timeout=300, env=env)
+    assert res.returncode == 0 and "already complete" in res.stdout
+    assert RunReader(run_dir).header.source_data_id == source_id

@@ -209,3 +209,97 @@ def test_plan_runs_each_rig_against_the_emulator_and_resumes(tmp_path: Path) -> 
                 await execute_plan(load_plan(p), tmp_path / "plan", resume=True)
 
     asyncio.run(go())
+
+
+def test_an_unknown_suite_in_a_later_rig_is_found_before_the_first_rig_runs(tmp_path: Path) -> None:
+    import asyncio
+
+    from rigbench.plan import execute_plan
+    from rigbench.testing import Emulator
+
+    async def go() -> None:
+        async with Emulator() as emu:
+            p = write(tmp_path, f"""\
+                name: emu
+                sanity: false
+                speed: {{scenarios: [chat_short], repetitions: 1, warmup: 0}}
+                rigs:
+                  - {{name: one, endpoint: {{base_url: "{emu.url}"}}}}
+                  - {{name: two, suites: [speed, speeed], endpoint: {{base_url: "{emu.url}"}}}}
+                """)
+            with pytest.raises(PlanError, match=r"rig 'two': unknown suite 'speeed'"):
+                await execute_plan(load_plan(p), tmp_path / "plan")
+            assert emu.requests_total == 0 and not (tmp_path / "plan").exists()
+
+    asyncio.run(go())
+
+
+def test_plan_deadlines_reach_every_run_and_bad_ones_name_the_line(tmp_path: Path) -> None:
+    p = write(tmp_path, """\
+        name: d
+        deadlines: {idle_s: 30, total_s: 120}
+        rigs:
+          - {name: one, endpoint: {base_url: "http://127.0.0.1:9/v1"}}
+        """)
+    lp = load_plan(p)
+    cfg = run_config_for(lp, lp.rigs[0], tmp_path, run_id="x", resume=None)
+    assert (cfg.idle_timeout_s, cfg.total_timeout_s) == (30, 120)
+    p.write_text(p.read_text().replace("idle_s: 30", "idle_s: -1"))
+    with pytest.raises(PlanError, match=r"plan.yaml:2.*idle_s"):
+        load_plan(p)
+
+
+def test_a_container_runtime_failure_is_named_not_unknown_exited_125(tmp_path: Path) -> None:
+    import asyncio
+    import stat
+
+    from rigbench.errors import RigStartError
+    from rigbench.plan._rigs import launched_rig
+    from rigbench.rig import free_port
+
+    docker = tmp_path / "docker"  # plays `docker run` failing before any engine starts
+    docker.write_text("#!/bin/sh\necho 'Error response from daemon: No such image: img' >&2\nexit 125\n")
+    docker.chmod(docker.stat().st_mode | stat.S_IEXEC)
+    rig = launched_rig(ContainerLaunch(argv=f"{docker} run --rm --name rb img", port=free_port()), tmp_path / "e.log")
+
+    async def go() -> str:
+        try:
+            await rig.start()
+        except RigStartError as e:
+            return str(e)
+        finally:
+            await rig.stop()
+        raise AssertionError("the start did not fail")
+
+    msg = asyncio.run(go())
+    assert "`docker run` exited with code 125: the container runtime itself failed" in msg
+    assert "No such image" in msg and "unknown exited" not in msg
+
+
+def test_url_credentials_in_a_plan_are_stored_nowhere_in_its_directory(tmp_path: Path) -> None:
+    import asyncio
+
+    from rigbench.plan import execute_plan
+    from rigbench.testing import Emulator
+
+    async def go() -> None:
+        async with Emulator() as emu:
+            url = emu.url.replace("http://", "http://bob:hunter2-secret@")
+            p = write(tmp_path, f"""\
+                name: creds
+                sanity: false
+                speed: {{scenarios: [chat_short], repetitions: 1, warmup: 0}}
+                rigs:
+                  - {{name: one, endpoint: {{base_url: "{url}"}}}}
+                """)
+            index = await execute_plan(load_plan(p), tmp_path / "plan")
+            assert [e.status for e in index.rigs] == ["complete"]
+            # the stored copy resumes as the same plan
+            again = await execute_plan(load_plan(tmp_path / "plan" / "plan.yaml"), tmp_path / "plan", resume=True)
+            assert again.rigs[0].status == "complete"
+
+    asyncio.run(go())
+    files = [f for f in (tmp_path / "plan").rglob("*") if f.is_file()]
+    assert len(files) >= 4
+    for f in files:
+        assert b"hunter2" not in f.read_bytes() and b"bob" not in f.read_bytes(), f

@@ -86,3 +86,40 @@ def test_golden_v1_run_still_loads() -> None:
     assert r.header.format_version == 1
     assert any(r.raw_records("speed_request"))
     assert r.source_data_id == r.header.source_data_id
+
+
+def test_a_unit_measured_again_supersedes_its_earlier_records_which_stay_as_history(tmp_path: Path) -> None:
+    from rigbench.store import RunHeader, RunReader, RunWriter
+
+    w = RunWriter(tmp_path / "r", RunHeader(run_id="r", created_at="t", rigbench_version="0"))
+    w.append({"kind": "speed_request", "unit_id": "speed/a/c1/r0/i0", "n": 1})
+    w.append({"kind": "telemetry", "unit_id": "telemetry/a/c1", "n": 1})
+    w.append({"kind": "speed_request", "unit_id": "speed/a/c1/r0/i0", "n": 2})  # retried
+    w.append({"kind": "telemetry", "unit_id": "telemetry/a/c1", "n": 2})  # per session: both kept
+    w.finish("complete")
+    r = RunReader(tmp_path / "r")
+    assert [x["n"] for x in r.raw_records("speed_request")] == [2]
+    assert [x["n"] for x in r.raw_records("speed_request", history=True)] == [1, 2]
+    assert [x["n"] for x in r.raw_records("telemetry")] == [1, 2]
+
+
+def test_damaged_lines_and_records_of_the_wrong_shape_are_counted_not_raised(tmp_path: Path) -> None:
+    from pydantic import BaseModel
+
+    from rigbench.store import RunHeader, RunReader, RunWriter
+
+    class Rec(BaseModel):
+        kind: str
+        unit_id: str
+        n: int
+
+    w = RunWriter(tmp_path / "r", RunHeader(run_id="r", created_at="t", rigbench_version="0"))
+    w.append({"kind": "k", "unit_id": "u1", "n": 1})
+    w.append({"kind": "k", "unit_id": "u2", "n": "not a number"})
+    w.append({"kind": "k", "unit_id": ["not", "a", "string"], "n": 3})
+    w.finish("complete")
+    with (tmp_path / "r" / "records.jsonl").open("a") as f:
+        f.write("[1, 2]\n{not json\n")
+    r = RunReader(tmp_path / "r")
+    assert [x.n for x in r.records("k", Rec)] == [1]
+    assert r.damaged_records == 4  # wrong type, list unit id, a JSON list, invalid JSON

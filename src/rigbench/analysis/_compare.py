@@ -42,7 +42,7 @@ COMPARE_METRICS = ("e2e_tok_s", "decode_tok_s", "aggregate_tok_s", "ttft_s")
 # Fingerprint fields (dotted paths) that change what is being measured. A speed-up table compares
 # rigs that differ on purpose in flags (argv, speculative, draft model), so those never block.
 MATTERING_FIELDS = (
-    "engine", "engine_version", "model.sha256", "model.size_bytes", "chat_template_sha256",
+    "engine", "engine_version", "model.served_name", "model.sha256", "model.size_bytes", "chat_template_sha256",
     "host.cpu_model", "host.gpus", "host.memory_bytes", "host_is_server",
 )
 INFORMATIONAL_FIELDS = ("argv", "speculative", "draft_model.sha256", "context_length", "slots", "model.path",

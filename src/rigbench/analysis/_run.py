@@ -68,7 +68,10 @@ def analyze_run(reader: RunReader) -> RunAnalysis:
     agent = summarize_agent(reader)
     if not agent.empty:
         sections["agent"] = agent
-    torn = reader.torn_lines
+    torn = reader.damaged_records
+    if torn:  # damaged lines are never dropped silently: the figures above are without them
+        warnings.insert(0, f"{torn} damaged records skipped (torn or invalid lines in records.jsonl); the figures "
+                        f"leave them out. An unfinished run redoes their units: `rigbench run --resume {reader.dir}`")
     return RunAnalysis(
         run_dir=str(reader.dir), header=h, status=reader.display_status, source_data_id=reader.source_data_id,
         startup=startup, speed=speed, torn_lines=torn, warnings=warnings, sections=sections,

@@ -42,6 +42,9 @@ class ScenarioSpeed(BaseModel):
     aggregate_tok_s: Stat | None  # per batch: all output tokens / batch wall time
     tokens_per_chunk: float | None
     prefill_share: float | None  # median TTFT / median request wall time
+    # Fewest requests in flight at once at the peak of a batch (measured from send/done stamps):
+    # below `concurrency`, the asked level was not reached and a warning says so.
+    concurrency_reached: int | None = None
 
 
 class SpeedSummary(BaseModel):
@@ -121,6 +124,10 @@ def _row(key: tuple[str, int], items: list[tuple[SpeedRequest, RequestTiming]], 
     if ttft_any and wall and wall.median > 0:
         prefill_share = ttft_any.median / wall.median
     tpc = [t.tokens_per_chunk for t in timings if t.tokens_per_chunk is not None]
+    reached = _concurrency_reached([r for r, _ in items])
+    if reached is not None and reached < conc:
+        warnings.append(f"{scenario} (c={conc}): concurrency actually reached: {reached} (at most {reached} "
+                        f"requests were in flight at once in some batch); figures are for that level, not {conc}")
     return ScenarioSpeed(
         scenario=scenario, concurrency=conc,
         input_tokens_target=first.input_tokens_target, output_tokens_target=first.output_tokens_target,
@@ -132,6 +139,7 @@ def _row(key: tuple[str, int], items: list[tuple[SpeedRequest, RequestTiming]], 
         decode_tok_s=describe([t.decode_tok_s for t in timings if t.decode_tok_s is not None]),
         ttft_s=ttft, ttft_not_comparable=ttft_note, **_latency(timings), aggregate_tok_s=describe(agg),
         tokens_per_chunk=sum(tpc) / len(tpc) if tpc else None, prefill_share=prefill_share,
+        concurrency_reached=reached,
     )
 
 
@@ -142,3 +150,20 @@ def _latency(timings: list[RequestTiming]) -> dict[str, Stat | None]:
         "itl_gaps_s": describe([g for t in timings for g in t.itl_s]),
         "e2e_latency_s": describe([t.e2e_latency_s for t in timings if t.e2e_latency_s is not None]),
     }
+
+
+def _concurrency_reached(requests: list[SpeedRequest]) -> int | None:
+    """Min over batches of the peak number of requests between their send and their end."""
+    spans: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    for r in requests:
+        if r.result.sent_ns and r.result.done_ns:
+            spans[r.unit_id.rsplit("/", 1)[0]].append((r.result.sent_ns, r.result.done_ns))
+    peaks = []
+    for batch in spans.values():
+        events = sorted([(a, 1) for a, _ in batch] + [(b, -1) for _, b in batch], key=lambda e: (e[0], e[1]))
+        level = peak = 0
+        for _, step in events:
+            level += step
+            peak = max(peak, level)
+        peaks.append(peak)
+    return min(peaks) if peaks else None

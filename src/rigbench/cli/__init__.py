@@ -25,6 +25,8 @@ __all__ = ["app", "main"]
 
 
 def main() -> None:
+    if len(sys.argv) <= 1:
+        sys.argv.append("--help")  # `rigbench` alone: the help, exit 0 (not click's usage error with exit 2)
     try:
         app()
     except RigbenchError as e:

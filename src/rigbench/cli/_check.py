@@ -41,4 +41,5 @@ def check(
                                             stop=stop or []))
     preflight_terminal(report, Console())
     if report.errors:
+        Console(stderr=True).print(f"[bold red]{len(report.errors)} error finding(s) above; exiting 1.[/]")
         raise typer.Exit(1)

@@ -40,6 +40,11 @@ def compare(
     """'reproduces' when the t-test finds no significant difference, 'differs' when it does."""
     if len(runs) < 2:
         raise UsageError("give a baseline run and at least one run to compare with it.")
+    if not 0.0 < alpha < 1.0:  # nan fails this too
+        raise UsageError(f"--alpha is a significance level in (0, 1), e.g. 0.05; got {alpha!r}.")
+    from rigbench.cli._paths import check_output_file
+
+    check_output_file(markdown, "--markdown")
     readers = [RunReader(r) for r in runs]
     labels = dict(zip((r.dir.name for r in readers), rig_labels([r.dir.name for r in readers],
                                                                 [r.header for r in readers]), strict=True))

@@ -30,8 +30,21 @@ def kv(
     server_pool: Annotated[int | None, typer.Option(help="The pool (tokens) the server reported, shown beside.")] = None,
 ) -> None:
     """Tokens of KV cache and concurrent sessions at a context length, from the model's attention shape."""
+    from rigbench.cli._checks import check_finite
+
+    check_finite(budget_gib, "--budget-gib", high=1e9)  # a billion GiB: far above any machine
+    if context < 1:
+        raise UsageError(f"--context must be a positive number of tokens; got {context}.")
+    for value, option in ((layers, "--layers"), (kv_heads, "--kv-heads"), (head_dim, "--head-dim"),
+                          (server_pool, "--server-pool")):
+        if value is not None and value < 1:
+            raise UsageError(f"{option} must be a positive integer; got {value}.")
+    if window is not None and window < 0:
+        raise UsageError(f"--window must be 0 or more tokens (0: no sliding window); got {window}.")
+    if local_per_global < 0:
+        raise UsageError(f"--local-per-global must be 0 or more; got {local_per_global}.")
     if model is not None:
-        arch = kv_architecture_from_path(model)
+        arch = _read_model(model)
     elif layers and kv_heads and head_dim:
         arch = KVArchitecture.with_pattern(layers=layers, kv_heads=kv_heads, head_dim=head_dim, window=window,
                                            local_per_global=local_per_global)
@@ -42,3 +55,18 @@ def kv(
     Console().print(f"{arch.layers} layers ({arch.global_layers} global), {arch.kv_heads} KV heads x {arch.head_dim} "
                     f"(from {arch.source})")
     kv_terminal(cap, Console())
+
+
+def _read_model(model: Path) -> KVArchitecture:
+    """The attention shape from a user's file; a file that is not one (truncated, another format) is a
+    usage error naming it, not a traceback from the parser."""
+    from rigbench.errors import RigbenchError
+
+    try:
+        return kv_architecture_from_path(model)
+    except RigbenchError:
+        raise
+    except Exception as e:  # the GGUF/JSON parsers raise many types on foreign or truncated files
+        raise UsageError(f"--model {model}: cannot read an attention shape from it ({type(e).__name__}: "
+                         f"{str(e)[:200]}). Pass a complete .gguf file, a config.json or a model directory, "
+                         "or give --layers, --kv-heads and --head-dim.") from e

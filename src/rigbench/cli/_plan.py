@@ -90,7 +90,8 @@ def run_plan(plan_file: Path, *, resume: Path | None, out: Path, markdown: Path 
     bad = [e for e in index.rigs if e.status != "complete"]
     untrusted = [e for e in index.rigs if e.trusted is False]
     if bad or (untrusted and not allow_untrusted):
-        console.print(f"[bold red]{len(bad)} rig(s) did not complete, {len(untrusted)} untrusted; exiting 1.[/]")
+        Console(stderr=True).print(f"[bold red]{len(bad)} rig(s) did not complete, {len(untrusted)} untrusted; "
+                                   "exiting 1.[/]")
         raise typer.Exit(1)
 
 

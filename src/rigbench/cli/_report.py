@@ -35,7 +35,11 @@ def report(
 ) -> None:
     """Re-render saved runs (complete or not) in the terminal, and optionally as Markdown/JSON."""
     console = Console()
+    from rigbench.cli._paths import check_output_file
     from rigbench.cli._plan import across_runs, named_runs
+
+    for path, option in ((html, "--html"), (markdown, "--markdown"), (json_out, "--json"), (vllm_json, "--vllm-json")):
+        check_output_file(path, option)
 
     named = named_runs(runs)
     runs = [p for _, p in named]

@@ -8,12 +8,31 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from rigbench.analysis._roofline import lookup_device, predict_speedup, roofline, weights_from_path
+from rigbench.analysis._roofline import (
+    WeightsInfo,
+    lookup_device,
+    predict_speedup,
+    roofline,
+    weights_from_path,
+)
 from rigbench.cli._app import app
 from rigbench.errors import UsageError
 from rigbench.report._honesty import roofline_terminal
 
 __all__ = ["roofline_cmd"]
+
+
+def _read_weights(model: Path) -> WeightsInfo:
+    from rigbench.errors import RigbenchError
+
+    try:
+        return weights_from_path(model)
+    except RigbenchError:
+        raise
+    except Exception as e:  # the GGUF/safetensors readers raise many types on foreign or truncated files
+        raise UsageError(f"--model {model}: cannot read weight sizes from it ({type(e).__name__}: "
+                         f"{str(e)[:200]}). Pass a complete .gguf or .safetensors file or a model directory, "
+                         "or give --weights-gb.") from e
 
 
 @app.command("roofline")
@@ -32,11 +51,18 @@ def roofline_cmd(
                                                  "(for the speed-up prediction).")] = 0.0,
 ) -> None:
     """Decode ceiling (tok/s) = bandwidth / weight bytes, and how close a measured rate is to it."""
+    from rigbench.cli._checks import check_finite
+
     console = Console()
+    check_finite(weights_gb, "--weights-gb", high=1e6)  # a petabyte of weights per token: beyond any model
+    check_finite(bandwidth_gbs, "--bandwidth-gbs", high=1e6)  # 1 PB/s: beyond any memory
+    check_finite(tok_s, "--tok-s", high=1e7)
+    check_finite(acceptance_length, "--acceptance-length", low=1.0, low_inclusive=True, high=1e3)
+    check_finite(prefill_share, "--prefill-share", low=0.0, low_inclusive=True, high=0.999)
     if (weights_gb is None) == (model is None):
         raise UsageError("give exactly one of --weights-gb or --model.")
     if model is not None:
-        info = weights_from_path(model)
+        info = _read_weights(model)
         weights = info.weights_bytes
         console.print(f"{info.source}: {info.tensors} tensors, {weights / 1e9:.3f} GB"
                       + (f" ({info.file_type})" if info.file_type else ""))
@@ -52,7 +78,16 @@ def roofline_cmd(
             bandwidth_gbs, source = dev.bandwidth_gb_s, f"{dev.name}: {dev.source}"
     if bandwidth_gbs is None:
         raise UsageError("give --bandwidth-gbs or --device (or measure with `rigbench probe`).")
-    roofline_terminal(roofline(weights, bandwidth_gbs, measured_tok_s=tok_s, bandwidth_source=source), console)
+    roof = roofline(weights, bandwidth_gbs, measured_tok_s=tok_s, bandwidth_source=source)
+    roofline_terminal(roof, console)
+    if roof.efficiency is not None and roof.efficiency > 1.0:
+        # Adversary: inputs that disagree (weights or bandwidth mistyped, or a rate measured with
+        # speculative decoding or batching); printing "8732% of the ceiling" as if it were a result misleads.
+        console.print(f"[bold yellow]warning:[/] {tok_s:g} tok/s is {roof.efficiency:.1f}× the ceiling of "
+                      f"{roof.ceiling_tok_s:.3g} tok/s: the inputs cannot all be right. One token cannot be decoded "
+                      "faster than its weights are read; check --weights-gb (the bytes read per token), "
+                      "--bandwidth-gbs, and whether --tok-s came from speculative decoding or batching "
+                      "(several tokens per weight read).", highlight=False)
     if acceptance_length is not None:
         p = predict_speedup("given", prefill_share=prefill_share, mean_acceptance_length=acceptance_length)
         console.print(f"speculative decoding at acceptance length {acceptance_length:g} and prefill share "

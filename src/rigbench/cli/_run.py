@@ -32,8 +32,15 @@ def _int_list(value: str, option: str) -> list[int]:
     return out
 
 
+def _recorded(options: dict[str, Any]) -> dict[str, Any]:
+    from rigbench.cli._resume import recorded_options
+
+    return recorded_options(options)
+
+
 @app.command()
 def run(
+    ctx: typer.Context,
     plan: Annotated[Path | None, typer.Argument(help="A plan file (YAML): run each of its rigs in turn and "
                                                 "compare them (docs/plans.md). With --resume, the plan "
                                                 "directory to continue.")] = None,
@@ -93,12 +100,28 @@ def run(
     resume: Annotated[Path | None, typer.Option(help="Continue an interrupted run directory: completed units "
                                                 "are not redone.")] = None,
     markdown: Annotated[Path | None, typer.Option(help="Also write the Markdown report here.")] = None,
+    idle_timeout: Annotated[float | None, typer.Option(help="Fail a request (typed record `idle_timeout`) after "
+                                                       "this many seconds without a generated token; keep-alive "
+                                                       "comments do not count (default 600).")] = None,
+    request_timeout: Annotated[float | None, typer.Option(help="Fail a request (typed record `total_timeout`) "
+                                                          "that runs longer than this many seconds "
+                                                          "(default 3600).")] = None,
 ) -> None:
     """Measure a rig: set up (or attach), check it answers correctly, run the suites, report.
 
     With no options: builds/fetches the embedded llama.cpp + SmolLM2-135M rig (cached after the
     first time) and runs the quick speed profile.
     """
+    cli_opts = dict(locals())  # first statement: every option as given (recorded for --resume)
+    if resume is not None and plan is None and ctx is not None:
+        from rigbench.cli._resume import resumed_options
+
+        merged = resumed_options(ctx, cli_opts, resume, run)
+        if merged is not None:
+            return run(**merged)
+    from rigbench.cli._checks import check_run_options
+
+    check_run_options(cli_opts)
     if plan is not None:
         from rigbench.cli._plan import run_plan
 
@@ -161,7 +184,8 @@ def run(
     cfg = RunConfig(suites=suites, suite_settings=settings, out_dir=out, llamacpp=llama_cfg, endpoint=endpoint,
                     model=model, api_key=api_key, allow_untrusted=allow_untrusted, sanity=not no_sanity,
                     sanity_max_tokens=sanity_max_tokens, bandwidth_gb_s=bandwidth_gbs,
-                    seed=seed, label=label, resume=resume)
+                    seed=seed, label=label, resume=resume, idle_timeout_s=idle_timeout,
+                    total_timeout_s=request_timeout, cli_options=_recorded(cli_opts))
     with RichProgress(console) as prog:
         try:
             header = run_loop(execute_run(cfg, prog, build_progress=prog.build))
@@ -175,6 +199,6 @@ def run(
         markdown.write_text(render_markdown(analysis))
         console.print(f"Markdown report: {markdown}")
     if header.trust is not None and not header.trust.trusted and not allow_untrusted:
-        console.print("[bold red]The run is UNTRUSTED (reasons above); exiting 1. "
-                      "Pass --allow-untrusted to exit 0 anyway.[/]")
+        Console(stderr=True).print("[bold red]The run is UNTRUSTED (reasons above); exiting 1. "
+                                   "Pass --allow-untrusted to exit 0 anyway.[/]")
         raise typer.Exit(1)

@@ -21,7 +21,13 @@ from rigbench.client._records import RequestError, StreamResult
 from rigbench.client._selfcheck import current_monitor
 from rigbench.client._sse import COMMENT, SSEParser, decode_json
 
-__all__ = ["ChatClient"]
+__all__ = ["DEFAULT_IDLE_TIMEOUT_S", "DEFAULT_TOTAL_TIMEOUT_S", "ChatClient"]
+
+# Per-request deadlines (`rigbench run --idle-timeout/--request-timeout`, plan `deadlines:`).
+# Idle: no generated token (prefill included: the clock starts at the send) for this long.
+DEFAULT_IDLE_TIMEOUT_S = 600.0
+# Total: the whole request, first byte to last token.
+DEFAULT_TOTAL_TIMEOUT_S = 3600.0
 
 _perf_ns = time.perf_counter_ns
 
@@ -40,6 +46,8 @@ class ChatClient:
         max_connections: int = 1024,
         connect_timeout_s: float = 10.0,
         read_timeout_s: float = 600.0,
+        idle_timeout_s: float | None = None,
+        total_timeout_s: float | None = DEFAULT_TOTAL_TIMEOUT_S,
         http_stack: Literal["asyncio", "aiohttp"] = "asyncio",
     ) -> None:
         self.base_url = base_url.rstrip("/")
@@ -54,9 +62,27 @@ class ChatClient:
         self.http_stack = http_stack
         self._connect_timeout_s = connect_timeout_s
         self._read_timeout_s = read_timeout_s
+        self.idle_timeout_s = idle_timeout_s if idle_timeout_s is not None else DEFAULT_IDLE_TIMEOUT_S
+        self.total_timeout_s = total_timeout_s
         self._pool: ConnectionPool | None = None
         self._path_prefix = urlsplit(self.base_url).path.rstrip("/")
         self._auth = f"Authorization: Bearer {api_key}\r\n".encode() if api_key else b""
+
+    @property
+    def max_connections(self) -> int:
+        return self._connector_limit
+
+    def configure(self, *, idle_timeout_s: float | None = None, total_timeout_s: float | None = None,
+                  max_connections: int | None = None) -> None:
+        """Set the per-request deadlines and the connection limit before the first request."""
+        if idle_timeout_s is not None:
+            self.idle_timeout_s = idle_timeout_s
+        if total_timeout_s is not None:
+            self.total_timeout_s = total_timeout_s
+        if max_connections is not None:
+            if self._pool is not None or self._session is not None:
+                raise RuntimeError("ChatClient.configure(max_connections=...) after the first request")
+            self._connector_limit = max_connections
 
     @property
     def server_root(self) -> str:
@@ -185,7 +211,7 @@ class ChatClient:
             sink = _StreamSink(acc, loop.create_future())
             try:
                 acc.sent_ns = conn.send(request, sink)
-                timer = _ReadTimer(loop, conn, sink, self._read_timeout_s)
+                timer = _Deadlines(loop, conn, sink, self._read_timeout_s, self.idle_timeout_s, self.total_timeout_s)
                 try:
                     await sink.fut
                 finally:
@@ -223,7 +249,23 @@ class ChatClient:
                 parser = SSEParser()
                 reader = resp.content
                 while not acc.finished:
-                    raw = await reader.readany()
+                    # the same idle (tokens, not bytes) and total deadlines as the default stack
+                    now = _perf_ns()
+                    idle_left = self.idle_timeout_s - (now - (acc.chunk_ns[-1] if acc.chunk_ns else sent_ns)) / 1e9
+                    total_left = (self.total_timeout_s - (now - sent_ns) / 1e9 if self.total_timeout_s is not None
+                                  else float("inf"))
+                    try:
+                        raw = await asyncio.wait_for(reader.readany(), max(0.0, min(idle_left, total_left)))
+                    except TimeoutError:
+                        if total_left <= idle_left:
+                            acc.error = RequestError(kind="total_timeout", message=(
+                                f"the request ran longer than its total deadline of {self.total_timeout_s:g} s "
+                                "(--request-timeout)"))
+                        else:
+                            acc.error = RequestError(kind="idle_timeout", message=(
+                                f"no generated token for {self.idle_timeout_s:g} s (idle deadline, --idle-timeout)"))
+                        acc.done_ns = _perf_ns()
+                        break
                     if not raw:
                         break
                     now = _perf_ns()
@@ -328,27 +370,46 @@ class _StreamSink:
             self.fut.set_result(None)
 
 
-class _ReadTimer:
-    """Fails the request after `timeout_s` without a byte; one timer per request, re-armed lazily."""
+class _Deadlines:
+    """Fails a request that goes `read_s` without a byte (kind `timeout`), `idle_s` without a generated
+    token (`idle_timeout`), or runs past `total_s` (`total_timeout`).
 
-    def __init__(
-        self, loop: asyncio.AbstractEventLoop, conn: HttpConnection, sink: _StreamSink, timeout_s: float
-    ) -> None:
-        self.loop, self.conn, self.sink, self.timeout_s = loop, conn, sink, timeout_s
-        self.h: asyncio.TimerHandle | None = loop.call_later(timeout_s, self._check)
+    Adversary: a server that keeps the stream open with SSE keep-alive comments and never
+    generates: bytes keep the read timeout quiet, so the idle deadline counts tokens, not bytes.
+    One timer per request, re-armed lazily from the latest stamps.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, conn: HttpConnection, sink: _StreamSink, read_s: float,
+                 idle_s: float, total_s: float | None) -> None:
+        self.loop, self.conn, self.sink = loop, conn, sink
+        self.read_s, self.idle_s, self.total_s = read_s, idle_s, total_s
+        first = min(read_s, idle_s, total_s if total_s is not None else idle_s)
+        self.h: asyncio.TimerHandle | None = loop.call_later(first, self._check)
 
     def _check(self) -> None:
-        idle_s = (_perf_ns() - self.conn.last_ns) / 1e9
-        if idle_s < self.timeout_s:
-            self.h = self.loop.call_later(self.timeout_s - idle_s, self._check)
+        acc = self.sink.acc
+        now = _perf_ns()
+        start = acc.sent_ns or now
+        last_token = acc.chunk_ns[-1] if acc.chunk_ns else start
+        read_left = self.read_s - (now - max(self.conn.last_ns, start)) / 1e9
+        idle_left = self.idle_s - (now - last_token) / 1e9
+        total_left = self.total_s - (now - start) / 1e9 if self.total_s is not None else float("inf")
+        if read_left > 0 and idle_left > 0 and total_left > 0:
+            self.h = self.loop.call_later(min(read_left, idle_left, total_left), self._check)
             return
         self.h = None
-        acc = self.sink.acc
         if not acc.finished:
-            acc.error = RequestError(
-                kind="timeout", message=f"no data for {self.timeout_s:g} s (read timeout)"
-            )
-            acc.done_ns = _perf_ns()
+            if total_left <= 0:
+                acc.error = RequestError(kind="total_timeout", message=(
+                    f"the request ran longer than its total deadline of {self.total_s:g} s "
+                    "(--request-timeout)"))
+            elif read_left <= 0:
+                acc.error = RequestError(kind="timeout", message=f"no data for {self.read_s:g} s (read timeout)")
+            else:
+                acc.error = RequestError(kind="idle_timeout", message=(
+                    f"no generated token for {self.idle_s:g} s (idle deadline, --idle-timeout)"
+                    + (f"; {acc.comments} keep-alive comments in between" if acc.comments else "")))
+            acc.done_ns = now
         self.conn.close()
         self.sink.resolve()
 

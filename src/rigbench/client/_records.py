@@ -15,7 +15,9 @@ __all__ = ["ChunkKind", "RequestError", "RequestErrorKind", "StreamResult"]
 
 RequestErrorKind = Literal[
     "connect",  # could not open a connection
-    "timeout",  # no byte for longer than the read timeout, or the total timeout passed
+    "timeout",  # no byte for longer than the read timeout (aiohttp path), or no connection in time
+    "idle_timeout",  # no generated token for longer than the idle deadline (keep-alive comments do not count)
+    "total_timeout",  # the request ran longer than its total deadline
     "http_status",  # a non-2xx status; `http_status` and `body` say which and why
     "disconnect",  # the server closed the stream before [DONE] / finish_reason
     "malformed_sse",  # a data line that is not JSON, or JSON without the OpenAI shape

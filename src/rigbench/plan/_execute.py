@@ -30,7 +30,7 @@ from rigbench.store._run import _now
 from rigbench.suites import build_suites
 from rigbench.suites._context import NullProgress, Progress
 
-__all__ = ["execute_plan", "run_config_for"]
+__all__ = ["check_plan", "execute_plan", "run_config_for"]
 
 
 def _source(spec: str) -> ModelSource:
@@ -57,7 +57,9 @@ def run_config_for(loaded: LoadedPlan, rig: ResolvedRig, plan_dir: Path, *, run_
             raise UsageError(f"rig {rig.name!r}: api_key_env {rig.api_key_env} is not set or empty.")
     common: dict[str, Any] = {"suites": suites, "suite_settings": settings, "out_dir": plan_dir,
                               "sanity": p.sanity, "seed": p.seed, "label": rig.name, "resume": resume,
-                              "run_id": run_id, "api_key": api_key, "allow_untrusted": True}
+                              "run_id": run_id, "api_key": api_key, "allow_untrusted": True,
+                              "idle_timeout_s": p.deadlines.idle_s if p.deadlines else None,
+                              "total_timeout_s": p.deadlines.total_s if p.deadlines else None}
     spec = rig.spec
     if isinstance(spec, EmbeddedRig):
         need = max((sc["input_tokens"] + sc["output_tokens"]
@@ -73,6 +75,24 @@ def run_config_for(loaded: LoadedPlan, rig: ResolvedRig, plan_dir: Path, *, run_
     if isinstance(spec, EndpointSpec):
         return RunConfig(endpoint=spec.base_url, model=spec.model, **common)
     return RunConfig(launch=spec, **common)
+
+
+def check_plan(loaded: LoadedPlan) -> None:
+    """Every rig's suites and scenarios, and the concurrency, before the first rig runs.
+
+    Adversary: a plan whose third rig names a suite that does not exist, found only after the
+    first two rigs spent an hour measuring.
+    """
+    from rigbench.runner import check_concurrency
+
+    sp = loaded.plan.speed
+    for rig in loaded.rigs:
+        try:
+            build_suites(rig.suites, profile=sp.profile, scenarios=sp.scenarios, repetitions=sp.repetitions,
+                         warmup=sp.warmup, concurrency=sp.concurrency)
+        except UsageError as e:
+            raise PlanError(f"plan {loaded.path}, rig {rig.name!r}: {e}") from None
+    check_concurrency(sp.concurrency)
 
 
 def _kind(rig: ResolvedRig) -> str:
@@ -92,7 +112,9 @@ def _open_index(loaded: LoadedPlan, plan_dir: Path, resume: bool) -> PlanIndex:
         raise UsageError(f"plan directory {plan_dir} already exists and is not empty; choose another --out, "
                          f"or continue it with `rigbench run {loaded.path} --resume {plan_dir}`.")
     plan_dir.mkdir(parents=True, exist_ok=True)
-    (plan_dir / PLAN_FILE).write_text(loaded.text)
+    from rigbench.client._url import redact_text
+
+    (plan_dir / PLAN_FILE).write_text(redact_text(loaded.text))  # URL credentials are never stored
     index = PlanIndex(name=loaded.plan.name, plan_file=str(loaded.path), config_sha256=loaded.config_sha256,
                       created_at=_now(), rigs=[PlanRigEntry(name=r.name, kind=_kind(r)) for r in loaded.rigs])
     write_plan_index(plan_dir, index)
@@ -112,6 +134,7 @@ async def execute_plan(
     from rigbench.runner import execute_run
 
     prog = progress or NullProgress()
+    check_plan(loaded)
     index = _open_index(loaded, plan_dir, resume)
     for i, rig in enumerate(loaded.rigs):
         entry = index.entry(rig.name)

@@ -49,9 +49,14 @@ class LoadedPlan(NamedTuple):
     @property
     def config_sha256(self) -> str:
         """Hash of the resolved configuration (not of the file's text: comments may change)."""
-        body = {"plan": self.plan.model_dump(mode="json", exclude={"rigs", "description"}),
+        # a setting left out is left out of the hash, so plans written before it existed still resume
+        skip = {"rigs", "description"} | ({"deadlines"} if self.plan.deadlines is None else set())
+        body = {"plan": self.plan.model_dump(mode="json", exclude=skip),
                 "rigs": [r.key() for r in self.rigs]}
-        return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
+        from rigbench.client._url import redact_text
+
+        # credentials in a URL are never used nor stored: the copy in the plan directory must hash the same
+        return hashlib.sha256(redact_text(json.dumps(body, sort_keys=True)).encode()).hexdigest()[:16]
 
 
 def _kind(spec: BaseModel) -> str:

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from rigbench.rig._launch_spec import EndpointSpec, LaunchSpec
 
-__all__ = ["EmbeddedRig", "Plan", "PlanRig", "SpeedPlan"]
+__all__ = ["Deadlines", "EmbeddedRig", "Plan", "PlanRig", "SpeedPlan"]
 
 
 class _Model(BaseModel):
@@ -57,6 +57,13 @@ class SpeedPlan(_Model):
         return v
 
 
+class Deadlines(_Model):
+    """Per-request deadlines (same meaning as `rigbench run --idle-timeout/--request-timeout`)."""
+
+    idle_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)  # no generated token for this long
+    total_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)  # the whole request
+
+
 class PlanRig(_Model):
     """One rig: exactly one of `embedded`, `launch` or `endpoint`; `sweep` expands it into several."""
 
@@ -97,4 +104,5 @@ class Plan(_Model):
     seed: int = 0
     sanity: bool = True  # false: skip the known-answer gate (every run is then untrusted)
     allow_unconfined: bool = False  # run model-written code where bubblewrap cannot confine it (marked)
+    deadlines: Deadlines | None = None  # None: rigbench's defaults (idle 600 s, total 3600 s)
     rigs: list[PlanRig] = Field(min_length=1)

@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from rigbench.errors import UsageError
+from rigbench.errors import RigStartError, UsageError
 from rigbench.rig import LaunchedRig, ModelInfo, StartupTiming, free_port
 from rigbench.rig._launch_spec import CommandLaunch, ContainerLaunch, EndpointSpec, command_for
 from rigbench.rig._process import EngineProcess
@@ -33,19 +33,42 @@ class SpecRig(LaunchedRig):
         return startup
 
 
+# `docker run` / `podman run` exit codes that mean the container runtime failed, not the engine
+# (docker run reference, "Exit status").
+_RUNTIME_EXIT = {125: "the container runtime itself failed (daemon not running, image not found, a name or "
+                      "port already in use, or a bad `run` option)",
+                 126: "the container's command could not be invoked (not executable)",
+                 127: "the container's command was not found in the image"}
+
+
 class ContainerRig(SpecRig):
     def __init__(self, argv: list[str], *, container_name: str | None, **kw: Any) -> None:
         super().__init__(argv, **kw)
         self.container_name = container_name
 
+    async def start(self) -> StartupTiming:
+        try:
+            return await super().start()
+        except RigStartError as e:
+            code = self.process.exit_code()
+            tool = Path(self.argv[0]).name if self.argv else "docker"
+            if code in _RUNTIME_EXIT:
+                # "unknown exited 125" named neither the container runtime nor what 125 means
+                _, _, rest = str(e).partition("\n")
+                raise RigStartError(f"`{tool} run` exited with code {code}: {_RUNTIME_EXIT[code]}; the engine in "
+                                    f"the container never started. See the log below.\n{rest}") from e
+            raise
+
     async def stop(self) -> None:
         if self.container_name:
-            tool = Path(self.argv[0]).name if self.argv else "docker"
-            tool = tool if tool in ("docker", "podman") else "docker"
+            tool = self.argv[0] if self.argv and Path(self.argv[0]).name in ("docker", "podman") else "docker"
             with self.process.log_path.open("ab") as log:
                 # best effort: a container that already exited makes `stop` fail, which is fine
-                subprocess.run([tool, "stop", self.container_name], stdout=log, stderr=subprocess.STDOUT,
-                               timeout=60, check=False)
+                try:
+                    subprocess.run([tool, "stop", self.container_name], stdout=log, stderr=subprocess.STDOUT,
+                                   timeout=60, check=False)
+                except (OSError, subprocess.TimeoutExpired) as e:
+                    log.write(f"rigbench: `{tool} stop {self.container_name}` failed: {e}\n".encode())
         await super().stop()
 
 

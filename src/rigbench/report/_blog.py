@@ -21,7 +21,9 @@ from rigbench.report._suite_compare import suite_comparison_markdown
 __all__ = ["render_blog_markdown", "speedup_markdown", "speedup_table"]
 
 
-def _ratio(c: Comparison, scenario: str, conc: int) -> str:
+def _ratio(c: Comparison | None, scenario: str, conc: int) -> str:
+    if c is None:  # no comparison for this run (it has no speed records, e.g. its rig failed)
+        return "–"
     row = next((r for r in c.rows if r.scenario == scenario and r.concurrency == conc), None)
     if row is None or row.result.ratio is None:
         return "–"
@@ -46,7 +48,8 @@ def _grid(names: Sequence[str], analyses: Sequence[RunAnalysis],
     for r in base.rows:
         label = r.scenario + (f" (c={r.concurrency})" if multi_conc else "")
         cells = [label, f"{r.input_tokens_target} / {r.output_tokens_target}", fmt_stat(r.e2e_tok_s, digits=1)]
-        for other, comp, L in zip(others, comparisons, synth[1:], strict=True):
+        comps: list[Comparison | None] = [*comparisons, *[None] * (len(others) - len(comparisons))]
+        for other, comp, L in zip(others, comps, synth[1:], strict=True):
             o = other.get((r.scenario, r.concurrency))
             ratio = _ratio(comp, r.scenario, r.concurrency)
             cells += [fmt_stat(o.e2e_tok_s, digits=1) if o else "–", ratio + (" synthetic" if L is not None else "")]

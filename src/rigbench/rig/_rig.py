@@ -200,15 +200,27 @@ class AttachedRig:
     """An already-running OpenAI-compatible endpoint; records what it exposes, the rest as unknown."""
 
     def __init__(self, base_url: str, *, model: str | None, api_key: str | None = None) -> None:
-        url = base_url.rstrip("/")
+        from rigbench.client._url import redact_url
+
+        url = redact_url(base_url).rstrip("/")  # credentials in a URL are never sent, printed nor stored
         if not url.startswith(("http://", "https://")):
-            raise EndpointError(f"--endpoint {base_url!r} is not an http(s) URL; e.g. http://127.0.0.1:8000/v1")
+            raise EndpointError(f"--endpoint {url!r} is not an http(s) URL; e.g. http://127.0.0.1:8000/v1")
+        from urllib.parse import urlsplit
+
+        try:
+            parts = urlsplit(url)
+            parts.port  # noqa: B018 - raises ValueError for a port out of range
+        except ValueError as e:
+            raise EndpointError(f"--endpoint {url!r} is not a valid URL ({e}); e.g. http://127.0.0.1:8000/v1") from e
+        if not parts.hostname:
+            raise EndpointError(f"--endpoint {url!r} names no host; e.g. http://127.0.0.1:8000/v1")
         if not url.endswith("/v1"):
             url += "/v1"
         self.base_url = url
         self.client = ChatClient(url, api_key=api_key)
         self.requested_model = model
         self.served_name: str | None = model
+        self._has_key = bool(api_key)
         self.startup: StartupTiming | None = None
         self._facts: dict[str, Any] = {}
 
@@ -220,6 +232,9 @@ class AttachedRig:
                 f"cannot reach {self.base_url}/models: {type(e).__name__}: {e}. Is the server running, and is "
                 "the URL its OpenAI base (usually ending in /v1)?"
             ) from e
+        if (status == 401 or status == 403) and self._has_key:
+            raise EndpointError(f"{self.base_url}/models answered HTTP {status}: the server rejected the API key "
+                                "given with --api-key-env. Check that the variable holds this server's key.")
         if status == 401 or status == 403:
             raise EndpointError(f"{self.base_url}/models answered HTTP {status}: the server wants an API key. "
                                 "Put it in an environment variable and pass its name with --api-key-env.")
@@ -229,6 +244,10 @@ class AttachedRig:
                 "list. Check the URL: rigbench needs an OpenAI-compatible server."
             )
         names = [m.get("id") for m in body["data"] if isinstance(m, dict)]
+        if self.served_name is not None and names and self.served_name not in names:
+            raise EndpointError(f"--model {self.served_name!r} is not served by {self.base_url}; it lists: "
+                                f"{', '.join(map(str, names[:20]))}{' ...' if len(names) > 20 else ''}. "
+                                "Pass one of those with --model, or leave --model out to use the first.")
         if self.served_name is None:
             if not names:
                 raise EndpointError(f"{self.base_url} serves no models; pass --model NAME.")
@@ -252,7 +271,9 @@ class AttachedRig:
             unknown.append("engine_version")
         if f.get("chat_template") is None:
             unknown.append("chat_template_sha256")
-        local = any(h in self.base_url for h in ("://127.", "://localhost", "://[::1]"))
+        from rigbench.client._url import is_loopback_url
+
+        local = is_loopback_url(self.base_url)
         return Fingerprint(
             mode="attached", argv=None, engine=f.get("engine", "unknown"),
             engine_version=f.get("version"),

@@ -17,7 +17,10 @@ from rigbench.errors import StoreError
 from rigbench.store._format import HEADER_FILE, LOG_FILE, RECORDS_FILE, SUPPORTED_VERSIONS
 from rigbench.store._header import RunHeader, RunStatus, TrustVerdict
 
-__all__ = ["RunReader", "RunWriter", "new_run_id", "source_data_id"]
+__all__ = ["SESSION_KINDS", "RunReader", "RunWriter", "new_run_id", "source_data_id"]
+
+# Evidence recorded once per session of a run (each resume adds its own): never superseded.
+SESSION_KINDS = frozenset({"selfcheck", "telemetry"})
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -62,9 +65,16 @@ class RunWriter:
         else:
             if run_dir.exists() and any(run_dir.iterdir()):
                 raise StoreError(f"run directory {run_dir} already exists and is not empty; choose another --out.")
-            run_dir.mkdir(parents=True, exist_ok=True)
+            try:
+                run_dir.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise StoreError(f"cannot create the run directory {run_dir}: {e.strerror or e}; choose another "
+                                 "--out.") from e
         self._header = header
-        self._write_header()
+        try:
+            self._write_header()
+        except OSError as e:
+            raise StoreError(f"cannot write {run_dir / HEADER_FILE}: {e.strerror or e}; choose another --out.") from e
         if resume:
             _drop_torn_tail(run_dir / RECORDS_FILE)
         self._records = (run_dir / RECORDS_FILE).open("a", encoding="utf-8")
@@ -147,7 +157,8 @@ class RunReader:
             self.header = RunHeader.model_validate(raw)
         except ValidationError as e:
             raise StoreError(f"{hp} does not match the run format: {e}") from e
-        self.torn_lines = 0
+        self.torn_lines = 0  # damaged lines seen so far (kept for callers of the old name)
+        self._damaged: set[int] = set()
 
     @property
     def complete(self) -> bool:
@@ -162,23 +173,56 @@ class RunReader:
     def source_data_id(self) -> str:
         return self.header.source_data_id or source_data_id(self.dir)
 
-    def raw_records(self, kind: str | None = None) -> Iterator[dict[str, Any]]:
+    @property
+    def damaged_records(self) -> int:
+        """Lines skipped so far because they were torn, not JSON, or not of their kind's shape."""
+        return len(self._damaged)
+
+    def raw_records(self, kind: str | None = None, *, history: bool = False) -> Iterator[dict[str, Any]]:
+        for _, obj in self._scan(kind, history):
+            yield obj
+
+    def _scan(self, kind: str | None, history: bool) -> Iterator[tuple[int, dict[str, Any]]]:
+        """Records in file order. A unit measured again (a retried failure, or a unit redone after a
+        crash between its records) is represented by its latest record; earlier ones are history,
+        returned only with `history=True`, so nothing is counted twice."""
         path = self.dir / RECORDS_FILE
         if not path.exists():
             return
-        self.torn_lines = 0
+        objs: list[tuple[int, dict[str, Any]]] = []  # only the asked kind: memory as before superseding
+        latest: dict[tuple[Any, Any], int] = {}
         with path.open("rb") as f:
-            for line in f:
+            for n, line in enumerate(f, 1):
                 if not line.endswith(b"\n"):
-                    self.torn_lines += 1  # the line being written when the run was killed
+                    self._damaged.add(n)  # the line being written when the run was killed
                     continue
                 try:
                     obj = json.loads(line)
                 except ValueError:
-                    self.torn_lines += 1
+                    self._damaged.add(n)
                     continue
-                if kind is None or obj.get("kind") == kind:
-                    yield obj
+                if not isinstance(obj, dict):
+                    self._damaged.add(n)
+                    continue
+                k = obj.get("kind")
+                if not history and k not in SESSION_KINDS and isinstance(obj.get("unit_id"), str):
+                    latest[(k, obj["unit_id"])] = n
+                if kind is None or k == kind:
+                    objs.append((n, obj))
+        self.torn_lines = len(self._damaged)
+        for n, obj in objs:
+            uid = obj.get("unit_id")
+            if not history and isinstance(uid, str) and latest.get((obj.get("kind"), uid), n) != n:
+                continue  # superseded by a later record of the same unit
+            yield n, obj
 
     def records(self, kind: str, model: type[M]) -> list[M]:
-        return [model.model_validate(r) for r in self.raw_records(kind)]
+        """Records of one kind as `model`; a line that does not fit the model is counted as damaged."""
+        out: list[M] = []
+        for line, r in self._scan(kind, False):
+            try:
+                out.append(model.model_validate(r))
+            except ValidationError:
+                self._damaged.add(line)
+        self.torn_lines = len(self._damaged)
+        return out

@@ -1,0 +1,86 @@
+"""`rigbench run --resume DIR`: the options come from the run's header, not from today's defaults.
+
+A run records the options it was started with (`plan.cli_options` in run.json). Resuming takes
+those; an option given again on the command line must have the recorded value, else resume is
+refused naming the option and both values (adversary: a resume command that would measure another
+rig, endpoint, model or setting and merge its numbers into this run).
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+
+from rigbench.client._url import redact_url
+from rigbench.errors import UsageError
+from rigbench.store import RunReader
+
+__all__ = ["NOT_SETTINGS", "recorded_options", "resumed_options"]
+
+# Options that say where output goes or how to exit, not what is measured: free to change on resume.
+NOT_SETTINGS = frozenset({"ctx", "plan", "resume", "out", "markdown", "allow_untrusted", "label", "api_key_env",
+                          "port"})
+
+
+def _jsonable(name: str, value: Any) -> Any:
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, tuple | list):
+        return [_jsonable(name, v) for v in value]
+    if name == "endpoint" and isinstance(value, str):
+        return redact_url(value).rstrip("/")
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return str(value)
+
+
+def recorded_options(options: dict[str, Any]) -> dict[str, Any]:
+    """The settings part of `run`'s options, as stored in run.json (credentials removed)."""
+    return {k: _jsonable(k, v) for k, v in options.items() if k not in NOT_SETTINGS}
+
+
+def resumed_options(ctx: Any, options: dict[str, Any], resume: Path,
+                    command: Callable[..., Any]) -> dict[str, Any] | None:
+    """`options` with every setting taken from the run being resumed; None for a run that did not record
+    them (an older rigbench, or a plan's rig: the runner then compares the resolved plan instead).
+
+    Raises UsageError when the command line sets an option to another value than the run has, and
+    typer.Exit(0) after saying so when the run is already complete.
+    """
+    reader = RunReader(resume)
+    if reader.header.status == "complete":
+        Console().print(f"{resume}: this run is already complete; nothing to measure (source data "
+                        f"{reader.source_data_id}, unchanged). Show it with `rigbench report {resume}`.")
+        raise typer.Exit(0)
+    recorded = (reader.header.plan or {}).get("cli_options")
+    if not isinstance(recorded, dict):
+        return None
+    for name, value in options.items():
+        if name in NOT_SETTINGS or name not in recorded:
+            continue
+        source = ctx.get_parameter_source(name)
+        if getattr(source, "name", None) not in ("COMMANDLINE", "ENVIRONMENT"):
+            continue
+        given = _jsonable(name, value)
+        if given != recorded[name]:
+            flag = "--" + name.replace("_", "-")
+            raise UsageError(
+                f"cannot resume {resume}: it was started with {flag} {json.dumps(recorded[name])} and this command "
+                f"gives {flag} {json.dumps(given)}. A resumed run measures the same rig with the same settings: "
+                f"run `rigbench run --resume {resume}` without {flag} (its settings come from its run.json), "
+                "or start a new run.")
+    params = inspect.signature(command).parameters
+    merged = dict(options)
+    for name, value in recorded.items():
+        if name not in merged or name in NOT_SETTINGS:
+            continue
+        ann = str(params[name].annotation) if name in params else ""
+        merged[name] = Path(value) if isinstance(value, str) and "Path" in ann and "list" not in ann else value
+    merged["ctx"] = None
+    return merged
