@@ -96,22 +96,22 @@ def machine_key(cpu_model: str | None, cores: int | None, memory_bytes: int | No
 
 
 def machine_bandwidth(cache: Path, *, cpu_model: str | None, cores: int | None, memory_bytes: int | None,
-                      gpus: list[str], probe: bool = True) -> dict[str, object] | None:
+                      gpus: list[str], probe: bool = True, refresh: bool = False) -> dict[str, object] | None:
     """This machine's measured bandwidth (host copy; device copy when nvidia-smi lists a GPU), cached.
 
     Returns the fields of the fingerprint's MemoryBandwidth, or None when nothing is cached and
-    `probe` is False. A GPU that cannot be measured (no torch with CUDA, out of memory) is recorded
+    `probe` is False; `refresh` measures again and replaces the cached figure. A GPU that cannot be measured (no torch with CUDA, out of memory) is recorded
     as unknown with the reason, never guessed.
     """
     key = machine_key(cpu_model, cores, memory_bytes, gpus)
     path = cache / f"{key}.json"
     try:
         cached = json.loads(path.read_text())
-        if isinstance(cached, dict) and cached.get("machine_key") == key:
+        if not refresh and isinstance(cached, dict) and cached.get("machine_key") == key:
             return cached
     except (OSError, ValueError):
         pass
-    if not probe:
+    if not (probe or refresh):
         return None
     host = measure_host_bandwidth(buffer_bytes=256 * 1024**2)
     gpu: BandwidthMeasurement | None = None
