@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 import urllib.error
 import urllib.request
@@ -161,7 +162,7 @@ def ensure_llama_server(
     logs = cache_dir("llama-server", "smoke")
     model_path = model()
     note(f"smoke test: {binary.name} loads the model and answers one completion (once per binary and CPU)")
-    first = smoke(binary, model_path, logs / "smoke.log", extra_args=base)
+    first = smoke(binary, model_path, logs / f"{record.stem}.log", extra_args=base)
     result = _binary_info(binary, origin, cpu)
     if first.ok:
         return _save(record, result)
@@ -170,7 +171,7 @@ def ensure_llama_server(
                             "Fix what the log names, or pass --llama-server PATH to another build.")
     if not base:
         note(f"llama-server crashed ({first.crash.signal}, exit {first.exit_code}); retrying with {NO_REPACK}")
-        second = smoke(binary, model_path, logs / "smoke-no-repack.log", extra_args=[NO_REPACK])
+        second = smoke(binary, model_path, logs / f"{record.stem}-no-repack.log", extra_args=[NO_REPACK])
     else:
         second = first
     if origin != "built":
@@ -193,7 +194,7 @@ def ensure_llama_server(
     note(f"llama-server crashes with {NO_REPACK} too ({_signal(second)}): rebuilding the portable baseline "
          "CPU variant (GGML_NATIVE=OFF, no ISA extensions; slower decode)")
     rebuilt = build(progress, variant="baseline")
-    third = smoke(rebuilt, model_path, logs / "smoke-baseline.log", extra_args=base)
+    third = smoke(rebuilt, model_path, logs / f"{record.stem}-baseline.log", extra_args=base)
     if not third.ok:
         raise SetupError(f"the baseline rebuild of llama-server fails its smoke test too: {_failure_text(third)}\n"
                          f"(the {result.build_variant} build: {_failure_text(first)})\n"
@@ -217,6 +218,8 @@ def _binary_info(binary: Path, origin: str, cpu: CpuFeatures) -> EngineBinary:
 
 
 def _save(record: Path, info: EngineBinary) -> EngineBinary:
-    record.write_text(info.model_dump_json(indent=1))
+    tmp = record.with_suffix(f".{os.getpid()}.part")  # several rigbench processes may smoke-test at once
+    tmp.write_text(info.model_dump_json(indent=1))
+    os.replace(tmp, record)
     return info
 
