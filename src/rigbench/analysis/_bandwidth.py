@@ -113,6 +113,7 @@ def machine_bandwidth(cache: Path, *, cpu_model: str | None, cores: int | None, 
         pass
     if not (probe or refresh):
         return None
+    load_1m = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     host = measure_host_bandwidth(buffer_bytes=256 * 1024**2)
     gpu: BandwidthMeasurement | None = None
     gpu_note: str | None = None
@@ -131,6 +132,8 @@ def machine_bandwidth(cache: Path, *, cpu_model: str | None, cores: int | None, 
         "gpu_name": gpu.device if gpu else None, "gpu_gb_s": round(gpu.bandwidth_gb_s, 1) if gpu else None,
         "gpu_method": gpu.method if gpu else gpu_note,
         "measured_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        # a copy measured on a busy machine reads low: the report shows the load it was measured under
+        "load_avg_1m": round(load_1m, 2) if load_1m is not None else None,
     }
     tmp = path.with_suffix(f".{os.getpid()}.part")
     tmp.write_text(json.dumps(out, indent=1))

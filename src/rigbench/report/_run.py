@@ -55,7 +55,7 @@ def _fingerprint_rows(fp: dict[str, Any]) -> list[tuple[str, str]]:
                                                             if host.get("gpus") else "")),
         ("os / python", f"{host.get('os')} / {host.get('python')}"),
         *([("llama-server", _engine_binary_row(fp["engine_binary"]))] if fp.get("engine_binary") else []),
-        *([("memory bandwidth", _bandwidth_row(host["memory_bandwidth"]))] if host.get("memory_bandwidth") else []),
+        *([("memory bandwidth", _bandwidth_row(host["memory_bandwidth"], host.get("cpu_cores_logical")))] if host.get("memory_bandwidth") else []),
         ("command", " ".join(fp["argv"]) if fp.get("argv") else "not recorded (server started outside rigbench)"),
     ]
     if fp.get("unknown"):
@@ -170,11 +170,14 @@ def _engine_binary_row(b: dict[str, Any]) -> str:
             + (f" ({b.get('fallback_reason')}; it can lower speed)" if fb != "none" else ""))
 
 
-def _bandwidth_row(bw: dict[str, Any]) -> str:
+def _bandwidth_row(bw: dict[str, Any], cores: int | None) -> str:
     host = f"host {bw['host_gb_s']:g} GB/s ({bw.get('host_method')})" if bw.get("host_gb_s") else "host unknown"
     gpu = (f"; GPU {bw.get('gpu_name')} {bw['gpu_gb_s']:g} GB/s" if bw.get("gpu_gb_s")
            else f"; GPU: {bw.get('gpu_method')}" if bw.get("gpu_method") else "")
-    return f"{host}{gpu}, probed {str(bw.get('measured_at') or '?')[:10]}"
+    load = bw.get("load_avg_1m")
+    busy = (f" under load {load:g} (may read low; `rigbench probe` on a quiet machine re-measures)"
+            if isinstance(load, int | float) and load > 0.5 * (cores or 1) else "")
+    return f"{host}{gpu}, probed {str(bw.get('measured_at') or '?')[:10]}{busy}"
 
 
 def _md_escape(text: str) -> str:

@@ -36,6 +36,7 @@ class MemoryBandwidth(BaseModel):
     gpu_gb_s: float | None = None
     gpu_method: str | None = None  # how the GPU was measured, or why it is unknown
     measured_at: str
+    load_avg_1m: float | None = None  # the host's 1-minute load average when measured
 
 
 class HostInfo(BaseModel):
