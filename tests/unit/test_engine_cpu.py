@@ -8,6 +8,7 @@ back in the documented steps, records the step, and names cause and flag for a u
 
 from __future__ import annotations
 
+import json
 import stat
 import sys
 from pathlib import Path
@@ -94,8 +95,8 @@ def test_amx_log_names_the_amx_path_and_no_repack() -> None:
 # -- smoke test and fallbacks, with an engine that really dies ----------------------------------------
 
 def _fake_engine(tmp_path: Path, mode: str, name: str = "llama-server") -> Path:
-    d = tmp_path / f"{name}-{mode}"
-    d.mkdir()
+    d = tmp_path / f"{name}-{mode}" / "bin"  # the cache's layout: build-info.json sits beside bin/
+    d.mkdir(parents=True)
     exe = d / "llama-server"
     exe.write_text(f"#!{sys.executable}\n" + (FIX / "fake_llama_server.py").read_text())
     exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
@@ -126,13 +127,22 @@ def test_crash_on_first_completion_is_caught(tmp_path: Path, isolated: Path) -> 
     assert not r.ok and r.crash is not None and r.crash.signal == "SIGSEGV"
 
 
+def _build_info(exe: Path, variant: str) -> None:
+    """What build_llama_server writes next to bin/: rigbench reads the variant from it."""
+    (exe.parent.parent / "build-info.json").write_text(json.dumps({
+        "llama_cpp_version": "x", "variant": variant, "cmake_flags": [], "cpu_key": "k", "cpu_flags": [],
+        "generator": "ninja", "jobs": 2}))
+
+
 def _builder(tmp_path: Path, modes: dict[str, str]) -> tuple[list[str], object]:
     built: list[str] = []
 
     def build(progress: object = None, *, variant: str | None = None) -> Path:
         v = variant or "isa"
         built.append(v)
-        return _fake_engine(tmp_path, modes[v], name=v)
+        exe = _fake_engine(tmp_path, modes[v], name=v)
+        _build_info(exe, v)
+        return exe
 
     return built, build
 
@@ -153,6 +163,33 @@ def test_built_binary_still_crashing_is_rebuilt_baseline(tmp_path: Path, isolate
     assert built == ["isa", "baseline"]
     assert eng.fallback == "rebuilt: baseline CPU variant" and eng.extra_args == []
     assert "baseline" in eng.path
+
+
+def test_native_build_crashing_is_rebuilt_isa_first(tmp_path: Path, isolated: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RIGBENCH_LLAMA_BUILD", "native")
+    built, build = _builder(tmp_path, {"isa": "ok", "baseline": "ok"})
+
+    def native_then(progress: object = None, *, variant: str | None = None) -> Path:
+        if variant is None:  # the first build: native, with its build-info as rigbench writes it
+            exe = _fake_engine(tmp_path, "segv_always", name="native")
+            _build_info(exe, "native")
+            return exe
+        return build(progress, variant=variant)  # type: ignore[operator,no-any-return]
+
+    eng = ensure_llama_server(None, lambda: isolated, build=native_then)
+    assert built == ["isa"] and eng.fallback == "rebuilt: isa CPU variant"
+    assert "native: exit -11 (SIGSEGV)" in (eng.fallback_reason or "")
+
+
+def test_crashing_everywhere_is_a_setup_error_listing_each_try(tmp_path: Path, isolated: Path) -> None:
+    from rigbench.errors import SetupError
+
+    _, build = _builder(tmp_path, {"isa": "segv_always", "baseline": "sigill_always"})
+    with pytest.raises(SetupError) as e:
+        ensure_llama_server(None, lambda: isolated, build=build)  # type: ignore[arg-type]
+    msg = str(e.value)
+    assert "isa: exit -11 (SIGSEGV)" in msg and "baseline: SIGILL, exit -4" in msg and "--llama-server PATH" in msg
 
 
 def test_fallback_is_remembered_per_binary_and_cpu(tmp_path: Path, isolated: Path) -> None:

@@ -187,24 +187,26 @@ def ensure_llama_server(
         return _save(record, result.model_copy(update={
             "extra_args": [NO_REPACK], "fallback": NO_REPACK,
             "fallback_reason": f"exit {first.exit_code} ({first.crash.signal}) without it"}))
-    if result.build_variant == "baseline":
-        raise SetupError(f"llama-server still crashes in the portable baseline build: {_failure_text(second)}\n"
-                         "Please report this with the log; meanwhile pass --llama-server PATH to a build that "
-                         "works on this machine.")
-    note(f"llama-server crashes with {NO_REPACK} too ({_signal(second)}): rebuilding the portable baseline "
-         "CPU variant (GGML_NATIVE=OFF, no ISA extensions; slower decode)")
-    rebuilt = build(progress, variant="baseline")
-    third = smoke(rebuilt, model_path, logs / f"{record.stem}-baseline.log", extra_args=base)
-    if not third.ok:
-        raise SetupError(f"the baseline rebuild of llama-server fails its smoke test too: {_failure_text(third)}\n"
-                         f"(the {result.build_variant} build: {_failure_text(first)})\n"
-                         "Please report this with both logs; meanwhile pass --llama-server PATH to a build that "
-                         "works on this machine.")
-    base_info = _binary_info(rebuilt, "built", cpu)
-    return _save(record, base_info.model_copy(update={
-        "fallback": "rebuilt: baseline CPU variant",
-        "fallback_reason": f"the {result.build_variant} build died with exit {first.exit_code} "
-                           f"({first.crash.signal}), and with {NO_REPACK} ({_signal(second)})"}))
+    # rebuild in safer variants: native -> isa (explicit ISA flags, AMX off) -> baseline (no extensions)
+    order = ["native", "isa", "baseline"]
+    current = result.build_variant or "native"
+    tried = [f"{current}: exit {first.exit_code} ({first.crash.signal}), with {NO_REPACK}: {_signal(second)}"]
+    last = second
+    for variant in order[order.index(current) + 1:] if current in order else ["baseline"]:
+        what = ("explicit ISA flags from /proc/cpuinfo, AMX off" if variant == "isa"
+                else "GGML_NATIVE=OFF, no ISA extensions; slower decode")
+        note(f"llama-server still crashes ({tried[-1]}): rebuilding the {variant} CPU variant ({what})")
+        rebuilt = build(progress, variant=variant)
+        again = smoke(rebuilt, model_path, logs / f"{record.stem}-{variant}.log", extra_args=base)
+        if again.ok:
+            return _save(record, _binary_info(rebuilt, "built", cpu).model_copy(update={
+                "fallback": f"rebuilt: {variant} CPU variant",
+                "fallback_reason": "; ".join(tried)}))
+        tried.append(f"{variant}: {_signal(again)}")
+        last = again
+    raise SetupError(f"llama-server crashes on this CPU in every build rigbench can make ({'; '.join(tried)}).\n"
+                     f"Last attempt: {_failure_text(last)}\nPlease report this with the logs in {logs}; meanwhile "
+                     "pass --llama-server PATH to a build that works on this machine.")
 
 
 def _signal(r: SmokeResult) -> str:
