@@ -115,7 +115,9 @@ def preflight_markdown(r: PreflightReport) -> str:
 
 def _roofline_rows(r: Roofline) -> list[tuple[str, str]]:
     rows = [("weights", f"{r.weights_bytes / 1e9:.2f} GB"),
-            ("memory bandwidth", f"{r.bandwidth_gb_s:g} GB/s ({r.bandwidth_basis}: {r.bandwidth_source})"),
+            ("memory bandwidth", f"{r.bandwidth_gb_s:g} GB/s ("
+             + (r.bandwidth_source if r.bandwidth_basis == "given" else f"{r.bandwidth_basis}: {r.bandwidth_source}")
+             + ")"),
             ("decode ceiling (1 stream)", f"{r.ceiling_tok_s:.2f} tok/s")]
     if r.measured_tok_s is not None:
         rows += [("measured", f"{r.measured_tok_s:.2f} tok/s"),
