@@ -232,3 +232,18 @@ def test_ordinary_engine_error_is_not_retried(tmp_path: Path, isolated: Path) ->
     with pytest.raises(RigStartError) as e:
         ensure_llama_server(exe, lambda: isolated)
     assert "exited with code 1" in str(e.value) and "failed to open GGUF" in str(e.value)
+
+
+async def test_engine_dying_at_launch_names_cause_and_flag(tmp_path: Path, isolated: Path) -> None:
+    """A run's own launch crashing (e.g. a bigger model taking the repacked path) says what to do."""
+    from rigbench.rig import LaunchedRig, ModelInfo, free_port
+
+    exe = _fake_engine(tmp_path, "segv_unless_no_repack")
+    port = free_port()
+    rig = LaunchedRig([str(exe), "-m", str(isolated), "--port", str(port)], engine="llamacpp", port=port,
+                      log_path=tmp_path / "engine.log", model=ModelInfo(path=str(isolated)))
+    with pytest.raises(RigStartError) as e:
+        await rig.start()
+    msg = str(e.value)
+    assert "exited with code -11" in msg and "cause: SIGSEGV in llama.cpp's AMX path" in msg
+    assert "avoid it with: `--no-repack`" in msg and "--engine-arg=--no-repack" in msg
