@@ -123,8 +123,8 @@ def _indent(text: str) -> str:
     return "\n".join("    " + line for line in text.splitlines()) or "    (empty)"
 
 
-def _failure_text(r: SmokeResult) -> str:
-    what = (f"died with exit code {r.exit_code} ({r.crash.cause})" if r.crash else
+def _failure_text(r: SmokeResult, *, cause: bool = True) -> str:
+    what = (f"died with exit code {r.exit_code} ({r.crash.cause if cause else r.crash.signal})" if r.crash else
             f"exited with code {r.exit_code}" if r.exit_code is not None else r.error or "failed")
     return f"{what}\n  command: {r.command}\n  log: {r.log_path}\n  last lines:\n{_indent(r.log_tail)}"
 
@@ -181,7 +181,7 @@ def ensure_llama_server(
                " rebuild it for this CPU (cmake -DGGML_NATIVE=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF "
                "-DGGML_AMX_BF16=OFF), or omit --llama-server and let rigbench build one")
         raise RigStartError(
-            f"your llama-server ({binary}, from {origin}) {_failure_text(first)}\n"
+            f"your llama-server ({binary}, from {origin}) {_failure_text(first, cause=False)}\n"
             f"Cause: {first.crash.cause}.\n{fix}.")
     if second.ok:
         return _save(record, result.model_copy(update={
