@@ -113,9 +113,9 @@ def smoke_test(binary: Path, model: Path, log_path: Path, *, extra_args: list[st
                        command=proc.command, log_path=str(log_path), log_tail=proc.log_tail(12))
 
 
-def _smoke_record(binary: Path, cpu: CpuFeatures) -> Path:
+def _smoke_record(binary: Path, cpu: CpuFeatures, args: list[str]) -> Path:
     st = binary.stat()
-    ident = f"{binary}|{st.st_size}|{st.st_mtime_ns}|{cpu.key}"
+    ident = f"{binary}|{st.st_size}|{st.st_mtime_ns}|{cpu.key}|{' '.join(args)}"
     return cache_dir("llama-server", "smoke") / (hashlib.sha256(ident.encode()).hexdigest()[:16] + ".json")
 
 
@@ -152,13 +152,13 @@ def ensure_llama_server(
         binary, origin = build(progress), "built"
     else:
         binary, origin = found
-    record = _smoke_record(binary, cpu)
+    base = [a for a in (user_args or []) if a in _NO_REPACK_ALIASES]
+    record = _smoke_record(binary, cpu, base)  # a pass with the user's --no-repack says nothing without it
     if record.is_file():
         try:
             return EngineBinary.model_validate_json(record.read_text())
         except ValueError:
             record.unlink(missing_ok=True)
-    base = [a for a in (user_args or []) if a in _NO_REPACK_ALIASES]
     logs = cache_dir("llama-server", "smoke")
     model_path = model()
     note(f"smoke test: {binary.name} loads the model and answers one completion (once per binary and CPU)")
@@ -177,9 +177,10 @@ def ensure_llama_server(
     if origin != "built":
         fix = (f"It serves with {NO_REPACK}: pass --engine-arg={NO_REPACK} to `rigbench run` (weights are then "
                "not repacked, which can lower decode speed)" if second.ok else
-               f"It crashes with {NO_REPACK} too: {first.crash.avoided_by if first.crash.signal == 'SIGILL' else ''}"
-               " rebuild it for this CPU (cmake -DGGML_NATIVE=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF "
-               "-DGGML_AMX_BF16=OFF), or omit --llama-server and let rigbench build one")
+               f"It crashes with {NO_REPACK} too: " + (
+                   first.crash.avoided_by if first.crash.signal == "SIGILL" else
+                   "rebuild it for this CPU (cmake -DGGML_NATIVE=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF "
+                   "-DGGML_AMX_BF16=OFF), or omit --llama-server and let rigbench build one"))
         raise RigStartError(
             f"your llama-server ({binary}, from {origin}) {_failure_text(first, cause=False)}\n"
             f"Cause: {first.crash.cause}.\n{fix}.")
