@@ -55,7 +55,11 @@ def test_run_embedded_records_startup_fingerprint_and_speed(tmp_path: Path) -> N
         assert r["input_tokens_measured"] == 128
         assert r["result"]["usage"]["prompt_tokens"] == 128
         assert r["result"]["usage"]["completion_tokens"] == 64  # forced output length
+    # issue 16: the binary passed its smoke test on this CPU, and the roofline needs no --bandwidth-gbs
+    assert fp["engine_binary"]["smoke_test"] == "passed" and fp["engine_binary"]["fallback"] == "none"
+    assert fp["host"]["memory_bandwidth"]["host_gb_s"] > 0
     text = md.read_text()
+    assert "Decode roofline" in text and "probed" in text and "Decode efficiency per row" in text
     assert reader.source_data_id in text and "chat_short" in text
     assert "chat_long_context" not in text  # not asked for
     # re-render from disk

@@ -46,7 +46,7 @@ MATTERING_FIELDS = (
     "host.cpu_model", "host.gpus", "host.memory_bytes", "host_is_server",
 )
 INFORMATIONAL_FIELDS = ("argv", "speculative", "draft_model.sha256", "context_length", "slots", "model.path",
-                        "endpoint")
+                        "endpoint", "engine_binary.build_variant", "engine_binary.fallback")  # CPU build/fallback
 
 
 class StatComparison(BaseModel):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from rigbench.analysis._roofline import Roofline, lookup_device, roofline, weights_from_path
 from rigbench.analysis._speculation import acceptance_samples
@@ -24,7 +24,18 @@ from rigbench.rig._telemetry import TelemetryRecord
 from rigbench.store import RunReader
 from rigbench.suites.speed import SpeedRequest
 
-__all__ = ["RunRoofline", "honesty_sections"]
+__all__ = ["RowEfficiency", "RunRoofline", "honesty_sections"]
+
+
+class RowEfficiency(BaseModel):
+    """One speed row's median per-request decode speed against the single-stream ceiling."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    scenario: str
+    concurrency: int
+    decode_tok_s: float
+    efficiency: float  # decode_tok_s / ceiling_tok_s (above 1.0: an input is wrong, see Roofline.finding)
 
 
 class RunRoofline(BaseModel):
@@ -35,6 +46,33 @@ class RunRoofline(BaseModel):
     scenario: str | None
     roofline: Roofline | None
     unavailable: str | None = None  # why there is no roofline (bandwidth or weights unknown)
+    rows: list[RowEfficiency] = Field(default_factory=list)  # every speed row's decode efficiency
+
+
+def _bandwidth(fp: dict[str, Any], plan: dict[str, Any]) -> tuple[float | None, str, str]:
+    """(GB/s, source text, basis): --bandwidth-gbs, else the datasheet table, else this machine's probe.
+
+    The device is the GPU when the host has one and the engine is not rigbench's own CPU build.
+    """
+    if plan.get("bandwidth_gb_s") is not None:
+        return float(plan["bandwidth_gb_s"]), "given with --bandwidth-gbs", "override"
+    host = fp.get("host") or {}
+    binary = fp.get("engine_binary") or {}
+    gpus = [] if binary.get("origin") == "built" else list(host.get("gpus") or [])  # rigbench builds for CPU
+    for name in gpus or [host.get("cpu_model") or ""]:
+        dev = lookup_device(name.split(",")[0]) if name else None
+        if dev:
+            return dev.bandwidth_gb_s, f"{dev.name}: {dev.source}", "datasheet"
+    bw = host.get("memory_bandwidth") or {}
+    if gpus:
+        if bw.get("gpu_gb_s"):
+            return float(bw["gpu_gb_s"]), f"probed: {bw.get('gpu_name')} {bw.get('gpu_method')}", "probed"
+        return None, (f"the GPU ({gpus[0]}) is not in rigbench's table and its bandwidth was not measured "
+                      f"({bw.get('gpu_method') or 'no probe recorded'})"), "probed"
+    if bw.get("host_gb_s"):
+        return float(bw["host_gb_s"]), f"probed on this machine: {bw.get('host_method')}", "probed"
+    return None, "the host's bandwidth is not in rigbench's table and was not probed (run recorded before "\
+                 "the probe existed, or probing disabled)", "probed"
 
 
 def _roofline(reader: RunReader, speed: SpeedSummary | None) -> RunRoofline | None:
@@ -53,26 +91,22 @@ def _roofline(reader: RunReader, speed: SpeedSummary | None) -> RunRoofline | No
         return RunRoofline(scenario=None, roofline=None, unavailable=(
             "weight bytes unknown (the model file is not readable here, e.g. attach mode): "
             "use `rigbench roofline --weights-gb ... --bandwidth-gbs ... --tok-s ...`"))
-    bw, source = plan.get("bandwidth_gb_s"), "given with --bandwidth-gbs"
-    if bw is None:
-        host = fp.get("host") or {}
-        for name in [*(host.get("gpus") or []), host.get("cpu_model") or ""]:
-            dev = lookup_device(name.split(",")[0]) if name else None
-            if dev:
-                bw, source = dev.bandwidth_gb_s, dev.source
-                break
+    bw, source, basis = _bandwidth(fp, plan)
     if bw is None:
         return RunRoofline(scenario=None, roofline=None, unavailable=(
-            "memory bandwidth of this device is not in rigbench's table: measure it with `rigbench probe` and "
-            "pass --bandwidth-gbs to `rigbench run`"))
+            f"memory bandwidth unknown: {source}. Measure it with `rigbench probe` and pass --bandwidth-gbs "
+            "to `rigbench run`"))
     rows = [r for r in speed.rows if r.concurrency == 1 and r.decode_tok_s is not None]
     if not rows:
         return None
     best = min(rows, key=lambda r: r.prefill_share if r.prefill_share is not None else 1.0)
     assert best.decode_tok_s is not None
-    return RunRoofline(scenario=best.scenario, roofline=roofline(weights, float(bw),
-                                                                 measured_tok_s=best.decode_tok_s.median,
-                                                                 bandwidth_source=source))
+    rl = roofline(weights, bw, measured_tok_s=best.decode_tok_s.median, bandwidth_source=source,
+                  bandwidth_basis=basis)  # type: ignore[arg-type]
+    per_row = [RowEfficiency(scenario=r.scenario, concurrency=r.concurrency, decode_tok_s=r.decode_tok_s.median,
+                             efficiency=r.decode_tok_s.median / rl.ceiling_tok_s)
+               for r in speed.rows if r.decode_tok_s is not None]
+    return RunRoofline(scenario=best.scenario, roofline=rl, rows=per_row)
 
 
 def honesty_sections(reader: RunReader, speed: SpeedSummary | None) -> dict[str, Any]:

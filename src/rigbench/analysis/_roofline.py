@@ -27,6 +27,7 @@ __all__ = [
     "SpeedupPrediction",
     "WeightsInfo",
     "lookup_device",
+    "over_ceiling_finding",
     "predict_speedup",
     "roofline",
     "weights_from_gguf",
@@ -205,10 +206,26 @@ class Roofline(BaseModel):
     measured_tok_s: float | None = None
     efficiency: float | None = None  # measured / ceiling
     implied_bandwidth_gb_s: float | None = None  # measured tok/s x weights: the traffic it moved
+    bandwidth_basis: Literal["override", "datasheet", "probed", "given"] = "given"
+    finding: str | None = None  # said plainly when the measurement beats the ceiling
+
+
+def over_ceiling_finding(efficiency: float | None, basis: str) -> str | None:
+    """An efficiency above 100% is impossible for a memory-bound decode: one of the inputs is wrong."""
+    if efficiency is None or efficiency <= 1.0:
+        return None
+    why = {"probed": "the probed bandwidth is a copy speed, a lower bound of the peak, so the ceiling is too low",
+           "override": "the --bandwidth-gbs given is lower than what the machine delivered",
+           "datasheet": "the datasheet figure is not this device's (check the device name)",
+           "given": "the bandwidth given is lower than what the machine delivered"}[basis]
+    return (f"measured decode is {efficiency:.0%} of the ceiling, which a memory-bound decode cannot reach: an "
+            f"input is wrong. Likely: {why}; or each token reads fewer bytes than the weights file "
+            "(mixture-of-experts, or a model small enough for the CPU caches to hold part of it).")
 
 
 def roofline(weights_bytes: int, bandwidth_gb_s: float, *, measured_tok_s: float | None = None,
-             bandwidth_source: str = "given") -> Roofline:
+             bandwidth_source: str = "given",
+             bandwidth_basis: Literal["override", "datasheet", "probed", "given"] = "given") -> Roofline:
     if weights_bytes <= 0:
         raise AnalysisError(f"weights must be positive bytes, got {weights_bytes}.")
     if bandwidth_gb_s <= 0:
@@ -220,7 +237,8 @@ def roofline(weights_bytes: int, bandwidth_gb_s: float, *, measured_tok_s: float
         implied = measured_tok_s * weights_bytes / GB
     return Roofline(weights_bytes=weights_bytes, bandwidth_gb_s=bandwidth_gb_s, bandwidth_source=bandwidth_source,
                     ceiling_tok_s=ceiling, measured_tok_s=measured_tok_s, efficiency=eff,
-                    implied_bandwidth_gb_s=implied)
+                    implied_bandwidth_gb_s=implied, bandwidth_basis=bandwidth_basis,
+                    finding=over_ceiling_finding(eff, bandwidth_basis))
 
 
 class SpeedupPrediction(BaseModel):

@@ -1,40 +1,42 @@
-"""`rigbench probe`: this host's memory bandwidth (and GPU's, with torch), for the roofline."""
+"""`rigbench probe`: this machine's memory bandwidth (and its GPU's, with torch), for the roofline.
+
+Every run measures it once per machine by itself (cached); this command measures again, replaces
+the cached figure, and names the datasheet figure when the device is in rigbench's table.
+"""
 
 from __future__ import annotations
 
-from typing import Annotated
-
-import typer
 from rich.console import Console
 
-from rigbench.analysis._bandwidth import measure_gpu_bandwidth, measure_host_bandwidth
+from rigbench.analysis._bandwidth import machine_bandwidth
 from rigbench.analysis._roofline import lookup_device
 from rigbench.cli._app import app
 from rigbench.rig import host_info
+from rigbench.rig._cache import cache_dir
 
 __all__ = ["probe"]
 
 
 @app.command()
-def probe(
-    buffer_mib: Annotated[int, typer.Option(help="Host copy buffer, MiB (far above the CPU caches).")] = 512,
-) -> None:
-    """Measure memory bandwidth here; name the datasheet figure when the device is known."""
+def probe() -> None:
+    """Measure memory bandwidth here (host copy; GPU device copy with torch) and cache it for every run's roofline."""
     console = Console()
-    host = host_info()
-    with console.status("measuring host memory bandwidth (numpy copies)..."):
-        m = measure_host_bandwidth(buffer_bytes=buffer_mib * 1024**2)
-    console.print(f"host ({host.cpu_model or 'unknown CPU'}): {m.bandwidth_gb_s:.1f} GB/s best, "
-                  f"{m.median_gb_s:.1f} median over {m.repeats} copies of {m.buffer_bytes / 1024**2:.0f} MiB "
-                  f"[dim]({m.method}; a lower bound on the peak)[/]")
-    with console.status("measuring GPU bandwidth (torch, if present)..."):
-        g = measure_gpu_bandwidth()
-    if g is None:
-        console.print("GPU: not measured (no torch with a CUDA device)")
+    host = host_info(probe_bandwidth=False)
+    with console.status("measuring memory bandwidth (numpy copies on every core; torch device copy if a GPU)..."):
+        bw = machine_bandwidth(cache_dir("bandwidth"), cpu_model=host.cpu_model, cores=host.cpu_cores_logical,
+                               memory_bytes=host.memory_bytes, gpus=host.gpus, refresh=True)
+    assert bw is not None
+    console.print(f"host ({host.cpu_model or 'unknown CPU'}): {bw['host_gb_s']} GB/s best copy "
+                  f"[dim]({bw['host_method']}; a lower bound on the peak)[/]")
+    if bw.get("gpu_gb_s"):
+        console.print(f"GPU {bw['gpu_name']}: {bw['gpu_gb_s']} GB/s best copy [dim]({bw['gpu_method']})[/]")
     else:
-        console.print(f"GPU {g.device}: {g.bandwidth_gb_s:.0f} GB/s best ({g.method})")
-    for name in ([g.device] if g else []) + list(host.gpus) + [host.cpu_model or ""]:
+        console.print(f"GPU: {bw['gpu_method']}")
+    for name in ([str(bw["gpu_name"])] if bw.get("gpu_name") else []) + list(host.gpus) + [host.cpu_model or ""]:
         dev = lookup_device(name) if name else None
         if dev is not None:
-            console.print(f"datasheet: {dev.name} {dev.bandwidth_gb_s:g} GB/s ({dev.source})")
+            console.print(f"datasheet: {dev.name} {dev.bandwidth_gb_s:g} GB/s ({dev.source}); the roofline uses "
+                          "the datasheet figure when the device is known")
             break
+    console.print(f"cached for this machine (key {bw['machine_key']}): every `rigbench run` report uses it for the "
+                  "decode roofline unless --bandwidth-gbs is given.")

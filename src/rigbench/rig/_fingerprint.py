@@ -21,7 +21,22 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rigbench._version import __version__
 
-__all__ = ["Fingerprint", "HostInfo", "ModelInfo", "host_info", "model_info"]
+__all__ = ["EngineBinary", "Fingerprint", "HostInfo", "MemoryBandwidth", "ModelInfo", "host_info", "model_info"]
+
+
+class MemoryBandwidth(BaseModel):
+    """Measured on this machine by rigbench (cached per machine): the roofline's default input."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    machine_key: str
+    host_gb_s: float | None
+    host_method: str | None
+    gpu_name: str | None = None
+    gpu_gb_s: float | None = None
+    gpu_method: str | None = None  # how the GPU was measured, or why it is unknown
+    measured_at: str
+    load_avg_1m: float | None = None  # the host's 1-minute load average when measured
 
 
 class HostInfo(BaseModel):
@@ -36,6 +51,8 @@ class HostInfo(BaseModel):
     python: str
     rigbench_version: str
     hostname: str
+    cpu_flags: list[str] | None = None  # the ISA flags that decide which llama.cpp build runs here
+    memory_bandwidth: MemoryBandwidth | None = None
 
 
 class ModelInfo(BaseModel):
@@ -46,6 +63,22 @@ class ModelInfo(BaseModel):
     sha256: str | None = None
     source: str | None = None  # where it came from (wheel, hub, local)
     served_name: str | None = None
+
+
+class EngineBinary(BaseModel):
+    """The llama-server a rig runs, where it came from, and the fallback it needed on this CPU."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    path: str
+    origin: str  # "built" (pinned sdist), "--llama-server", "RIGBENCH_LLAMA_SERVER", "PATH"
+    build_variant: str | None = None  # isa / native / baseline, for binaries rigbench built
+    build_flags: list[str] | None = None
+    cpu_key: str
+    extra_args: list[str] = Field(default_factory=list)  # added to every launch (the fallback's flag)
+    fallback: str = "none"  # "none", "--no-repack", "rebuilt: baseline CPU variant"
+    fallback_reason: str | None = None  # the crash that made it necessary
+    smoke_test: str = "passed"  # "passed" or "skipped: why"
 
 
 class Fingerprint(BaseModel):
@@ -67,6 +100,7 @@ class Fingerprint(BaseModel):
     started_at: str
     unknown: list[str] = Field(default_factory=list)
     server_info: dict[str, Any] = Field(default_factory=dict)  # what the server itself reported
+    engine_binary: EngineBinary | None = None  # launched llama.cpp: which binary, build and CPU fallback
 
 
 def _cpu_model() -> str | None:
@@ -90,17 +124,29 @@ def _gpus() -> list[str]:
     return [line.strip() for line in out.stdout.splitlines() if line.strip()]
 
 
-def host_info() -> HostInfo:
+def host_info(*, probe_bandwidth: bool = True) -> HostInfo:
+    """This host; its memory bandwidth from the per-machine cache, measured once when missing
+    (`probe_bandwidth=False`: only a cached figure; RIGBENCH_NO_BANDWIDTH_PROBE=1 disables probing)."""
+    from rigbench.analysis._bandwidth import machine_bandwidth
+    from rigbench.rig._cache import cache_dir
+    from rigbench.rig._cpu import cpu_features
+
+    cpu_model, logical, memory, gpus = _cpu_model(), os.cpu_count(), psutil.virtual_memory().total, _gpus()
+    probe = probe_bandwidth and os.environ.get("RIGBENCH_NO_BANDWIDTH_PROBE", "") in ("", "0")
+    bw = machine_bandwidth(cache_dir("bandwidth"), cpu_model=cpu_model, cores=logical, memory_bytes=memory,
+                           gpus=gpus, probe=probe)
     return HostInfo(
-        cpu_model=_cpu_model(),
-        cpu_cores_logical=os.cpu_count(),
+        cpu_model=cpu_model,
+        cpu_cores_logical=logical,
         cpu_cores_physical=psutil.cpu_count(logical=False),
-        memory_bytes=psutil.virtual_memory().total,
-        gpus=_gpus(),
+        memory_bytes=memory,
+        gpus=gpus,
         os=platform.platform(),
         python=sys.version.split()[0],
         rigbench_version=__version__,
         hostname=platform.node(),
+        cpu_flags=list(cpu_features().flags),
+        memory_bandwidth=MemoryBandwidth.model_validate(bw) if bw else None,
     )
 
 

@@ -12,7 +12,8 @@ from pydantic import BaseModel, ConfigDict
 
 from rigbench.client import ChatClient
 from rigbench.errors import EndpointError, RigbenchError, RigStartError
-from rigbench.rig._fingerprint import Fingerprint, ModelInfo, host_info, now_iso, sha256_text
+from rigbench.rig._crash import classify_crash
+from rigbench.rig._fingerprint import EngineBinary, Fingerprint, ModelInfo, host_info, now_iso, sha256_text
 from rigbench.rig._process import EngineProcess
 from rigbench.suites._context import RigInfo
 
@@ -117,8 +118,10 @@ class LaunchedRig:
         health_path: str = "/health",
         start_timeout_s: float = 300.0,
         api_key: str | None = None,
+        engine_binary: EngineBinary | None = None,
     ) -> None:
         self.argv = argv
+        self.engine_binary = engine_binary
         self.engine = engine
         self.port = port
         self.host = host
@@ -145,6 +148,7 @@ class LaunchedRig:
                 raise RigStartError(
                     f"{self.engine} exited with code {code} while starting.\n  command: {self.process.command}\n"
                     f"  log: {self.process.log_path}\n  last lines:\n{_indent(self.process.log_tail())}"
+                    + _crash_hint(self.engine, code, self.process.log_tail(200))
                 )
             with contextlib.suppress(Exception):
                 status, _ = await self.client.get_json(f"{root}{self.health_path}", timeout_s=2)
@@ -164,7 +168,9 @@ class LaunchedRig:
         try:
             await _first_completion(self.client, self.served_name, timeout_s=self.start_timeout_s)
         except RigStartError as e:
-            raise RigStartError(f"{e}\n  command: {self.process.command}\n  log: {self.process.log_path}") from e
+            code = self.process.exit_code()
+            raise RigStartError(f"{e}\n  command: {self.process.command}\n  log: {self.process.log_path}"
+                                + _crash_hint(self.engine, code, self.process.log_tail(200))) from e
         t_first = time.monotonic()
         self.startup = _startup_from(t_spawn, t_healthy, t_first)
         self._facts = await _engine_facts(self.client, self.engine)
@@ -188,7 +194,7 @@ class LaunchedRig:
             context_length=f.get("context_length"), slots=f.get("slots"),
             speculative=_speculative_from_argv(self.argv), host=host_info(), host_is_server=True,
             started_at=now_iso(), unknown=unknown,
-            server_info={k: v for k, v in f.items() if k != "chat_template"},
+            server_info={k: v for k, v in f.items() if k != "chat_template"}, engine_binary=self.engine_binary,
         )
 
     async def stop(self) -> None:
@@ -279,13 +285,19 @@ class AttachedRig:
             engine_version=f.get("version"),
             endpoint=self.base_url, model=ModelInfo(served_name=self.served_name, path=f.get("model_path")),
             chat_template_sha256=sha256_text(f.get("chat_template")), context_length=f.get("context_length"),
-            slots=f.get("slots"), speculative=None, host=host_info(), host_is_server=local,
+            slots=f.get("slots"), speculative=None, host=host_info(probe_bandwidth=local), host_is_server=local,
             started_at=now_iso(), unknown=unknown,
             server_info={k: v for k, v in f.items() if k != "chat_template"},
         )
 
     async def stop(self) -> None:
         await self.client.aclose()
+
+
+def _crash_hint(engine: str, code: int | None, log_text: str) -> str:
+    """For a llama.cpp engine killed by SIGSEGV/SIGILL: the likely cause and the flag that avoids it."""
+    crash = classify_crash(code, log_text) if engine == "llamacpp" else None
+    return "" if crash is None else f"\n  cause: {crash.cause}\n  avoid it with: {crash.avoided_by}"
 
 
 def _indent(text: str) -> str:
