@@ -9,6 +9,7 @@ module (`python -m rigbench.scale._loopback start --address 127.0.0.1:PORT ...`)
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -20,6 +21,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 __all__ = ["LoopbackCluster", "LoopbackNode"]
 
@@ -52,10 +54,8 @@ class LoopbackNode:
     def kill(self) -> None:
         """SIGKILL every process of this node (as a machine losing power would)."""
         for pid in _session_pids(self.sid):
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
 
 
 @dataclass
@@ -107,10 +107,10 @@ class LoopbackCluster:
         return self._start(["--address", self.address], resources or {}, labels or {}, f"node{len(self.nodes)}",
                            cpus)
 
-    def wait_for_nodes(self, ray: object, n: int, timeout_s: float = 60) -> None:
+    def wait_for_nodes(self, ray: Any, n: int, timeout_s: float = 60) -> None:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            if sum(1 for x in ray.nodes() if x.get("Alive")) >= n:  # type: ignore[attr-defined]
+            if len([x for x in ray.nodes() if x.get("Alive")]) >= n:
                 return
             time.sleep(0.2)
         raise RuntimeError(f"fewer than {n} live Ray nodes after {timeout_s} s")

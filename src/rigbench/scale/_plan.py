@@ -10,6 +10,7 @@ rig (shipped the records the driver holds) redoes only the units that are missin
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 import tempfile
@@ -29,16 +30,22 @@ from rigbench.store import RunReader, new_run_id
 from rigbench.store._run import _now
 from rigbench.suites._context import NullProgress, Progress
 
-__all__ = ["POLL_S", "execute_plan_on_ray", "rig_task"]
+__all__ = ["PLACEMENT_FILE", "POLL_S", "execute_plan_on_ray", "rig_task"]
 
 POLL_S = 0.2
+PLACEMENT_FILE = "ray.json"
 
 
 def rig_task(loaded: LoadedPlan, rig: ResolvedRig, run_id: str, prior: dict[str, bytes] | None,
              command: list[str]) -> Iterator[tuple[str, Any]]:
-    """Runs on a Ray node: measure one rig, yielding ("delta", Delta)... then ("end", (status, error))."""
+    """Runs on a Ray node: measure one rig, yielding ("node", (ip, id)), ("delta", Delta)... then
+    ("end", (status, error))."""
+    import ray
+
     from rigbench.client import run as run_loop
     from rigbench.runner import execute_run
+
+    yield ("node", (ray.util.get_node_ip_address(), ray.get_runtime_context().get_node_id()))
 
     scratch = Path(tempfile.mkdtemp(prefix="rigbench-ray-"))
     run_dir = scratch / run_id
@@ -89,6 +96,16 @@ class _Plan:
             self.index = self.index.with_entry(self.index.entry(name).model_copy(update=changes))
             write_plan_index(self.plan_dir, self.index)
 
+    def _placed(self, name: str, run_id: str, node_ip: str, node_id: str) -> None:
+        """Where each attempt of each rig ran: PLAN_DIR/ray.json (beside the index, which stays as a local plan's)."""
+        with self.lock:
+            path = self.plan_dir / PLACEMENT_FILE
+            data = json.loads(path.read_text()) if path.exists() else {}
+            data.setdefault(name, []).append({"run_dir": run_id, "node_ip": node_ip, "node_id": node_id,
+                                              "started_at": _now()})
+            path.write_text(json.dumps(data, indent=2))
+        self.prog.note(f"{name}: running on node {node_ip} ({node_id[:12]})")
+
     def run_rig(self, rig: ResolvedRig, address: str) -> None:
         try:
             self._run_rig(rig, address)
@@ -116,6 +133,8 @@ class _Plan:
                 kind, body = self.ray.get(ref)
                 if kind == "delta":
                     apply_delta(run_dir, Delta(*body))  # (a Delta arrives as one; rebuilt to be sure)
+                elif kind == "node":
+                    self._placed(rig.name, run_id, *body)
                 else:
                     status, error = body
         except self.ray.exceptions.RayError as e:
