@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("ray", reason="the Ray extra is not installed: pip install 'rigbench[ray]'")
 
-from rigbench.scale._loopback import LoopbackCluster  # noqa: E402
+from rigbench.scale._loopback import LoopbackCluster
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

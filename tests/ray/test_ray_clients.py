@@ -41,7 +41,7 @@ def test_four_actors_of_64_streams_within_the_single_process_bound_skewed_clocks
         emu.reset()
         clocks = await pool.align("before")
         results, shares = await pool.run_batch([body] * 256, "speed/test/c256/r0")
-        return compare_with_truth(results, emu.fetch_truth()), clocks + [shares]
+        return compare_with_truth(results, emu.fetch_truth()), [*clocks, shares]
 
     async def go() -> list[tuple[Any, Any, Any]]:
         pool = ClientPool(ray_driver, 4, emu.url, None, cpus_per_client=0.5, skew_ns=SKEW_NS)

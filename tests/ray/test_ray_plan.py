@@ -40,8 +40,9 @@ def _env() -> dict[str, str]:
 def _plan(path: Path, url: str, *, reps: int, rigs: list[tuple[str, str]]) -> Path:
     lines = [f"  - {{name: {n}, endpoint: {{base_url: '{url}'}}, resources: {{custom: {{{r}: 1}}}}}}"
              for n, r in rigs]
-    path.write_text("name: two\nsanity: false\nspeed: {scenarios: [chat_short], repetitions: %d, warmup: 1}\n"
-                    "rigs:\n%s\n" % (reps, "\n".join(lines)))
+    body = "\n".join(lines)
+    path.write_text(f"name: two\nsanity: false\nspeed: {{scenarios: [chat_short], repetitions: {reps}, warmup: 1}}\n"
+                    f"rigs:\n{body}\n")
     return path
 
 
