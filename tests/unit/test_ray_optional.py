@@ -1,7 +1,7 @@
 """Ray stays optional: the one-machine path never imports it, and asking for it without it, or for a
 cluster that is not there, or with a plan that cannot be placed, is a clear error (exit 2).
 
-These run without Ray installed (no `ray` marker); the cluster tests are in tests/ray/.
+These run without Ray installed (no `ray` marker); the cluster tests are in tests/scale/.
 """
 
 from __future__ import annotations

@@ -104,6 +104,7 @@ class _Plan:
             data.setdefault(name, []).append({"run_dir": run_id, "node_ip": node_ip, "node_id": node_id,
                                               "started_at": _now()})
             path.write_text(json.dumps(data, indent=2))
+        self._update(name, status="running")
         self.prog.note(f"{name}: running on node {node_ip} ({node_id[:12]})")
 
     def run_rig(self, rig: ResolvedRig, address: str) -> None:
@@ -123,7 +124,8 @@ class _Plan:
         prior = snapshot_dir(prior_dir) if prior_dir is not None else None
         if prior is not None and prior_dir is not None:  # drop a torn last line here too, as the node will
             (prior_dir / "records.jsonl").write_bytes(prior.get("records.jsonl", b""))
-        self._update(rig.name, run_dir=run_id, status="running", error=None)
+        # "pending" until Ray places it (a rig can wait for a busy resource), then "running"
+        self._update(rig.name, run_dir=run_id, status="pending", error=None)
         opts = task_options(self.resources[rig.name])
         gen = self.remote.options(**opts, max_retries=0, num_returns="streaming").remote(
             self.loaded, rig, run_id, prior, list(sys.argv))

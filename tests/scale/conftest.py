@@ -16,7 +16,7 @@ from rigbench.scale._loopback import LoopbackCluster
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if "tests/ray/" in str(item.fspath).replace("\\", "/"):
+        if "tests/scale/" in str(item.fspath).replace("\\", "/"):
             item.add_marker(pytest.mark.ray)
 
 

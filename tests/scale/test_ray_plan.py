@@ -17,7 +17,7 @@ import pytest
 from rigbench.plan import read_plan_index
 from rigbench.scale._loopback import LoopbackCluster
 from rigbench.testing import Delay, EmulatorProcess, EmulatorScript
-from tests.ray.conftest import node_with
+from tests.scale.conftest import node_with
 
 
 @pytest.fixture(scope="module")
