@@ -27,7 +27,11 @@ __all__ = ["LoopbackCluster", "LoopbackNode"]
 
 
 def _env() -> dict[str, str]:
-    return {**os.environ, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0"}
+    # A node that stops answering is declared dead after ~3 s (Ray's default: ~15-30 s), so a
+    # killed node's task fails promptly (the node-loss test); on loopback a slow answer is not the network.
+    return {**os.environ, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0",
+            "RAY_health_check_period_ms": "1000", "RAY_health_check_timeout_ms": "2000",
+            "RAY_health_check_failure_threshold": "3"}
 
 
 def _session_pids(sid: int) -> list[int]:
