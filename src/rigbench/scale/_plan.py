@@ -38,14 +38,15 @@ PLACEMENT_FILE = "ray.json"
 
 def rig_task(loaded: LoadedPlan, rig: ResolvedRig, run_id: str, prior: dict[str, bytes] | None,
              command: list[str]) -> Iterator[tuple[str, Any]]:
-    """Runs on a Ray node: measure one rig, yielding ("node", (ip, id)), ("delta", Delta)... then
+    """Runs on a Ray node: measure one rig, yielding ("node", (ip, id, rigbench version)), ("delta", Delta)... then
     ("end", (status, error))."""
     import ray
 
+    from rigbench._version import __version__
     from rigbench.client import run as run_loop
     from rigbench.runner import execute_run
 
-    yield ("node", (ray.util.get_node_ip_address(), ray.get_runtime_context().get_node_id()))
+    yield ("node", (ray.util.get_node_ip_address(), ray.get_runtime_context().get_node_id(), __version__))
 
     scratch = Path(tempfile.mkdtemp(prefix="rigbench-ray-"))
     run_dir = scratch / run_id
@@ -81,6 +82,11 @@ def rig_task(loaded: LoadedPlan, rig: ResolvedRig, run_id: str, prior: dict[str,
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+def _last_line(e: BaseException) -> str:
+    lines = [ln.strip() for ln in str(e).strip().splitlines() if ln.strip()]
+    return lines[-1] if lines else type(e).__name__
+
+
 class _Plan:
     """The driver's side: one thread per rig consuming its stream, one lock around the index."""
 
@@ -96,7 +102,7 @@ class _Plan:
             self.index = self.index.with_entry(self.index.entry(name).model_copy(update=changes))
             write_plan_index(self.plan_dir, self.index)
 
-    def _placed(self, name: str, run_id: str, node_ip: str, node_id: str) -> None:
+    def _placed(self, name: str, run_id: str, node_ip: str, node_id: str, version: str) -> None:
         """Where each attempt of each rig ran: PLAN_DIR/ray.json (beside the index, which stays as a local plan's)."""
         with self.lock:
             path = self.plan_dir / PLACEMENT_FILE
@@ -106,6 +112,11 @@ class _Plan:
             path.write_text(json.dumps(data, indent=2))
         self._update(name, status="running")
         self.prog.note(f"{name}: running on node {node_ip} ({node_id[:12]})")
+        from rigbench._version import __version__
+
+        if version != __version__:
+            self.prog.note(f"{name}: WARNING: node {node_ip} runs rigbench {version}, this driver {__version__}; "
+                           "install the same version on every node for comparable results")
 
     def run_rig(self, rig: ResolvedRig, address: str) -> None:
         try:
@@ -139,8 +150,13 @@ class _Plan:
                     self._placed(rig.name, run_id, *body)
                 else:
                     status, error = body
+        except self.ray.exceptions.RayTaskError as e:  # the task itself broke (not the rig: that ends in "end")
+            status = "failed"
+            error = (f"the rig's Ray task failed on its node: {_last_line(e)}. Check that every node has rigbench "
+                     f"and the same Ray as this driver (pip install 'rigbench[ray]'); what reached the driver is "
+                     f"kept in {run_dir}, and `--resume {self.plan_dir}` continues it.")
         except self.ray.exceptions.RayError as e:
-            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            first = _last_line(e)
             status = "failed"
             error = (f"the Ray node running this rig was lost ({type(e).__name__}: {first}). What it had "
                      f"recorded is kept in {run_dir}; continue with `rigbench run {self.loaded.path} --ray "
