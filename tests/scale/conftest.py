@@ -9,8 +9,6 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("ray", reason="the Ray extra is not installed: pip install 'rigbench[ray]'")
-
 from rigbench.scale._loopback import LoopbackCluster
 
 

@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+pytest.importorskip("ray", reason="the Ray extra is not installed: pip install 'rigbench[ray]'")
+
 from rigbench.scale._clients import CLOCK_BOUND_NS, ClientPool
 from rigbench.scale._loopback import LoopbackCluster
 from rigbench.testing import Delay, EmulatorProcess, EmulatorScript, SchedulerNoise, compare_with_truth

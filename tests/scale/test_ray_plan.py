@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+pytest.importorskip("ray", reason="the Ray extra is not installed: pip install 'rigbench[ray]'")
+
 from rigbench.plan import read_plan_index
 from rigbench.scale._loopback import LoopbackCluster
 from rigbench.testing import Delay, EmulatorProcess, EmulatorScript
