@@ -204,8 +204,15 @@ class ClientPool:
         try:
             wheres = await asyncio.wait_for(self._get([m.handle.where.remote() for m in self.members]), 300)
         except TimeoutError:
+            self.stop()
             raise UsageError(f"the Ray cluster did not start {self.n} client actor(s) of {self.cpus:g} CPU each "
                              "within 300 s: it has too few free CPUs. Lower --clients, or add nodes.") from None
+        except self.ray.exceptions.RayError as e:
+            self.stop()
+            lines = [ln for ln in str(e).splitlines() if ln.strip()]
+            raise UsageError(f"a client actor could not start on the Ray cluster: {lines[-1] if lines else e}. "
+                             "Every node needs rigbench and the same Ray as this machine "
+                             "(pip install 'rigbench[ray]').") from None
         for m, (_, node, port, _pid) in zip(self.members, wheres, strict=True):
             m.node, m.udp_port = node, port
 

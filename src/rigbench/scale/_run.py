@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -116,7 +117,7 @@ def _flag(run_dir: Path, reasons: list[str]) -> RunHeader:
 async def execute_run_with_clients(cfg: Any, progress: Progress | None = None, *, address: str, clients: int,
                                    console: Any = None, skew_ns: dict[int, int] | None = None,
                                    echo_delay_s: dict[int, float] | None = None,
-                                   cpus_per_client: float = 1.0) -> RunHeader:
+                                   cpus_per_client: float | None = None) -> RunHeader:
     """`execute_run` with the speed suite's load sent by `clients` Ray actors.
 
     `skew_ns` / `echo_delay_s` (per actor index) are for tests: a skewed clock, an unpinnable one.
@@ -127,6 +128,8 @@ async def execute_run_with_clients(cfg: Any, progress: Progress | None = None, *
 
     if not cfg.endpoint:
         raise UsageError("client actors drive an existing server: pass --endpoint URL.")
+    if cpus_per_client is None:  # a core each; a private local instance shares this machine's cores
+        cpus_per_client = min(1.0, (os.cpu_count() or 1) / clients) if address == "local" else 1.0
     with connect(address) as ray:
         pool = ClientPool(ray, clients, cfg.endpoint, cfg.api_key, cpus_per_client=cpus_per_client,
                           skew_ns=skew_ns, echo_delay_s=echo_delay_s)
