@@ -99,6 +99,7 @@ def main() -> None:
     if not address:
         cluster = LoopbackCluster(head_cpus=max(actor_counts) * max(1, int(args.cpus_per_actor)) + 1).start()
         address = cluster.address
+        os.environ.update(cluster.driver_env)
     results: dict[str, Any] = {"machine": f"{platform.node()} {cores} cores {platform.processor() or ''}".strip(),
                                "date": _dt.date.today().isoformat(), "emulators": n_emu, "workloads": {}}
     try:

@@ -4,6 +4,7 @@ other). Every Ray process listens on and talks to loopback only (rigbench.scale.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,7 +24,16 @@ def cluster() -> Iterator[LoopbackCluster]:
     with LoopbackCluster(head_cpus=4) as c:
         c.add_node({"gpu_a": 1}, {"zone": "a"})
         c.add_node({"gpu_b": 1}, {"zone": "b"})
-        yield c
+        saved = {k: os.environ.get(k) for k in c.driver_env}
+        os.environ.update(c.driver_env)  # this process and the CLIs it starts join with the cluster's token
+        try:
+            yield c
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
 
 
 @pytest.fixture(scope="session")

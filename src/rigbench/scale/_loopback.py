@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -26,12 +27,18 @@ from typing import Any
 __all__ = ["LoopbackCluster", "LoopbackNode"]
 
 
-def _env() -> dict[str, str]:
+def _env(token: str) -> dict[str, str]:
     # A node that stops answering is declared dead after ~3 s (Ray's default: ~15-30 s), so a
     # killed node's task fails promptly (the node-loss test); on loopback a slow answer is not the network.
     return {**os.environ, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0",
             "RAY_health_check_period_ms": "1000", "RAY_health_check_timeout_ms": "2000",
-            "RAY_health_check_failure_threshold": "3"}
+            "RAY_health_check_failure_threshold": "3", **_auth(token)}
+
+
+def _auth(token: str) -> dict[str, str]:
+    # The cluster's own token (Ray's token authentication), never written to ~/.ray: drivers get it from
+    # `LoopbackCluster.driver_env`, so a token left in ~/.ray by something else cannot lock them out.
+    return {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token}
 
 
 def _session_pids(sid: int) -> list[int]:
@@ -71,6 +78,12 @@ class LoopbackCluster:
     nodes: list[LoopbackNode] = field(default_factory=list)
     address: str = ""
     temp_dir: Path | None = None
+    token: str = field(default_factory=lambda: secrets.token_hex(32))
+
+    @property
+    def driver_env(self) -> dict[str, str]:
+        """Environment a driver process needs to join (put it in os.environ, or a subprocess's env)."""
+        return {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0", **_auth(self.token)}
 
     def _start(self, args: list[str], resources: dict[str, float], labels: dict[str, str], name: str,
                cpus: int) -> LoopbackNode:
@@ -83,7 +96,7 @@ class LoopbackCluster:
         if labels:
             argv += ["--labels", ",".join(f"{k}={v}" for k, v in labels.items())]
         with log.open("w") as f:
-            proc = subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT, env=_env(), start_new_session=True)
+            proc = subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT, env=_env(self.token), start_new_session=True)
         node = LoopbackNode(sid=proc.pid, resources=resources, labels=labels, log=log)
         self.nodes.append(node)
         try:

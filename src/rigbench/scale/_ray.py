@@ -12,6 +12,7 @@ multi-node cluster (`RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`, Ray's own switch). A 
 from __future__ import annotations
 
 import os
+import secrets
 import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -91,6 +92,11 @@ def connect(address: str) -> Iterator[ModuleType]:
     """Connect this process to Ray for the duration of the block; yields the `ray` module."""
     if address == "local":
         use_loopback()
+        # Ray 2.60 turns token auth on for a new local instance and saves the token in ~/.ray, where
+        # every later `ray start` on this machine finds it; a token of this run's own keeps it private
+        # and leaves nothing behind
+        os.environ.setdefault("RAY_AUTH_MODE", "token")
+        os.environ.setdefault("RAY_AUTH_TOKEN", secrets.token_hex(32))
         ray = import_ray()
         ray.init(include_dashboard=False, logging_level="ERROR", log_to_driver=False,
                  configure_logging=False)
@@ -114,13 +120,20 @@ def connect(address: str) -> Iterator[ModuleType]:
         return
     try:
         ray.init(address=target, logging_level="ERROR", log_to_driver=False, configure_logging=False)
-    except (ConnectionError, RuntimeError, ValueError) as e:
-        raise UsageError(f"could not join the Ray cluster at {target}: {e}. Check the address (`ray status` on "
-                         "the head) and that this machine runs the same Ray version as the cluster.") from None
+    except (ConnectionError, RuntimeError, ValueError, ray.exceptions.RayError) as e:
+        raise UsageError(f"could not join the Ray cluster at {target}: {_last_line(e)}. Check the address "
+                         "(`ray status` on the head), that this machine runs the same Ray version as the "
+                         "cluster, and, if the cluster uses token authentication, that its token is in "
+                         "RAY_AUTH_TOKEN or ~/.ray/auth_token here.") from None
     try:
         yield ray
     finally:
         ray.shutdown()
+
+
+def _last_line(e: BaseException) -> str:
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    return lines[-1] if lines else type(e).__name__
 
 
 def cluster_summary(ray: Any) -> list[str]:
