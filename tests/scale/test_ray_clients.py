@@ -10,13 +10,15 @@ add delay: up to three attempts, and a machine too busy to judge 1 ms skips with
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-pytest.importorskip("ray", reason="the Ray extra is not installed: pip install 'rigbench[ray]'")
+if importlib.util.find_spec("ray") is None:  # found, not imported: Ray reads its auth settings on import
+    pytest.skip("the Ray extra is not installed: pip install 'rigbench[ray]'", allow_module_level=True)
 
 from rigbench.scale._clients import CLOCK_BOUND_NS, ClientPool
 from rigbench.scale._loopback import LoopbackCluster

@@ -3,6 +3,7 @@ killed mid-rig losing nothing that reached the driver, the resume finishing it w
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import subprocess
@@ -14,7 +15,8 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("ray", reason="the Ray extra is not installed: pip install 'rigbench[ray]'")
+if importlib.util.find_spec("ray") is None:  # found, not imported: Ray reads its auth settings on import
+    pytest.skip("the Ray extra is not installed: pip install 'rigbench[ray]'", allow_module_level=True)
 
 from rigbench.plan import read_plan_index
 from rigbench.scale._loopback import LoopbackCluster

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import secrets
 import socket
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -47,12 +48,10 @@ def use_loopback() -> None:
     """Keep every Ray process this one starts or joins on 127.0.0.1 (see the module docstring)."""
     os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    try:  # already imported (a test's driver, a second run in one process): flip the constant too
-        import ray._private.ray_constants as rc
+    if "ray" in sys.modules:  # already imported (a second run in one process): flip the constant too
+        import ray._private.ray_constants as rc  # (never imported here: Ray reads its settings on import)
 
         rc.ENABLE_RAY_CLUSTER = False
-    except ImportError:
-        pass
 
 
 def _split(address: str) -> tuple[str, int]:
