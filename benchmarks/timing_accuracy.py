@@ -1,9 +1,12 @@
 """Timing accuracy: rigbench's measurements versus the reference emulator's truth.
 
     python benchmarks/timing_accuracy.py --streams 1,64,512 --loops asyncio,uvloop [--stack protocol]
+    python benchmarks/timing_accuracy.py --streams 64 --slow-us 300   # a deliberately slowed client
 
 The emulator runs in another process (shared CLOCK_MONOTONIC, see rigbench.testing._truth);
-the client runs here under a SelfCheckMonitor, so each line also says how loaded the client was.
+the client runs here under a SelfCheckMonitor, so each line also says how loaded the client was,
+what the machine's noise was just before and after (probe process, client idle) and the verdict
+of `judge_accuracy` at a 1 ms bound (pass / fail / too_noisy, rules in rigbench.testing._accuracy_check).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import json
 
 from rigbench.client import ChatClient, SelfCheck, SelfCheckMonitor, StreamResult
 from rigbench.testing import Delay, EmulatorProcess, EmulatorScript, compare_with_truth
+from rigbench.testing._accuracy_check import judge_accuracy, measure_noise
 
 BODY = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
 
@@ -41,10 +45,23 @@ def main() -> None:
     p.add_argument("--spec-depth", type=int, default=0)
     p.add_argument("--defer-parse", action="store_true", help="A/B: stamp all ready reads, then parse")
     p.add_argument("--repeats", type=int, default=1)
+    p.add_argument("--slow-us", type=float, default=0.0, help="burn this much CPU per SSE event (a slow client)")
     args = p.parse_args()
     from rigbench.client import _http
 
     _http.DEFER_PARSE = args.defer_parse
+    if args.slow_us:
+        import time
+
+        real = _http.HttpConnection.data_received
+
+        def slow(self: _http.HttpConnection, data: bytes) -> None:
+            real(self, data)
+            end = time.thread_time() + args.slow_us / 1e6 * max(1, data.count(b"data:"))
+            while time.thread_time() < end:
+                pass
+
+        _http.HttpConnection.data_received = slow  # type: ignore[method-assign]
     script = EmulatorScript(
         ttft=Delay(dist="uniform", mean_ms=30, jitter_ms=20),
         itl=Delay(dist="uniform", mean_ms=args.itl_ms, jitter_ms=args.itl_jitter_ms),
@@ -57,6 +74,7 @@ def main() -> None:
         for loop in args.loops.split(","):
             for n in [n for n in map(int, args.streams.split(",")) for _ in range(args.repeats)]:
                 emu.reset()
+                before = measure_noise()
                 coro = drive(emu.url, n, stack, args.tokens)
                 if loop == "uvloop":
                     import uvloop
@@ -64,7 +82,10 @@ def main() -> None:
                     res, sc = uvloop.run(coro)
                 else:
                     res, sc = asyncio.run(coro)
+                after = measure_noise()
                 rep = compare_with_truth(res, emu.fetch_truth())
+                verdict = judge_accuracy(rep, before, after, bound_s=0.001, client_cpu_s=sc.cpu_s,
+                                         schedule_s=(30 + args.tokens * args.itl_ms) / 1e3)
                 ms = {k: round(v * 1e3, 3) for k, v in rep.model_dump().items() if k.endswith("_s")}
                 print(
                     json.dumps(
@@ -84,6 +105,13 @@ def main() -> None:
                             **{k.replace("_s", "_ms"): v for k, v in ms.items()},
                             "client_cpu_fraction": round(sc.cpu_fraction, 3),
                             "loop_lag_p99_ms": round((sc.loop_lag_p99_s or 0) * 1e3, 3),
+                            "slow_us": args.slow_us,
+                            "noise_cpu_share_before": round(before.cpu_share, 3),
+                            "noise_cpu_share_after": round(after.cpu_share, 3),
+                            "noise_wake_late_p99_ms": round(max(before.wake_late_p99_s,
+                                                                after.wake_late_p99_s) * 1e3, 3),
+                            "client_own_load": round(verdict.own_load, 3),
+                            "verdict": verdict.kind,
                         }
                     ),
                     flush=True,

@@ -67,6 +67,10 @@ async def load_in_browser(page: Path, user_data: Path) -> dict[str, Any]:
                 while not any(e.get("method") == "Page.loadEventFired" for e in events):
                     events.append(json.loads((await asyncio.wait_for(ws.receive(), 60)).data))
                 await asyncio.sleep(0.5)
+                found = await call("Runtime.evaluate", returnByValue=True, expression=(
+                    "(() => { const h = [...document.querySelectorAll('h2')].find(e => e.textContent === 'Runs');"
+                    " return h ? h.getBoundingClientRect().top + window.scrollY : null; })()"))
+                runs_y = found.get("result", {}).get("value")
                 metrics = await call("Page.getLayoutMetrics")
                 height = int(metrics["cssContentSize"]["height"])
                 shot = await call("Page.captureScreenshot", format="png", captureBeyondViewport=True,
@@ -78,7 +82,7 @@ async def load_in_browser(page: Path, user_data: Path) -> dict[str, Any]:
     console = [e["params"] for e in events if e.get("method") in ("Runtime.consoleAPICalled", "Log.entryAdded")]
     errors = [e["params"] for e in events if e.get("method") == "Runtime.exceptionThrown"]
     return {"requests": requests, "console": console, "exceptions": errors, "png": base64.b64decode(shot["data"]),
-            "height": height}
+            "height": height, "runs_table_y": runs_y}
 
 
 def _emulator_plan(tmp_path: Path) -> Path:
@@ -116,9 +120,15 @@ def test_html_report_loads_offline_without_errors(tmp_path: Path) -> None:
     page = out.read_text()
     assert "<script" not in page and "http://" not in page.replace("http://www.w3.org/", "")
     assert page.count("<svg") >= 4  # throughput, speed-up, concurrency, latency (+ agent probes)
-    # warnings come before the first table
+    # warnings come before the first table, one collapsed block per run with its count first
     assert page.index("UNTRUSTED") < page.index("<table")
+    top = page[: page.index("<h2>Runs</h2>")]
+    assert top.count("<details") == 2 and "<summary><b>base</b>: UNTRUSTED: " in top
+    # plan rig names label every header; the run ids appear once each, in the Runs table
+    assert "<h3>base</h3>" in page and "<h3>again</h3>" in page
     got = asyncio.run(load_in_browser(out, tmp_path / "chromium-profile"))
+    # collapsed findings: the first table starts within the first screen, not after a wall of banners
+    assert got["runs_table_y"] is not None and got["runs_table_y"] < 800, got["runs_table_y"]
     assert [u for u in got["requests"] if not u.startswith(("file:", "data:"))] == []
     assert got["exceptions"] == []
     assert [c for c in got["console"] if (c.get("entry") or c).get("level") in ("error", "warning")] == []

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from rigbench.suites.agent._bfcl import BFCL_CATEGORIES, load_bfcl, to_tools
-from rigbench.suites.agent._bfcl_checker import check_item, standardize_string
+from rigbench.suites.agent._bfcl import (
+    BFCL_CATEGORIES,
+    BFCLItem,
+    fetch_bfcl_data,
+    grade_tool_calls,
+    load_bfcl,
+    to_tools,
+)
+from rigbench.suites.agent._bfcl_checker import check_item, sent_name, standardize_string
 
 FIX = Path(__file__).parents[1] / "fixtures" / "bfcl"
 
@@ -59,8 +68,11 @@ def test_simple_rejects(call: dict, error_type: str) -> None:  # type: ignore[ty
 
 def test_two_calls_for_a_simple_item_is_wrong_count() -> None:
     it = _item("simple", 1)
-    call = {"math.factorial": {"number": 5}}
+    call = {"math_factorial": {"number": 5}}  # the name as sent: '.' became '_'
     assert check_item("simple", it.functions, [call], it.ground_truth).valid
+    dotted = {"math.factorial": {"number": 5}}  # BFCL: wrong_func_name, since the tool was sent underscored
+    assert check_item("simple", it.functions, [dotted], it.ground_truth).error_type == (
+        "simple_function_checker:wrong_func_name")
     assert (
         check_item("simple", it.functions, [call, call], it.ground_truth).error_type == "simple:wrong_count"
     )
@@ -69,19 +81,19 @@ def test_two_calls_for_a_simple_item_is_wrong_count() -> None:
 def test_int_accepted_for_float_parameter() -> None:
     it = _item("parallel_multiple", 1)  # length/breadth/radius are floats with answers 7.0/3.0/5.0
     calls = [
-        {"area_circle.calculate": {"radius": 5}},
-        {"area_rectangle.calculate": {"length": 7, "breadth": 3}},
+        {"area_circle_calculate": {"radius": 5}},
+        {"area_rectangle_calculate": {"length": 7, "breadth": 3}},
     ]
     assert check_item("parallel_multiple", it.functions, calls, it.ground_truth).valid
 
 
 def test_parallel_matches_in_any_order_and_needs_every_call() -> None:
     it = _item("parallel")
-    a = {"spotify.play": {"artist": "Taylor Swift", "duration": 20}}
-    b = {"spotify.play": {"artist": "Maroon 5", "duration": 15}}
+    a = {"spotify_play": {"artist": "Taylor Swift", "duration": 20}}
+    b = {"spotify_play": {"artist": "Maroon 5", "duration": 15}}
     assert check_item("parallel", it.functions, [b, a], it.ground_truth).valid
     assert not check_item("parallel", it.functions, [a], it.ground_truth).valid
-    swapped = {"spotify.play": {"artist": "Maroon 5", "duration": 20}}
+    swapped = {"spotify_play": {"artist": "Maroon 5", "duration": 20}}
     r = check_item("parallel", it.functions, [a, swapped], it.ground_truth)
     assert r.error_type == "parallel_function_checker_no_order:cannot_find_match"
 
@@ -89,12 +101,12 @@ def test_parallel_matches_in_any_order_and_needs_every_call() -> None:
 def test_list_argument_compared_element_wise() -> None:
     it = _item("parallel_multiple")
     ok = [
-        {"math_toolkit.sum_of_multiples": {"lower_limit": 1, "upper_limit": 1000, "multiples": [3, 5]}},
-        {"math_toolkit.product_of_primes": {"count": 5}},
+        {"math_toolkit_sum_of_multiples": {"lower_limit": 1, "upper_limit": 1000, "multiples": [3, 5]}},
+        {"math_toolkit_product_of_primes": {"count": 5}},
     ]
     assert check_item("parallel_multiple", it.functions, ok, it.ground_truth).valid
     bad = [dict(ok[0]), ok[1]]
-    bad[0] = {"math_toolkit.sum_of_multiples": {"lower_limit": 1, "upper_limit": 1000, "multiples": [5, 3]}}
+    bad[0] = {"math_toolkit_sum_of_multiples": {"lower_limit": 1, "upper_limit": 1000, "multiples": [5, 3]}}
     assert not check_item("parallel_multiple", it.functions, bad, it.ground_truth).valid
 
 
@@ -116,3 +128,132 @@ def test_to_tools_converts_types_and_dotted_names_like_bfcl() -> None:
     types = {p["type"] for t in tools for p in t["function"]["parameters"]["properties"].values()}
     assert types <= {"integer", "number", "string", "boolean", "array", "object"}
     assert it.functions[0]["parameters"]["type"] == "dict"  # the source item is left untouched
+
+
+# --- agreement with BFCL's own checker, on generated variants of every shipped item --------------
+
+def _value(options: list[Any]) -> tuple[bool, Any]:
+    real = [o for o in options if o != ""]
+    return (True, real[0]) if real else (False, None)
+
+
+def _call(name: str, params: dict[str, Any], raw: str | None = None) -> dict[str, Any]:
+    return {"function": {"name": name, "arguments": raw if raw is not None else json.dumps(params)}}
+
+
+def _wrong_value(v: Any) -> Any:
+    if isinstance(v, bool):
+        return not v
+    if isinstance(v, int | float):
+        return v + 7919
+    if isinstance(v, str):
+        return v + " rigbench-wrong"
+    if isinstance(v, list):
+        return [*v, v[0]] if v else ["rigbench-wrong"]
+    if isinstance(v, dict):
+        return {**v, "rigbench_wrong": 1}
+    return "rigbench-wrong"
+
+
+def _wrong_type(v: Any) -> Any:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int | float):
+        return str(v)
+    if isinstance(v, str):
+        return 12345
+    if isinstance(v, list):
+        return {"items": v}
+    if isinstance(v, dict):
+        return [v]
+    return 0
+
+
+def variants(item: BFCLItem) -> list[tuple[str, list[dict[str, Any]]]]:
+    """(kind, tool_calls) for one item: right answers in several forms and wrong ones of each kind."""
+    out: list[tuple[str, list[dict[str, Any]]]] = []
+    if item.ground_truth is None:  # irrelevance
+        f = item.functions[0]
+        req = (f.get("parameters") or {}).get("required", [])
+        out.append(("irrelevance: no call", []))
+        out.append(("irrelevance: a call", [_call(sent_name(f["name"]), {p: "x" for p in req})]))
+        out.append(("irrelevance: undecodable args", [_call(sent_name(f["name"]), {}, raw="{not json")]))
+        out.append(("irrelevance: empty args", [_call(sent_name(f["name"]), {}, raw="")]))
+        out.append(("irrelevance: non-object args", [_call(sent_name(f["name"]), {}, raw="[1, 2]")]))
+        return out
+    full, lean = [], []
+    for ans in item.ground_truth:
+        name, opts = next(iter(ans.items()))
+        params = {p: _value(o)[1] for p, o in opts.items() if _value(o)[0]}
+        full.append((name, params))
+        lean.append((name, {p: v for p, v in params.items() if "" not in opts[p]}))
+
+    def calls(spec: list[tuple[str, dict[str, Any]]], rename: Any = sent_name) -> list[dict[str, Any]]:
+        return [_call(rename(n), p) for n, p in spec]
+
+    out.append(("correct", calls(full)))
+    out.append(("optional omitted", calls(lean)))
+    out.append(("reordered params", calls([(n, dict(reversed(list(p.items())))) for n, p in full])))
+    n0, p0 = full[0]
+    if p0:
+        k = next(iter(p0))
+        out.append(("wrong value", calls([(n0, {**p0, k: _wrong_value(p0[k])}), *full[1:]])))
+        out.append(("wrong type", calls([(n0, {**p0, k: _wrong_type(p0[k])}), *full[1:]])))
+        out.append(("missing param", calls([(n0, {q: v for q, v in p0.items() if q != k}), *full[1:]])))
+    out.append(("extra param", calls([(n0, {**p0, "rigbench_extra": 1}), *full[1:]])))
+    out.append(("strings upper-cased", calls([(n, {q: v.upper() if isinstance(v, str) else v for q, v in p.items()})
+                                            for n, p in full])))
+    out.append(("integral floats sent as int", calls([
+        (n, {q: int(v) if isinstance(v, float) and v.is_integer() else v for q, v in p.items()}) for n, p in full])))
+    out.append(("wrong name", [_call(sent_name(n0) + "_v2", p0), *calls(full[1:])]))
+    other = next((f["name"] for f in item.functions if f["name"] != n0), None)
+    if other is not None:
+        out.append(("another offered function", [_call(sent_name(other), p0), *calls(full[1:])]))
+    out.append(("dotted name", calls(full, rename=lambda n: n if "." in n else "pkg." + n)))
+    out.append(("undecodable args", [_call(sent_name(n0), {}, raw='{"a": '), *calls(full[1:])]))
+    out.append(("no call", []))
+    if len(full) > 1:
+        out.append(("parallel reordered", calls(list(reversed(full)))))
+        out.append(("parallel missing", calls(full[:-1])))
+    out.append(("parallel extra", calls([*full, full[0]])))
+    return out
+
+
+# Deliberate differences from BFCL's checker, each with its reason and its own test: none today.
+DELIBERATE: dict[str, str] = {}
+
+
+@pytest.fixture(scope="module")
+def oracle():  # type: ignore[no-untyped-def]
+    from tests.unit.bfcl_oracle import load_ast_checker
+
+    return load_ast_checker()
+
+
+def test_agreement_with_bfcl_ast_checker(oracle) -> None:  # type: ignore[no-untyped-def]
+    from tests.unit.bfcl_oracle import bfcl_valid
+
+    data = fetch_bfcl_data()
+    by_kind: dict[str, list[int]] = {}
+    disagree: list[str] = []
+    n = 0
+    for cat in BFCL_CATEGORIES:
+        for item in load_bfcl(data, cat):
+            for kind, tool_calls in variants(item):
+                want = bfcl_valid(oracle, item, tool_calls)
+                got = grade_tool_calls(item, tool_calls)[1].valid
+                row = by_kind.setdefault(kind, [0, 0, 0, 0])
+                row[0] += 1
+                row[1 if got == want else 2] += 1
+                row[3] += want
+                n += 1
+                if got != want:
+                    disagree.append(f"{item.item_id} [{kind}]: BFCL {want}, rigbench {got}")
+    table = "\n".join(f"{k:32} {v[0]:6} BFCL-valid {v[3]:6} agree {v[1]:6} differ {v[2]:4}"
+                      for k, v in by_kind.items())
+    print(f"\nBFCL agreement: {n - len(disagree)}/{n}\n{table}")
+    assert n >= 1000
+    # The oracle really discriminates: right answers mostly valid, wrong names never.
+    assert by_kind["correct"][3] >= 0.95 * by_kind["correct"][0]
+    assert by_kind["wrong name"][3] == by_kind["dotted name"][3] == by_kind["no call"][3] == 0
+    assert not disagree, f"{len(disagree)} of {n} differ from BFCL:\n" + "\n".join(disagree[:40])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 from pathlib import Path
@@ -72,3 +73,62 @@ def test_acceptance_histogram_is_drawn_for_speculative_runs() -> None:
     section = page[page.index("<h3>Acceptance length</h3>"):]
     section = section[: section.index("<h3>", 5)]
     assert "<svg" in section and "n=20" in section  # 4 scenarios x 5 measured requests
+
+
+H200 = Path(__file__).parents[2] / "benchmarks" / "results" / "h200"
+
+
+@functools.cache
+def _h200_page() -> tuple[list[str], str]:
+    from rigbench.report._labels import rig_labels
+
+    dirs = sorted(H200.iterdir(), key=lambda p: ("nodraft" not in p.name, p.name))
+    dirs = [d for d in dirs if d.is_dir()]
+    analyses = [analyze_run(RunReader(d)) for d in dirs]
+    names = rig_labels([d.name for d in dirs], [a.header for a in analyses])
+    comps = compare_runs(RunReader(dirs[0]), [RunReader(d) for d in dirs[1:]], allow_mismatch=True)
+    return names, render_html(names, analyses, comps, [])
+
+
+def test_untrusted_runs_open_with_one_collapsed_block_each_not_a_wall_of_banners() -> None:
+    names, page = _h200_page()
+    top = page[: page.index("<h2>Runs</h2>")]
+    # three untrusted runs, ten failed gate questions each: one <details> per run, counts first
+    assert top.count("<details") == 3 and " open" not in top
+    for n in names:
+        assert f"<summary><b>{n}</b>: UNTRUSTED: 10 reasons" in top
+    assert top.count("<li") == 36  # every finding is still there, on demand
+    assert top.count('class="warn') <= 4  # 3 blocks + 1 synthetic-acceptance banner
+
+
+def test_short_rig_labels_replace_run_ids_in_headers_and_legends() -> None:
+    names, page = _h200_page()
+    assert names == ["h200-nodraft", "h200-depth4", "h200-depth15"]
+    # the full run id appears once per run (in the Runs table), never as a heading or legend entry
+    for rid in ("20261129-191407-h200-nodraft-5101", "20261129-191906-h200-depth4-1c8a"):
+        assert page.count(rid) == 1
+    assert "<h3>h200-depth4 [synthetic L=3.4]</h3>" in page
+    legend = page[page.index("<h3>Throughput by scenario"):page.index("<h3>Speed-up</h3>")]
+    assert "h200-depth4" in legend and "20261129" not in legend
+
+
+def test_synthetic_acceptance_is_flagged_in_red_wherever_its_speed_up_appears() -> None:
+    _, page = _h200_page()
+    grid = page[page.index("<h2>Speed-up vs"):page.index("<h2>Speed</h2>")]
+    assert '<th class="synth">h200-depth4 speed-up (synthetic L=3.4)</th>' in grid
+    assert grid.count('<td class="num synth">') == 8  # 4 scenarios x 2 synthetic runs
+    assert '<p class="synth">' in grid and "SYNTHETIC ACCEPTANCE" in grid
+    plot = page[page.index("<h3>Speed-up</h3>"):page.index("<h3>Concurrency</h3>")]
+    assert "SYNTHETIC L=3.4" in plot
+
+
+def test_blog_markdown_collapses_findings_and_flags_synthetic() -> None:
+    from rigbench.report._labels import rig_labels
+
+    dirs = [d for d in sorted(H200.iterdir()) if d.is_dir()]
+    analyses = [analyze_run(RunReader(d)) for d in dirs]
+    names = rig_labels([d.name for d in dirs], [a.header for a in analyses])
+    md = render_blog_markdown(names, analyses, compare_runs(RunReader(dirs[0]), [RunReader(d) for d in dirs[1:]],
+                                                            allow_mismatch=True))
+    assert md.count("<details>") == 3 and "UNTRUSTED: 10 reasons" in md
+    assert "**synthetic**" in md and "SYNTHETIC ACCEPTANCE" in md

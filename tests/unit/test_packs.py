@@ -10,6 +10,7 @@ import pytest
 
 from rigbench.client import StreamResult
 from rigbench.errors import UsageError
+from rigbench.sandbox import SandboxUnavailable, confinement
 from rigbench.store import RunHeader, RunReader, RunWriter
 from rigbench.suites._context import RigInfo, SuiteContext
 from rigbench.suites.quality import PackAnswer, PackSuite, load_pack, shipped_packs
@@ -21,7 +22,6 @@ from rigbench.suites.quality._packs import (
     NumericGrader,
     RegexGrader,
 )
-from rigbench.suites.quality._sandbox import run_function_tests
 
 
 def _result(content: str, wall_s: float = 0.2) -> StreamResult:
@@ -83,20 +83,29 @@ async def test_code_grader_runs_the_models_function_in_a_sandbox() -> None:
     assert not missing.passed and "KeyError" in missing.detail
 
 
-async def test_sandbox_enforces_timeout_memory_and_cwd() -> None:
-    case = [{"args": [1], "expected": 1}]
-    hang = await run_function_tests("def f(x):\n    while True:\n        pass\n", "f", case, timeout_s=1.5)
-    assert not hang.passed and hang.error is not None and "timed out" in hang.error
-    big = await run_function_tests("def f(x):\n    return len(bytearray(4 * 1024**3))\n", "f", case,
-                                   memory_bytes=256 * 1024 * 1024)
-    assert not big.passed and big.cases and big.cases[0].error and "MemoryError" in big.cases[0].error
-    where = await run_function_tests("import os\ndef f(x):\n    return os.getcwd()\n", "f",
-                                     [{"args": [1], "expected": "/"}])
-    assert where.cases[0].got is not None and "rigbench-sandbox-" in where.cases[0].got
-    net = await run_function_tests(
-        "import socket\ndef f(x):\n    socket.create_connection(('127.0.0.1', 9), timeout=1)\n    return 1\n",
-        "f", case)
-    assert not net.passed and net.network in ("namespace", "socket_patched")
+async def test_code_grader_limits_and_marks_its_sandbox() -> None:
+    if confinement().kind != "bwrap":
+        pytest.skip(f"no bubblewrap here: {confinement().note}")
+    g = CodeGrader(type="code", function="f", cases=[{"args": [1], "expected": 1}], timeout_s=1.5)
+    hang = await grade(g, "def f(x):\n    while True:\n        pass\n")
+    assert not hang.passed and "timed out" in hang.detail and hang.confinement == "bwrap"
+    big = await grade(g.model_copy(update={"memory_mb": 256}), "def f(x):\n    return len(bytearray(4 * 1024**3))\n")
+    assert not big.passed and "MemoryError" in big.detail
+    ok = await grade(g, "def f(x):\n    return x\n")
+    assert ok.passed and "(sandbox: bwrap)" in ok.detail
+
+
+async def test_code_packs_refuse_to_start_without_a_sandbox_unless_allowed(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rigbench.sandbox import _confine, _run
+
+    monkeypatch.setattr(_run, "confinement", lambda: _confine.Confinement("unconfined", "no bwrap"))
+    with pytest.raises(SandboxUnavailable, match="--allow-unconfined"):
+        PackSuite({"packs": ["multilingual"]})  # has a code task: refused before any request
+    PackSuite({"packs": ["multilingual"], "tasks": ["en_capital_50"]})  # no code task: no sandbox needed
+    allowed = PackSuite({"packs": ["multilingual"], "allow_unconfined": True})
+    g = next(gr for t in allowed.packs[0].tasks for gr in t.graders if isinstance(gr, CodeGrader))
+    r = await grade(g, "def dedup_sort(nums):\n    return sorted(set(nums))\n", allow_unconfined=True)
+    assert r.passed and r.confinement == "unconfined" and "(sandbox: unconfined)" in r.detail
 
 
 def test_extract_code_prefers_python_fence() -> None:
@@ -159,3 +168,21 @@ async def test_pack_suite_end_to_end_and_user_pack(tmp_path: Path) -> None:
     assert [g.grader for g in cap.grades if not g.passed] == ["max_chars", "regex"]
     assert client.bodies[-1]["max_tokens"] == 77 and "reasoning_effort" not in client.bodies[-1]
     assert len({a.unit_id for a in answers}) == len(answers) == 10
+
+
+async def test_unconfined_code_grades_are_flagged_in_the_pack_report() -> None:
+    from rigbench.analysis._quality import summarize_packs
+    from rigbench.report._quality import _pack
+    from rigbench.suites.quality._pack_suite import grade_task
+
+    task = next(t for t in load_pack("multilingual").tasks if t.id == "en_dedup_sort")
+    answer = await grade_task(task, _result("def dedup_sort(nums):\n    return sorted(set(nums))\n"),
+                              suite="packs", pack="multilingual", unit_id="u", effort=None, repetition=0,
+                              allow_unconfined=True)
+    grade = answer.grades[0]
+    if confinement().kind == "bwrap":  # confined here: the mark says so and the report is silent
+        assert grade.confinement == "bwrap"
+        assert not any("unconfined" in n for n in _pack(summarize_packs("r", [answer])[0]).notes)
+        answer = answer.model_copy(update={"grades": [grade.model_copy(update={"confinement": "unconfined"})]})
+    notes = _pack(summarize_packs("r", [answer])[0]).notes
+    assert any("1 code grade(s) ran unconfined" in n for n in notes), notes

@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
-from rigbench.analysis import request_timing
+from rigbench.analysis import analyze_run, request_timing, summarize_speed
 from rigbench.analysis._timing import chunk_token_counts
 from rigbench.client import StreamResult
+from rigbench.report import render_json, render_markdown
+from rigbench.store import RunReader
+from rigbench.testing import Delay, EmulatorProcess, EmulatorScript
+from rigbench.testing._script import Fault
 
 MS = 1_000_000  # ns
 
@@ -90,3 +100,49 @@ def test_char_shares_add_up_and_give_each_chunk_at_least_one() -> None:
     counts, src = chunk_token_counts(r, 17)
     assert sum(counts) == 17 and min(counts) >= 1 and src == "by_chars"
     assert counts[1] == max(counts)
+
+
+def test_mean_itl_is_decode_time_over_tokens_after_the_first_arrival() -> None:
+    # 5 tokens in 4 arrivals (the 2nd carries 2): decode time 60 ms over 4 tokens = 15 ms, not the
+    # mean of the 3 arrival gaps (20 ms) nor the median per-token gap (12.5 ms).
+    t = request_timing(_res([100, 110, 130, 160], [4, 8, 4, 4], tokens=5))
+    assert t.itl_mean_s == pytest.approx(0.060 / 4)
+    assert t.itl_mean_s == pytest.approx(1 / t.decode_tok_s)
+    assert t.itl_s == pytest.approx([0.005, 0.005, 0.020, 0.030])
+
+
+def test_headline_itl_is_the_per_request_mean_against_emulator_truth(tmp_path: Path) -> None:
+    """A stall in every request (150 ms after token 10, 4 ms per token otherwise) is where the two
+    views part: the pooled per-gap median stays at 4 ms while each request's true mean ITL is
+    (63 × 4 + 150) / 63 ≈ 6.4 ms. The report's headline must be the latter, labelled so."""
+    script = EmulatorScript(ttft=Delay(mean_ms=20), itl=Delay(mean_ms=4),
+                            faults=[Fault(kind="stall", at_token=10, stall_ms=150)])
+    with EmulatorProcess(script) as emu:
+        res = subprocess.run(
+            [sys.executable, "-m", "rigbench", "run", "--endpoint", emu.url, "--suite", "speed",
+             "--scenarios", "chat_short", "--repetitions", "4", "--warmup", "0", "--no-sanity",
+             "--allow-untrusted", "--out", str(tmp_path)], capture_output=True, text=True, timeout=300)
+        assert res.returncode == 0, res.stderr[-2000:]
+        truth = [t for t in emu.fetch_truth() if t.stream]
+    true_means = [(t.chunk_ns[-1] - t.chunk_ns[0]) / 1e9 / (t.output_tokens - t.chunk_tokens[0]) for t in truth]
+    assert len(true_means) == 4 and min(true_means) > 0.006  # the stall is in every request
+    run_dir = next(tmp_path.iterdir())
+    row = summarize_speed(RunReader(run_dir)).rows[0]  # type: ignore[union-attr]
+    assert row.itl_mean_s is not None and row.itl_gaps_s is not None and row.e2e_latency_s is not None
+    assert row.itl_mean_s.n == 4
+    assert row.itl_mean_s.median == pytest.approx(statistics.median(true_means), abs=0.0005)
+    # The old headline (median of pooled per-token gaps) would be off by a third:
+    assert row.itl_gaps_s.median < 0.8 * statistics.median(true_means)
+    # one per token after each request's first arrival (a loaded machine may read the first two
+    # chunks together: that request then has one gap fewer)
+    assert 0 <= sum(t.output_tokens - t.chunk_tokens[0] for t in truth) - row.itl_gaps_s.n <= len(truth)
+    # and the report says which figure is which, with percentiles and n
+    analysis = analyze_run(RunReader(run_dir))
+    js = json.loads(render_json(analysis))["speed"]["rows"][0]
+    assert js["itl_mean_s"]["n"] == 4 and js["itl_mean_s"]["p99"] >= js["itl_mean_s"]["p90"] >= js["itl_mean_s"]["median"]
+    assert {"p90", "p99", "n"} <= set(js["ttft_s"]) and {"p90", "p99", "n"} <= set(js["e2e_latency_s"])
+    md = render_markdown(analysis)
+    assert "ITL ms, per-request mean" in md
+    speed_row = next(line for line in md.splitlines() if line.startswith("| chat_short |"))
+    assert f"{row.itl_mean_s.median * 1e3:.1f}±" in speed_row
+    assert "| p50 ms | p90 ms | p99 ms |" in md and "| ITL per token (pooled) |" in md

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
-from typing import Literal
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 from scipy import stats
@@ -37,6 +37,7 @@ __all__ = [
     "SubjectComparison",
     "SubjectScore",
     "compare_mmlu_pro",
+    "pair_test",
     "proportion",
     "summarize_effort",
     "summarize_mmlu_pro",
@@ -223,8 +224,12 @@ class MMLUProComparison(BaseModel):
 
 def _pair_test(subject: str, ida: str, a: list[MMLUProAnswer], idb: str,
                b: list[MMLUProAnswer]) -> PairTest:
-    ma = {x.question_id: x.correct for x in a}
-    mb = {x.question_id: x.correct for x in b}
+    return pair_test(subject, ida, {x.question_id: x.correct for x in a}, idb, {x.question_id: x.correct for x in b})
+
+
+def pair_test(subject: str, ida: str, ma: Mapping[Any, bool], idb: str, mb: Mapping[Any, bool]) -> PairTest:
+    """Exact McNemar on the items both runs answered when they mostly share items, else Fisher's
+    exact test on the two proportions. `ma`, `mb`: item id -> correct."""
     common = sorted(set(ma) & set(mb))
     if len(common) >= max(len(ma), len(mb)) // 2 and common:
         a_only = sum(ma[q] and not mb[q] for q in common)
@@ -299,6 +304,7 @@ class PackSummary(BaseModel):
     overall: Proportion
     wall_s_total: float
     request_failures: int
+    unconfined_grades: int = 0  # code grades run without the sandbox (--allow-unconfined)
 
 
 def _task_score(task_id: str, rows: list[PackAnswer]) -> PackTaskScore:
@@ -339,6 +345,7 @@ def summarize_packs(run_id: str, answers: Sequence[PackAnswer],
             overall=proportion(sum(r.correct for r in rows), len(rows)),
             wall_s_total=sum(w for r in rows if (w := _wall_s(r.result)) is not None),
             request_failures=sum(not r.result.ok for r in rows),
+            unconfined_grades=sum(g.confinement == "unconfined" for r in rows for g in r.grades),
         ))
     return out
 
@@ -430,6 +437,10 @@ def summarize_effort(run_id: str, answers: Sequence[PackAnswer],
             if lv.request_failures:
                 warnings.append(f"effort {lv.effort!r}: {lv.request_failures} request(s) failed; the server "
                                 "may not accept this level")
+        unconfined = sum(g.confinement == "unconfined" for r in rows for g in r.grades)
+        if unconfined:
+            warnings.append(f"{unconfined} code grade(s) ran unconfined (--allow-unconfined): the model's code "
+                            "could read and write this machine and reach the network")
         reps = {r.repetition for r in rows}
         if len(reps) < 3:
             warnings.append("one repetition per level: differences between levels below ~20% of wall time "

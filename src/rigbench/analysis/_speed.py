@@ -35,7 +35,10 @@ class ScenarioSpeed(BaseModel):
     decode_tok_s: Stat | None
     ttft_s: Stat | None
     ttft_not_comparable: str | None  # why TTFT is withheld (multi-token chunks), else None
-    itl_s: Stat | None  # per-token inter-token latency, pooled over requests
+    # Headline ITL: each request's mean ITL (decode time / tokens after the first arrival's), over requests.
+    itl_mean_s: Stat | None
+    itl_gaps_s: Stat | None  # second view: every per-token gap of every request, pooled (n = gaps)
+    e2e_latency_s: Stat | None  # per request: request sent -> end of stream
     aggregate_tok_s: Stat | None  # per batch: all output tokens / batch wall time
     tokens_per_chunk: float | None
     prefill_share: float | None  # median TTFT / median request wall time
@@ -117,9 +120,6 @@ def _row(key: tuple[str, int], items: list[tuple[SpeedRequest, RequestTiming]], 
     ttft_any = describe([t.first_chunk_s for t in timings if t.first_chunk_s is not None])
     if ttft_any and wall and wall.median > 0:
         prefill_share = ttft_any.median / wall.median
-    itl: list[float] = []
-    for t in timings:
-        itl.extend(t.itl_s)
     tpc = [t.tokens_per_chunk for t in timings if t.tokens_per_chunk is not None]
     return ScenarioSpeed(
         scenario=scenario, concurrency=conc,
@@ -130,6 +130,15 @@ def _row(key: tuple[str, int], items: list[tuple[SpeedRequest, RequestTiming]], 
         attainment_min=attainment_min,
         e2e_tok_s=describe([t.e2e_tok_s for t in timings if t.e2e_tok_s is not None]),
         decode_tok_s=describe([t.decode_tok_s for t in timings if t.decode_tok_s is not None]),
-        ttft_s=ttft, ttft_not_comparable=ttft_note, itl_s=describe(itl), aggregate_tok_s=describe(agg),
+        ttft_s=ttft, ttft_not_comparable=ttft_note, **_latency(timings), aggregate_tok_s=describe(agg),
         tokens_per_chunk=sum(tpc) / len(tpc) if tpc else None, prefill_share=prefill_share,
     )
+
+
+def _latency(timings: list[RequestTiming]) -> dict[str, Stat | None]:
+    """ITL per request (headline), per-token gaps pooled (second view), end-to-end latency."""
+    return {
+        "itl_mean_s": describe([t.itl_mean_s for t in timings if t.itl_mean_s is not None]),
+        "itl_gaps_s": describe([g for t in timings for g in t.itl_s]),
+        "e2e_latency_s": describe([t.e2e_latency_s for t in timings if t.e2e_latency_s is not None]),
+    }

@@ -1,4 +1,5 @@
-"""Descriptive statistics: every figure is reported with n, median, mean, standard deviation."""
+"""Descriptive statistics: every figure is reported with n, median, mean, standard deviation, and
+the 90th and 99th percentiles (numpy's default linear interpolation between order statistics)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ class Stat(BaseModel):
     std: float  # sample standard deviation (ddof=1); 0.0 when n == 1
     min: float
     max: float
+    p90: float | None = None  # None only in Stats built by hand (tests) or read from older exports
+    p99: float | None = None
 
     def fmt(self, digits: int = 2, scale: float = 1.0) -> str:
         """'median ± std (n)' in the spirit of the seed write-ups."""
@@ -40,4 +43,6 @@ def describe(values: Sequence[float]) -> Stat | None:
         std=float(arr.std(ddof=1)) if len(vals) > 1 else 0.0,
         min=float(arr.min()),
         max=float(arr.max()),
+        p90=float(np.percentile(arr, 90)),
+        p99=float(np.percentile(arr, 99)),
     )

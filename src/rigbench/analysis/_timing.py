@@ -11,7 +11,10 @@ Used by analysis/_speed.py (keep these field names: they are the speed report's 
   sum of their tokens, so a coalesced read never produces a 0 s gap.
 - decode tok/s: (output tokens - first arrival's tokens) / (last chunk - first chunk).
 - end-to-end tok/s: output tokens / (last chunk - request sent).
-- ITL: per token: each arrival's gap to the previous arrival divided evenly over its tokens.
+- ITL, per request (the headline): (last chunk - first chunk) / (output tokens - first arrival's
+  tokens) = 1 / decode tok/s. Reports summarise it over requests (median, p90, p99, n).
+- ITL, per token (the pooled view): each arrival's gap to the previous arrival divided evenly over
+  its tokens; reports pool these gaps over requests as a second, labelled distribution.
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rigbench.client import StreamResult
 
-__all__ = ["MULTI_TOKEN_CHUNK_THRESHOLD", "RequestTiming", "chunk_token_counts", "request_timing"]
+__all__ = ["MULTI_TOKEN_CHUNK_THRESHOLD", "RequestTiming", "chunk_token_counts", "mean_itl_s", "request_timing",
+           "token_gaps_s"]
 
 # Above this mean, chunks carry several tokens (speculative decoding on vLLM/SGLang, batching
 # proxies): the first chunk is then not the first token. A little above 1.0 so that one token
@@ -56,8 +60,8 @@ class RequestTiming(BaseModel):
     e2e_latency_s: float | None  # request sent -> end of the stream (vLLM's E2EL)
     e2e_tok_s: float | None
     decode_tok_s: float | None
-    itl_mean_s: float | None  # mean of itl_s = 1 / decode_tok_s (vLLM's TPOT, see docs/metrics.md)
-    itl_s: list[float] = Field(default_factory=list)  # one per token after the first arrival's
+    itl_mean_s: float | None  # per-request mean ITL = 1 / decode_tok_s (the headline ITL; vLLM's TPOT)
+    itl_s: list[float] = Field(default_factory=list)  # per-token gaps, one per token after the first arrival's
     attainment: float | None  # output tokens / asked
 
 
@@ -98,6 +102,25 @@ def chunk_token_counts(
             counts[i] -= 1
             diff += 1
     return counts, "by_chars"
+
+
+def mean_itl_s(stamps: Sequence[int], tokens: Sequence[int], output_tokens: int) -> float | None:
+    """Per-request mean ITL: decode time over the tokens after the first arrival's. None when there
+    is no decode phase (one arrival, or no token after the first arrival)."""
+    if len(stamps) < 2:
+        return None
+    span = (stamps[-1] - stamps[0]) / 1e9
+    decode_tokens = output_tokens - tokens[0]
+    return span / decode_tokens if decode_tokens > 0 and span > 0 else None
+
+
+def token_gaps_s(stamps: Sequence[int], tokens: Sequence[int]) -> list[float]:
+    """Per-token gaps: each arrival's gap to the one before, divided evenly over its tokens."""
+    gaps: list[float] = []
+    for i in range(1, len(stamps)):
+        k = tokens[i]
+        gaps.extend([(stamps[i] - stamps[i - 1]) / 1e9 / k] * k)
+    return gaps
 
 
 def request_timing(
@@ -145,15 +168,9 @@ def request_timing(
             ttft = first_chunk
         wall = (stamps[-1] - res.sent_ns) / 1e9
         e2e = out / wall if wall > 0 else None
-        span = (stamps[-1] - t0) / 1e9
-        if len(stamps) > 1 and span > 0:
-            decode = (out - tokens[0]) / span if out > tokens[0] else None
-        for i in range(1, len(stamps)):
-            k = tokens[i]
-            per = (stamps[i] - stamps[i - 1]) / 1e9 / k
-            itl.extend([per] * k)
-        if itl:
-            itl_mean = sum(itl) / len(itl)
+        itl_mean = mean_itl_s(stamps, tokens, out)
+        decode = 1 / itl_mean if itl_mean else None
+        itl = token_gaps_s(stamps, tokens)
     if res.first_content_ns is not None:
         ttft_content = (res.first_content_ns - res.sent_ns) / 1e9
     else:  # records written before first_content_ns existed

@@ -1,4 +1,5 @@
-"""`rigbench compare BASELINE OTHER...`: ratios with error and Welch t-tests, scenario by scenario."""
+"""`rigbench compare BASELINE OTHER...`: speed ratios with error and Welch t-tests, scenario by scenario,
+then quality and agent results side by side with their paired tests."""
 
 from __future__ import annotations
 
@@ -7,13 +8,21 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.markdown import Markdown
 
+from rigbench.analysis import summarize_speed
 from rigbench.analysis._compare import compare_runs
 from rigbench.analysis._speculation import fit_speculation
+from rigbench.analysis._suite_compare import compare_suites
 from rigbench.cli._app import app
 from rigbench.errors import UsageError
-from rigbench.report._honesty import comparison_markdown, comparison_terminal, speculation_markdown
+from rigbench.report._honesty import (
+    comparison_markdown,
+    comparison_terminal,
+    speculation_markdown,
+    speculation_terminal,
+)
+from rigbench.report._labels import rig_labels, synth_mark, synth_note, synthetic_acceptance
+from rigbench.report._suite_compare import suite_comparison_markdown, suite_comparison_terminal
 from rigbench.store import RunReader
 
 __all__ = ["compare"]
@@ -32,18 +41,35 @@ def compare(
     if len(runs) < 2:
         raise UsageError("give a baseline run and at least one run to compare with it.")
     readers = [RunReader(r) for r in runs]
-    result = compare_runs(readers[0], readers[1:], metric=metric, alpha=alpha, allow_mismatch=allow_mismatch)
+    labels = dict(zip((r.dir.name for r in readers), rig_labels([r.dir.name for r in readers],
+                                                                [r.header for r in readers]), strict=True))
+    synthetic = {r.dir.name: synth_note(r.header) for r in readers if synthetic_acceptance(r.header) is not None}
     console = Console()
-    comparison_terminal(result, console)
-    md = [comparison_markdown(result)]
+    md = []
+    with_speed = [r for r in readers if summarize_speed(r) is not None]
+    if readers[0] in with_speed and len(with_speed) > 1:
+        result = compare_runs(readers[0], with_speed[1:], metric=metric, alpha=alpha, allow_mismatch=allow_mismatch)
+        comparison_terminal(result, console, labels, synthetic)
+        md.append(comparison_markdown(result, labels, synthetic))
+    without = [r.dir.name for r in readers if r not in with_speed]
+    if without:
+        console.print(f"[dim]no speed records in {', '.join(without)}: speed not compared for "
+                      f"{'it' if len(without) == 1 else 'them'}.[/]")
     for other in readers[1:]:
-        if not (other.header.fingerprint or {}).get("speculative"):
+        if not (other.header.fingerprint or {}).get("speculative") or other not in with_speed \
+                or readers[0] not in with_speed:
             continue
         fit = fit_speculation(readers[0], other)
         if fit is None:
             continue
-        text = speculation_markdown(other.header.run_id, fit)
-        console.print(Markdown(text))
-        md.append(text)
+        name = labels[other.dir.name] + synth_mark(other.header)  # its measured speed-ups are synthetic too
+        speculation_terminal(name, fit, console)
+        md.append(speculation_markdown(name, fit))
+    for other in readers[1:]:  # quality and agent next to speed
+        suites = compare_suites(readers[0], other)
+        a, b = labels[readers[0].dir.name], labels[other.dir.name]
+        suite_comparison_terminal(suites, console, baseline=a, other=b)
+        if not suites.empty:
+            md.append(suite_comparison_markdown(suites, baseline=a, other=b))
     if markdown:
         markdown.write_text("\n\n".join(md) + "\n")

@@ -7,12 +7,15 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from rigbench.analysis import analyze_run
+from rigbench.analysis._suite_compare import compare_suites
 from rigbench.cli._app import app
 from rigbench.errors import StoreError
 from rigbench.report import render_json, render_markdown, render_terminal
+from rigbench.report._labels import rig_labels
+from rigbench.report._ls import RunListing, runs_table
+from rigbench.report._suite_compare import suite_comparison_terminal
 from rigbench.store import RunReader
 
 __all__ = ["ls", "report"]
@@ -45,16 +48,23 @@ def report(
         render_terminal(a, console)
         md_parts.append(render_markdown(a))
         json_parts.append(render_json(a))
-    names = [n for n, _ in named]
-    comparisons, revisions = across_runs(names, runs, analyses) if (html or markdown) else ([], [])
-    if len(runs) > 1:  # the blog-ready comparison first, then each run in full
-        from rigbench.report._blog import render_blog_markdown
+    names = rig_labels([n for n, _ in named], [a.header for a in analyses])
+    comparisons, revisions = across_runs(names, runs, analyses) if len(runs) > 1 else ([], [])
+    suites = [compare_suites(RunReader(runs[0]), RunReader(p)) for p in runs[1:]]
+    if len(runs) > 1:  # across the runs: speed-up, then quality and agent, each against the first
+        from rigbench.report._blog import render_blog_markdown, speedup_table
 
-        md_parts.insert(0, render_blog_markdown(names, analyses, comparisons, revisions))
+        console.rule(f"{len(runs)} runs against {names[0]}")
+        if comparisons:
+            console.print(speedup_table(names, analyses, comparisons))
+        for name, sc in zip(names[1:], suites, strict=True):
+            suite_comparison_terminal(sc, console, baseline=names[0], other=name)
+        # the blog-ready comparison first, then each run in full
+        md_parts.insert(0, render_blog_markdown(names, analyses, comparisons, revisions, suites))
     if html:
         from rigbench.report._html import render_html
 
-        html.write_text(render_html(names, analyses, comparisons, revisions))
+        html.write_text(render_html(names, analyses, comparisons, revisions, suites))
         console.print(f"HTML report: {html}")
     if markdown:
         markdown.write_text("\n\n".join(md_parts))
@@ -82,9 +92,7 @@ def ls(
     if not out.is_dir():
         console.print(f"no runs: {out} does not exist (runs are saved under ./runs by default).")
         return
-    t = Table(title=f"runs in {out}", title_justify="left")
-    for col in ("run", "created", "engine", "model", "suites", "status", "verdict", "source data"):
-        t.add_column(col, overflow="fold")
+    listed: list[RunListing] = []
     for d in sorted(p for p in out.iterdir() if p.is_dir()):
         try:
             r = RunReader(d)
@@ -94,6 +102,7 @@ def ls(
         fp = h.fingerprint or {}
         model = (fp.get("model") or {}).get("served_name") or Path((fp.get("model") or {}).get("path") or "?").name
         verdict = "–" if h.trust is None else ("trusted" if h.trust.trusted else "UNTRUSTED")
-        t.add_row(d.name, h.created_at, fp.get("engine", "?"), model, ",".join((h.plan.get("suites") or {}).keys()),
-                  r.display_status, verdict, r.source_data_id)
-    console.print(t)
+        listed.append(RunListing(d.name, h.created_at, fp.get("engine", "?"), model,
+                                 ",".join((h.plan.get("suites") or {}).keys()), r.display_status, verdict,
+                                 r.source_data_id))
+    console.print(runs_table(f"runs in {out}", listed, console.width))

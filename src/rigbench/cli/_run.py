@@ -71,6 +71,9 @@ def run(
     label: Annotated[str, typer.Option(help="Label used in the run directory's name.")] = "run",
     seed: Annotated[int, typer.Option(help="Seed for prompts and sampling.")] = 0,
     allow_untrusted: Annotated[bool, typer.Option(help="Exit 0 even when the run is marked untrusted.")] = False,
+    allow_unconfined: Annotated[bool, typer.Option(help="Run model-written code (code packs, agent tasks) even "
+                                                   "where bubblewrap cannot confine it; results are marked "
+                                                   "'unconfined'.")] = False,
     no_sanity: Annotated[bool, typer.Option("--no-sanity", help="Skip the known-answer gate (the run is then "
                                             "marked untrusted).")] = False,
     sanity_max_tokens: Annotated[int, typer.Option(min=8, help="Token budget per known-answer question (room for "
@@ -90,7 +93,7 @@ def run(
     resume: Annotated[Path | None, typer.Option(help="Continue an interrupted run directory: completed units "
                                                 "are not redone.")] = None,
     markdown: Annotated[Path | None, typer.Option(help="Also write the Markdown report here.")] = None,
-    ray: Annotated[str | None, typer.Option("--ray", help="Run on a Ray cluster (needs rigbench[ray]): auto, "
+    ray: Annotated[str | None, typer.Option("--ray", help="Run on a Ray cluster (needs the ray extra: pip install rigbench\\[ray]): auto, "
                                             "local, or the head's HOST:PORT. A plan's rigs become tasks "
                                             "placed by their resources; with --endpoint, --clients N "
                                             "spreads the speed load (docs/scale-out.md).")] = None,
@@ -105,6 +108,9 @@ def run(
     if plan is not None:
         from rigbench.cli._plan import run_plan
 
+        if allow_unconfined:
+            raise UsageError(f"--allow-unconfined applies to single runs; for {plan} set "
+                             "`allow_unconfined: true` in the plan file (it is recorded with the plan).")
         if clients > 1:
             raise UsageError("--clients spreads one endpoint's speed load; a plan's rigs are spread with "
                              "--ray alone. Drop --clients, or run --endpoint URL --clients N --ray ADDRESS.")
@@ -137,11 +143,19 @@ def run(
     if pack:
         options["packs"]["packs"] = list(pack)
         options["effort"]["pack"] = pack[0]
+    if allow_unconfined:
+        options["packs"]["allow_unconfined"] = options["effort"]["allow_unconfined"] = True
     if effort_levels:
         options["effort"]["levels"] = [x.strip() for x in effort_levels.split(",") if x.strip()]
     suites, settings = build_suites(names, suite_options=options, profile=profile,
                                     scenarios=[s.strip() for s in scenarios.split(",")] if scenarios else None,
                                     repetitions=repetitions, warmup=warmup, concurrency=conc)
+    if allow_unconfined and "agent" in settings:
+        settings["agent"]["allow_unconfined"] = True
+    if "tasks" in settings.get("agent", {}).get("parts", []):
+        from rigbench.sandbox import require_confinement
+
+        require_confinement(allow_unconfined)  # before the engine starts
     llama_cfg = None
     if not endpoint:
         need = max((sc["input_tokens"] + sc["output_tokens"]

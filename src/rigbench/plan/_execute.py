@@ -44,8 +44,12 @@ def run_config_for(loaded: LoadedPlan, rig: ResolvedRig, plan_dir: Path, *, run_
 
     p = loaded.plan
     sp = p.speed
+    unconfined = {"allow_unconfined": True} if p.allow_unconfined else {}
     suites, settings = build_suites(rig.suites, profile=sp.profile, scenarios=sp.scenarios,
-                                    repetitions=sp.repetitions, warmup=sp.warmup, concurrency=sp.concurrency)
+                                    repetitions=sp.repetitions, warmup=sp.warmup, concurrency=sp.concurrency,
+                                    suite_options={"packs": dict(unconfined), "effort": dict(unconfined)})
+    if "agent" in settings:
+        settings["agent"].update(unconfined)
     api_key = None
     if rig.api_key_env:
         api_key = os.environ.get(rig.api_key_env)

@@ -131,4 +131,5 @@ class Plan(_Model):
     speed: SpeedPlan = Field(default_factory=SpeedPlan)
     seed: int = 0
     sanity: bool = True  # false: skip the known-answer gate (every run is then untrusted)
+    allow_unconfined: bool = False  # run model-written code where bubblewrap cannot confine it (marked)
     rigs: list[PlanRig] = Field(min_length=1)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import math
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
 from rigbench.analysis._agent import AgentSummary, TaskScore
 from rigbench.analysis._quality import Proportion
 from rigbench.analysis._stats import Stat
+from rigbench.report._layout import fitted_table
 
 __all__ = ["render_agent_markdown", "render_agent_terminal"]
 
@@ -62,56 +64,44 @@ def render_agent_terminal(console: Console, summary: AgentSummary) -> None:
     for line in _headline(summary):
         console.print(line, highlight=False)
     if summary.probes:
-        t = Table(title="Conformance probes")
-        t.add_column("probe")
-        t.add_column("verdict")
-        t.add_column("evidence")
-        for p in summary.probes:
-            t.add_row(p.probe, f"[{_STYLE[p.verdict]}]{_MARK[p.verdict]}[/]", p.detail)
-        console.print(t)
+        console.print(_probe_table(summary, console.width))
     if summary.tool_cases:
-        t = Table(title="Tool-call cases")
-        for col in (
-            "case",
-            "correct",
-            "calls per message (calls:messages)",
-            "messages per trial",
-            "failures",
-        ):
-            t.add_column(col)
-        for c in summary.tool_cases:
-            fails = "; ".join(f"{r} (x{n})" for r, n in c.failure_reasons.items()) or "–"
-            t.add_row(
-                c.case, _pct(c.accuracy), _dist(c.calls_per_message), _dist(c.messages_per_trial), fails[:120]
-            )
-        console.print(t)
+        rows = [[c.case, _pct(c.accuracy), _dist(c.calls_per_message), _dist(c.messages_per_trial),
+                 ("; ".join(f"{r} (x{n})" for r, n in c.failure_reasons.items()) or "–")[:120]]
+                for c in summary.tool_cases]
+        console.print(fitted_table(console, "Tool-call cases", ["case", "correct", "calls per message (calls:messages)",
+                                                                 "messages per trial", "failures"], rows, left_cols=5))
     if summary.bfcl:
-        t = Table(title=f"BFCL {summary.bfcl_version}")
-        for col in ("category", "valid", "error types"):
-            t.add_column(col)
-        for b in summary.bfcl:
-            t.add_row(b.category, _pct(b.accuracy), _dist_str(b.error_types))
-        console.print(t)
+        rows = [[b.category, _pct(b.accuracy), _dist_str(b.error_types)] for b in summary.bfcl]
+        console.print(fitted_table(console, f"BFCL {summary.bfcl_version}", ["category", "valid", "error types"], rows,
+                                   left_cols=3))
     if summary.tasks:
-        t = Table(title="Multi-turn tasks")
-        for col in (
-            "task",
-            "pass^k",
-            "passed",
-            "turns",
-            "tool calls",
-            "calls per turn",
-            "completion tok",
-            "wall s",
-            "stopped by",
-        ):
-            t.add_column(col)
-        for r in summary.tasks:
-            t.add_row(*_task_cells(r))
-        console.print(t)
+        head = ["task", "pass^k", "passed", "turns", "tool calls", "calls per turn", "completion tok", "wall s",
+                "stopped by"]
+        console.print(fitted_table(console, "Multi-turn tasks", head, [_task_cells(r) for r in summary.tasks],
+                                   left_cols=9))
         nets = {r.network for r in summary.tasks if r.network}
         for n in sorted(nets):
             console.print(f"Sandbox network: {n}", highlight=False)
+
+
+def _probe_table(summary: AgentSummary, width: int) -> Table:
+    """Wide: probe | verdict | evidence. Narrow: the verdict under the probe's name, so the
+    evidence gets most of the width (two or three lines, not five)."""
+    t = Table(title="Conformance probes", title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1),
+              collapse_padding=True, pad_edge=False)
+    narrow = width < 120
+    t.add_column("probe / verdict" if narrow else "probe", no_wrap=True)
+    if not narrow:
+        t.add_column("verdict", no_wrap=True)
+    t.add_column("evidence", overflow="fold")
+    for p in summary.probes:
+        verdict = f"[{_STYLE[p.verdict]}]{_MARK[p.verdict]}[/]"
+        if narrow:
+            t.add_row(f"{p.probe}\n  {verdict}", p.detail)
+        else:
+            t.add_row(p.probe, verdict, p.detail)
+    return t
 
 
 def _dist_str(d: dict[str, int]) -> str:

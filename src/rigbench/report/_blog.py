@@ -8,11 +8,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rich.table import Table
+from rich.text import Text
 
 from rigbench.analysis import RunAnalysis
 from rigbench.analysis._compare import Comparison
 from rigbench.analysis._revision import Revision
+from rigbench.analysis._suite_compare import SuiteComparison
 from rigbench.report._fmt import fmt_stat
+from rigbench.report._labels import SYNTH_NOTE, synthetic_acceptance
+from rigbench.report._suite_compare import suite_comparison_markdown
 
 __all__ = ["render_blog_markdown", "speedup_markdown", "speedup_table"]
 
@@ -30,8 +34,9 @@ def _grid(names: Sequence[str], analyses: Sequence[RunAnalysis],
           comparisons: Sequence[Comparison]) -> tuple[list[str], list[list[str]]]:
     """Header and rows: scenario, in / out, baseline tok/s, then tok/s and speed-up per configuration."""
     head = ["scenario", "in / out", f"{names[0]} tok/s"]
-    for n in names[1:]:
-        head += [f"{n} tok/s", f"{n} speed-up"]
+    synth = [synthetic_acceptance(a.header) for a in analyses]
+    for n, L in zip(names[1:], synth[1:], strict=True):
+        head += [f"{n} tok/s", f"{n} speed-up" + ("" if L is None else f" (synthetic L={L:g})")]
     rows: list[list[str]] = []
     base = analyses[0].speed
     if base is None:
@@ -41,14 +46,15 @@ def _grid(names: Sequence[str], analyses: Sequence[RunAnalysis],
     for r in base.rows:
         label = r.scenario + (f" (c={r.concurrency})" if multi_conc else "")
         cells = [label, f"{r.input_tokens_target} / {r.output_tokens_target}", fmt_stat(r.e2e_tok_s, digits=1)]
-        for other, comp in zip(others, comparisons, strict=True):
+        for other, comp, L in zip(others, comparisons, synth[1:], strict=True):
             o = other.get((r.scenario, r.concurrency))
-            cells += [fmt_stat(o.e2e_tok_s, digits=1) if o else "–", _ratio(comp, r.scenario, r.concurrency)]
+            ratio = _ratio(comp, r.scenario, r.concurrency)
+            cells += [fmt_stat(o.e2e_tok_s, digits=1) if o else "–", ratio + (" synthetic" if L is not None else "")]
         rows.append(cells)
     return head, rows
 
 
-_NOTE = ("End-to-end throughput per request, median ± standard deviation over repetitions (warm-up "
+_NOTE = ("End-to-end throughput per request, median ± standard deviation over requests (warm-up "
          "excluded). Speed-up: ratio of means ± propagated standard error; (n.s.): not significant by "
          "Welch's t-test at α = 0.05, so not a measured difference.")
 
@@ -59,8 +65,10 @@ def speedup_markdown(names: Sequence[str], analyses: Sequence[RunAnalysis],
     if not rows:
         return f"_No speed results in the baseline run ({names[0]}): nothing to compare._"
     lines = ["| " + " | ".join(head) + " |", "|---|---|" + "---:|" * (len(head) - 2)]
-    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
-    return "\n".join([*lines, "", _NOTE])
+    lines += ["| " + " | ".join(c.replace("|", "\\|").replace(" synthetic", " **synthetic**") for c in row) + " |"
+              for row in rows]
+    synth = [n for n, a in zip(names, analyses, strict=True) if synthetic_acceptance(a.header) is not None]
+    return "\n".join([*lines, "", _NOTE] + (["", f"**{', '.join(synth)}: {SYNTH_NOTE}**"] if synth else []))
 
 
 def speedup_table(names: Sequence[str], analyses: Sequence[RunAnalysis],
@@ -69,9 +77,13 @@ def speedup_table(names: Sequence[str], analyses: Sequence[RunAnalysis],
     t = Table(title=f"Speed-up vs {names[0]} (e2e tok/s, median ± std; ratio of means ± error)",
               title_justify="left", caption=_NOTE, caption_justify="left")
     for i, h in enumerate(head):
-        t.add_column(h, justify="left" if i < 2 else "right", overflow="fold")
+        t.add_column(h, justify="left" if i < 2 else "right", overflow="fold",
+                     header_style="bold red" if "synthetic" in h else "bold")
     for row in rows:
-        t.add_row(*row)
+        t.add_row(*(Text(c, style="bold red") if c.endswith(" synthetic") else c for c in row))
+    synth = [n for n, a in zip(names, analyses, strict=True) if synthetic_acceptance(a.header) is not None]
+    if synth:
+        t.caption = f"{_NOTE}\n[bold red]{', '.join(synth)}: {SYNTH_NOTE}[/]"
     return t
 
 
@@ -93,19 +105,34 @@ def _revision_note(r: Revision) -> str:
             + "; ".join(parts) + ").")
 
 
+def _findings_markdown(name: str, warnings: Sequence[str]) -> str:
+    """One collapsible block per run (GitHub and most blog engines render <details>): counts first."""
+    untrusted = [w for w in warnings if w.startswith("UNTRUSTED")]
+    other = len(warnings) - len(untrusted)
+    counts = ([f"UNTRUSTED: {len(untrusted)} reason{'s' if len(untrusted) != 1 else ''}"] if untrusted else []) \
+        + ([f"{other} warning{'s' if other != 1 else ''}"] if other else [])
+    items = [f"- {w}" for w in warnings]
+    return "\n".join([f"<details><summary><b>{name}</b>: {' · '.join(counts)}</summary>", "", *items, "",
+                      "</details>"])
+
+
 def render_blog_markdown(names: Sequence[str], analyses: Sequence[RunAnalysis],
-                         comparisons: Sequence[Comparison], revisions: Sequence[Revision] = ()) -> str:
+                         comparisons: Sequence[Comparison], revisions: Sequence[Revision] = (),
+                         suites: Sequence[SuiteComparison] = ()) -> str:
     """One Markdown document over several runs, ready to paste into a write-up."""
     out = ["## Results", ""]
     for rev in revisions:
         out += [f"> {_revision_note(rev)}", ""]
-    warnings = [(n, w) for n, a in zip(names, analyses, strict=True) for w in a.warnings]
-    if warnings:
-        out += [f"> **{n}**: {w}" for n, w in warnings] + [""]
+    for n, a in zip(names, analyses, strict=True):
+        if a.warnings:
+            out += [_findings_markdown(n, a.warnings), ""]
     diffs = {d.field for c in comparisons for d in c.differences}
     if diffs:
         out += [f"What differs between the rigs (from their fingerprints): {', '.join(sorted(diffs))}.", ""]
     out += [speedup_markdown(names, analyses, comparisons), ""]
+    for name, sc in zip(names[1:], suites, strict=False):
+        if not sc.empty:
+            out += [suite_comparison_markdown(sc, baseline=names[0], other=name), ""]
     out += ["| rig | run | status | verdict | source data |", "|---|---|---|---|---|"]
     for n, a in zip(names, analyses, strict=True):
         t = a.header.trust

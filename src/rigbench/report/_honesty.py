@@ -5,9 +5,13 @@ Markdown; no statistics are computed here.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import difflib
+from collections.abc import Mapping, Sequence
+from typing import Any
 
+from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from rigbench.analysis._compare import Comparison
@@ -30,6 +34,7 @@ __all__ = [
     "sanity_markdown",
     "sanity_terminal",
     "speculation_markdown",
+    "speculation_terminal",
     "speedup_markdown",
     "telemetry_markdown",
     "telemetry_terminal",
@@ -134,18 +139,38 @@ def roofline_markdown(r: Roofline) -> str:
     return "**Decode roofline**\n\n" + _md_table(["", ""], [list(x) for x in _roofline_rows(r)])
 
 
-def speculation_markdown(run_id: str, fit: SpeculationFit) -> str:
-    """Predicted vs measured speed-up, with and without the calibrated draft cost."""
-    head = (f"**Speculative decoding: predicted vs measured speed-up ({run_id})**\n\n"
-            + (f"Draft cost c = {fit.draft_cost_ratio:.2f} target steps per verification step, calibrated on "
-               f"{fit.calibrated_on}; the other rows are predictions. " if fit.calibrated_on else
-               "Draft cost not calibrated (no decode figures): the predictions are free-drafter upper bounds. ")
-            + "Model: 1 / (p + (1 − p)(1 + c) / L).\n\n")
-    rows = [[p.scenario + (" (calibration)" if p.scenario == fit.calibrated_on else ""), _pct(p.prefill_share),
+_SPEC_HEAD = ["scenario", "prefill share p", "acceptance L", "predicted, c = 0", "predicted, c", "measured"]
+_SPEC_SHORT = ["scenario", "prefill\nshare p", "accept.\nL", "predicted\nc = 0", "predicted\nc", "measured"]
+
+
+def _spec_intro(fit: SpeculationFit) -> str:
+    return ((f"Draft cost c = {fit.draft_cost_ratio:.2f} target steps per verification step, calibrated on "
+             f"{fit.calibrated_on} (*); the other rows are predictions. " if fit.calibrated_on else
+             "Draft cost not calibrated (no decode figures): the predictions are free-drafter upper bounds. ")
+            + "Model: 1 / (p + (1 − p)(1 + c) / L).")
+
+
+def _spec_rows(fit: SpeculationFit) -> list[list[str]]:
+    return [[p.scenario + (" (*)" if p.scenario == fit.calibrated_on else ""), _pct(p.prefill_share),
              _f(p.mean_acceptance_length), _f(f.predicted_speedup, 2, "×"), _f(p.predicted_speedup, 2, "×"),
              _f(p.measured_speedup, 2, "×")] for p, f in zip(fit.predictions, fit.free_drafter, strict=True)]
-    return head + _md_table(["scenario", "prefill share p", "acceptance L", "predicted, c = 0", "predicted, c",
-                             "measured"], rows)
+
+
+def speculation_markdown(run_id: str, fit: SpeculationFit) -> str:
+    """Predicted vs measured speed-up, with and without the calibrated draft cost."""
+    return (f"**Speculative decoding: predicted vs measured speed-up ({run_id})**\n\n{_spec_intro(fit)}\n\n"
+            + _md_table(_SPEC_HEAD, _spec_rows(fit)))
+
+
+def speculation_terminal(run_id: str, fit: SpeculationFit, console: Console) -> None:
+    t = Table(title=f"Speculative decoding: predicted vs measured speed-up ({escape(run_id)})", title_justify="left",
+              title_style="bold red" if "[synthetic" in run_id else None,
+              box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True, pad_edge=False, caption=_spec_intro(fit), caption_justify="left")
+    for i, h in enumerate(_SPEC_SHORT):
+        t.add_column(h, justify="left" if i == 0 else "right", no_wrap=i == 0)
+    for r in _spec_rows(fit):
+        t.add_row(*r)
+    console.print(t)
 
 
 def speedup_markdown(preds: Sequence[SpeedupPrediction]) -> str:
@@ -206,22 +231,35 @@ _CC_HEADER = ["scenario", "c", "n", "client decode tok/s", "server decode tok/s"
               "agree"]
 
 
+_TEL_SHORT = ["scenario", "c", "samples\n(Hz)", "accept\nlen", "accept\nrate", "KV\npeak", "run\npeak",
+              "wait\npeak"]
+_TEL_KEY = ("accept len: mean acceptance length (tokens per target pass, bonus included); accept rate: accepted / "
+            "drafted tokens; KV, run, wait peak: highest KV-cache usage, requests running, requests waiting over "
+            "the scenario's scrapes.")
+_CC_SHORT = ["scenario", "c", "n", "client\ntok/s", "server\ntok/s", "client/\nserver", "TTFT −\nprompt",
+             "agree"]
+_CC_KEY = ("Decode tok/s per request, median: measured by rigbench (client) and from llama.cpp's `timings` "
+           "(server); agree: within ±10%. TTFT − prompt: time outside the server's prompt processing.")
+
+
+def _narrow_table(title: str, head: Sequence[str], rows: Sequence[Sequence[str]], key: str) -> Table:
+    """Short two-line headers with a key below, scenario names never cut: readable at 80 columns."""
+    t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True, pad_edge=False,
+              caption=key, caption_justify="left")
+    for i, h in enumerate(head):
+        t.add_column(h, justify="left" if i == 0 else "right", no_wrap=i == 0)
+    for r in rows:
+        t.add_row(*r)
+    return t
+
+
 def telemetry_terminal(ts: Sequence[ScenarioTelemetry], checks: Sequence[TimingCrossCheck],
                        console: Console) -> None:
     if ts:
-        t = Table(title="server telemetry")
-        for h in _TEL_HEADER:
-            t.add_column(h)
-        for r in _tel_rows(ts):
-            t.add_row(*r)
-        console.print(t)
+        console.print(_narrow_table("Server telemetry", _TEL_SHORT, _tel_rows(ts), _TEL_KEY))
     if checks:
-        t = Table(title="client vs server timings (llama.cpp `timings`)")
-        for h in _CC_HEADER:
-            t.add_column(h)
-        for r in _cc_rows(checks):
-            t.add_row(*r)
-        console.print(t)
+        console.print(_narrow_table("Client vs server timings (llama.cpp `timings`)", _CC_SHORT, _cc_rows(checks),
+                                    _CC_KEY))
 
 
 def telemetry_markdown(ts: Sequence[ScenarioTelemetry], checks: Sequence[TimingCrossCheck]) -> str:
@@ -236,49 +274,97 @@ def telemetry_markdown(ts: Sequence[ScenarioTelemetry], checks: Sequence[TimingC
 # -- comparisons ---------------------------------------------------------------------------------
 
 
-def _cmp_rows(c: Comparison) -> list[list[str]]:
+def _cmp_rows(c: Comparison, *, with_t: bool = False) -> list[list[str]]:
     rows = []
     for r in c.rows:
         res = r.result
-        ratio = "–" if res.ratio is None else (f"{res.ratio:.2f}× ± {res.ratio_err:.2f}" if res.ratio_err is not None
+        ratio = "–" if res.ratio is None else (f"{res.ratio:.2f}×±{res.ratio_err:.2f}" if res.ratio_err is not None
                                                else f"{res.ratio:.2f}×")
-        test = "–" if res.t is None else f"t = {res.t:.2f}, p = {res.p:.3g}" if res.p is not None else f"t = {res.t:.2f}"
-        rows.append([r.scenario, str(r.concurrency), f"{r.baseline.mean:.2f} ± {r.baseline.std:.2f} (n={r.baseline.n})",
-                     f"{r.other.mean:.2f} ± {r.other.std:.2f} (n={r.other.n})", ratio, test, res.verdict])
+        p = "–" if res.p is None else "<0.001" if res.p < 0.001 else f"{res.p:.3f}"
+        test = f"t = {res.t:.2f}, p = {res.p:.3g}" if with_t and res.t is not None and res.p is not None else p
+        rows.append([r.scenario, str(r.concurrency), f"{r.baseline.n}/{r.other.n}", _ms(r.baseline.mean, r.baseline.std),
+                     _ms(r.other.mean, r.other.std), ratio, test, res.verdict])
     return rows
 
 
-def _cmp_header(c: Comparison) -> list[str]:
-    return ["scenario", "c", f"{c.baseline_run} {c.metric}", f"{c.other_run} {c.metric}", "ratio", "Welch t-test",
-            "verdict"]
+def _ms(mean: float, sd: float) -> str:
+    """Mean ± sd to about three significant digits: 129±7, 65.4±0.4, 0.074±0.002."""
+    d = 0 if abs(mean) >= 100 else 1 if abs(mean) >= 10 else 2 if abs(mean) >= 1 else 3
+    return f"{mean:.{d}f}±{sd:.{d}f}"
 
 
-def comparison_terminal(cs: Sequence[Comparison], console: Console) -> None:
+_CMP_HEAD = ["scenario", "c", "n A/B", "A mean±sd", "B mean±sd", "ratio B/A", "Welch p", "verdict"]
+_CMP_SHORT = ["scenario", "c", "n\nA/B", "A\nmean±sd", "B\nmean±sd", "ratio\nB/A", "Welch\np", "verdict"]
+
+
+def _names(c: Comparison, labels: Mapping[str, str] | None) -> tuple[str, str]:
+    labels = labels or {}
+    return labels.get(c.baseline_run, c.baseline_run), labels.get(c.other_run, c.other_run)
+
+
+def _argv_diff(a: list[str], b: list[str]) -> str:
+    """What the other command line adds (+) and drops (−), not both lines in full."""
+    out = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        if op in ("delete", "replace"):
+            out.append("− " + " ".join(a[i1:i2]))
+        if op in ("insert", "replace"):
+            out.append("+ " + " ".join(b[j1:j2]))
+    return "; ".join(out)
+
+
+def _difference(d: Any) -> str:
+    if d.field == "argv" and isinstance(d.baseline, list) and isinstance(d.other, list):
+        return f"argv: {_argv_diff(d.baseline, d.other)}"
+    return f"{d.field}: {d.baseline!r} → {d.other!r}"
+
+
+def comparison_terminal(cs: Sequence[Comparison], console: Console, labels: Mapping[str, str] | None = None,
+                        synthetic: Mapping[str, str] | None = None) -> None:
+    """`labels`: run directory name -> short rig label. `synthetic`: run directory name -> the red
+    synthetic-acceptance note, printed with every ratio of that run."""
     for c in cs:
-        t = Table(title=f"{c.other_run} vs {c.baseline_run} (mean ± sd, α = {c.alpha})")
-        for h in _cmp_header(c):
-            t.add_column(h)
+        a, b = (escape(x) for x in _names(c, labels))
+        note = (synthetic or {}).get(c.other_run)
+        one_c = all(r.concurrency == 1 for r in c.rows)
+        t = Table(title=f"{c.metric}: B = {b} vs A = {a} (Welch t-test, α = {c.alpha}"
+                  + (", concurrency 1)" if one_c else ")"), title_justify="left",
+                  box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True, pad_edge=False)
+        keep = [i for i in range(len(_CMP_SHORT)) if not (one_c and i == 1)]
+        for i in keep:
+            h = _CMP_SHORT[i]
+            t.add_column(h.replace("ratio", "SYNTH.") if note and i == 5 else h, justify="left" if i == 0 else "right",
+                         no_wrap=True, header_style="bold red" if note and i == 5 else "bold")
         for r in _cmp_rows(c):
             style = {"differs": "bold", "reproduces": "green", "insufficient": "yellow"}[r[-1]]
-            t.add_row(*r[:-1], f"[{style}]{r[-1]}[/]")
+            cells = [*r[:5], f"[bold red]{r[5]}[/]" if note else r[5], r[6], f"[{style}]{r[-1]}[/]"]
+            t.add_row(*(cells[i] for i in keep))
         console.print(t)
+        if note:
+            console.print(f"[bold red]{b}: {note}[/]", highlight=False)
+        console.print(f"[dim]A = {c.baseline_run}, B = {c.other_run}[/]", highlight=False)
         if c.differences:
-            console.print("  fingerprint differences" + (" [red](compared anyway: --allow-mismatch)[/]"
-                                                          if c.mismatch_allowed else "") + ":")
+            console.print("fingerprint differences" + (" [red](compared anyway: --allow-mismatch)[/]"
+                                                        if c.mismatch_allowed else "") + ":")
             for d in c.differences:
-                console.print(f"    {d.field}: {d.baseline!r} → {d.other!r}" + ("" if d.matters else " (expected)"),
-                              highlight=False)
+                console.print(f"  {_difference(d)}" + ("" if d.matters else " (expected)"), highlight=False)
         if c.missing:
-            console.print(f"  in one run only: {', '.join(c.missing)}")
+            console.print(f"in one run only: {', '.join(c.missing)}")
 
 
-def comparison_markdown(cs: Sequence[Comparison]) -> str:
+def comparison_markdown(cs: Sequence[Comparison], labels: Mapping[str, str] | None = None,
+                        synthetic: Mapping[str, str] | None = None) -> str:
     parts = []
     for c in cs:
-        parts.append(f"**{c.other_run} vs {c.baseline_run}** (mean ± sd; Welch t-test, α = {c.alpha}; "
-                     f"data {c.baseline_source_data_id} / {c.other_source_data_id})\n\n"
-                     + _md_table(_cmp_header(c), _cmp_rows(c)))
+        a, b = _names(c, labels)
+        note = (synthetic or {}).get(c.other_run)
+        rows = [[*r[:5], f"**{r[5]} synthetic**" if note else r[5], *r[6:]] for r in _cmp_rows(c, with_t=True)]
+        head = [*_CMP_HEAD[:6], "Welch t-test", "verdict"]
+        parts.append(f"**{c.metric}: B = {b} vs A = {a}** (mean ± sd; Welch t-test, α = {c.alpha}; A = "
+                     f"`{c.baseline_run}`, data {c.baseline_source_data_id}; B = `{c.other_run}`, data "
+                     f"{c.other_source_data_id})\n\n" + _md_table(head, rows)
+                     + (f"\n\n**{b}: {note}**" if note else ""))
         if c.differences:
-            parts.append("\n".join(f"- `{d.field}`: {d.baseline!r} → {d.other!r}"
-                                   + ("" if d.matters else " (expected)") for d in c.differences))
+            parts.append("\n".join(f"- `{_difference(d)}`" + ("" if d.matters else " (expected)")
+                                   for d in c.differences))
     return "\n\n".join(parts)

@@ -10,7 +10,9 @@ from collections.abc import Sequence
 from rigbench.analysis import RunAnalysis
 from rigbench.analysis._compare import Comparison
 from rigbench.analysis._revision import Revision
+from rigbench.analysis._suite_compare import SuiteComparison
 from rigbench.report._blog import _NOTE, _grid, _revision_note
+from rigbench.report._labels import SYNTH_NOTE, synth_mark, synthetic_acceptance
 from rigbench.report._plots import (
     plot_acceptance,
     plot_accuracy,
@@ -21,7 +23,8 @@ from rigbench.report._plots import (
     plot_tok_s,
 )
 from rigbench.report._run import _fingerprint_rows, _trust_line
-from rigbench.report._speed import _HEAD, _cells
+from rigbench.report._speed import LATENCY_HEAD, LATENCY_KEY, latency_cells, speed_columns
+from rigbench.report._suite_compare import NOT_SIGNIFICANT_NOTE, suite_comparison_cells
 
 __all__ = ["render_html"]
 
@@ -36,6 +39,9 @@ table{border-collapse:collapse;margin:.6em 0;font-size:13px} th,td{border:1px so
 .note{color:#555;font-size:12.5px} code{background:#f4f4f4;padding:0 .25em;border-radius:3px}
 .plot svg{max-width:100%;height:auto} .missing{color:#777;font-style:italic}
 .fp td:first-child{font-weight:600;white-space:nowrap} .fp td{word-break:break-all}
+details.warn summary{cursor:pointer} details.warn ul{margin:.3em 0 .2em 1.2em;padding:0}
+details.warn .first{color:#666;font-weight:normal} .bad-item{color:#8b1c13}
+.synth,td.synth,th.synth{color:#c0392b;font-weight:600}
 """
 
 
@@ -43,14 +49,59 @@ def _e(text: object) -> str:
     return html.escape(str(text))
 
 
-def _table(head: Sequence[str], rows: Sequence[Sequence[str]], *, numeric_from: int = 2, cls: str = "") -> str:
-    out = [f'<table class="{cls}"><thead><tr>' + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr></thead><tbody>"]
+def _table(head: Sequence[str], rows: Sequence[Sequence[str]], *, numeric_from: int = 2, cls: str = "",
+           flag: str | None = None) -> str:
+    """A table; cells (and headers) containing `flag` are drawn in red."""
+    def th(h: str) -> str:
+        return f'<th class="synth">{_e(h)}</th>' if flag and flag in h else f"<th>{_e(h)}</th>"
+
+    def td(i: int, c: str) -> str:
+        classes = (["num"] if i >= numeric_from else []) + (["synth"] if flag and flag in c else [])
+        return f'<td class="{" ".join(classes)}">{_e(c)}</td>' if classes else f"<td>{_e(c)}</td>"
+
+    out = [f'<table class="{cls}"><thead><tr>' + "".join(th(h) for h in head) + "</tr></thead><tbody>"]
     for row in rows:
-        out.append("<tr>" + "".join(
-            f'<td class="num">{_e(c)}</td>' if i >= numeric_from else f"<td>{_e(c)}</td>"
-            for i, c in enumerate(row)) + "</tr>")
+        out.append("<tr>" + "".join(td(i, c) for i, c in enumerate(row)) + "</tr>")
     out.append("</tbody></table>")
     return "".join(out)
+
+
+def _findings(name: str, a: RunAnalysis) -> str:
+    """One collapsible block per run: the verdict and the counts first, each finding on demand."""
+    untrusted = [w.removeprefix("UNTRUSTED: ") for w in a.warnings if w.startswith("UNTRUSTED")]
+    other = [w for w in a.warnings if not w.startswith("UNTRUSTED")]
+    bad = bool(untrusted) or any(w.startswith("this run failed") for w in other)
+    counts = []
+    if untrusted:
+        counts.append(f"UNTRUSTED: {len(untrusted)} reason{'s' if len(untrusted) != 1 else ''}")
+    if other:
+        counts.append(f"{len(other)} warning{'s' if len(other) != 1 else ''}")
+    first = untrusted[0] if untrusted else other[0]
+    items = "".join(f'<li class="bad-item">{_e(w)}</li>' for w in untrusted) + "".join(f"<li>{_e(w)}</li>"
+                                                                                     for w in other)
+    return (f'<details class="warn{" bad" if bad else ""}"><summary><b>{_e(name)}</b>: {_e(" · ".join(counts))}'
+            f' <span class="first">({_e(_clip(first, 90))})</span></summary><ul>{items}</ul></details>')
+
+
+def _suites_html(names: Sequence[str], suites: Sequence[SuiteComparison]) -> list[str]:
+    """Quality and agent results of each run against the first, with their tests."""
+    out = []
+    for name, sc in zip(names[1:], suites, strict=False):
+        for title, head, rows in suite_comparison_cells(sc, baseline=names[0], other=name):
+            if not rows:
+                out.append(f"<h3>{_e(title)}</h3>")
+                continue
+            table = _table(head, rows, numeric_from=1)
+            for word in ("differs", "CHANGED"):  # what the reader looks for, in bold
+                table = table.replace(f">{word}</td>", f"><b>{word}</b></td>")
+            out.append(f"<h3>{_e(title)}</h3>{table}")
+    if out:
+        out = ["<h2>Quality and agent across runs</h2>", *out, f'<p class="note">{_e(NOT_SIGNIFICANT_NOTE)}</p>']
+    return out
+
+
+def _clip(text: str, n: int) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
 
 
 def _plot(title: str, svg: str | None, missing: str) -> str:
@@ -59,23 +110,23 @@ def _plot(title: str, svg: str | None, missing: str) -> str:
 
 
 def render_html(names: Sequence[str], analyses: Sequence[RunAnalysis], comparisons: Sequence[Comparison] = (),
-                revisions: Sequence[Revision] = ()) -> str:
+                revisions: Sequence[Revision] = (), suites: Sequence[SuiteComparison] = ()) -> str:
     """The whole report page for one or more analysed runs (the first is the baseline)."""
     title = "rigbench: " + (names[0] if len(names) == 1 else f"{len(names)} runs, baseline {names[0]}")
     parts = [f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title>'
              '<meta name="viewport" content="width=device-width,initial-scale=1">'
              f"<style>{_CSS}</style></head><body><h1>{_e(title)}</h1>"]
     # warnings first: nothing below should be read without them
-    warn = []
-    for n, a in zip(names, analyses, strict=True):
-        for w in a.warnings:
-            cls = "warn bad" if w.startswith(("UNTRUSTED", "this run failed")) else "warn"
-            warn.append(f'<div class="{cls}"><b>{_e(n)}</b>: {_e(w)}</div>')
+    warn = [_findings(n, a) for n, a in zip(names, analyses, strict=True) if a.warnings]
+    synth = [n for n, a in zip(names, analyses, strict=True) if synthetic_acceptance(a.header) is not None]
+    if synth:
+        warn.append(f'<div class="warn bad"><b>{_e(", ".join(synth))}</b>: {_e(SYNTH_NOTE)}</div>')
     for c in comparisons:
         blocking = [d for d in c.differences if d.matters]
         if blocking:
             fields = ", ".join(f"{d.field} ({d.baseline} vs {d.other})" for d in blocking)
-            warn.append(f'<div class="warn">{_e(c.other_run)} differs from the baseline in what is measured, '
+            other = names[1 + list(comparisons).index(c)] if len(names) > len(comparisons) else c.other_run
+            warn.append(f'<div class="warn">{_e(other)} differs from the baseline in what is measured, '
                         f"not only in flags: {_e(fields)}</div>")
     for r in revisions:
         warn.append(f'<div class="warn">{_e(_revision_note(r))}</div>')
@@ -84,30 +135,40 @@ def render_html(names: Sequence[str], analyses: Sequence[RunAnalysis], compariso
     rows = []
     for n, a in zip(names, analyses, strict=True):
         trust, _ = _trust_line(a)
-        rows.append([n, a.header.run_id, a.status, trust, a.header.created_at, a.source_data_id])
+        rows.append([n + synth_mark(a.header), a.header.run_id, a.status, trust, a.header.created_at[:16],
+                     a.source_data_id])
     parts.append("<h2>Runs</h2>" + _table(["rig", "run", "status", "verdict", "started", "source data"], rows,
                                           numeric_from=99))
     # seed-style tables
     if len(analyses) > 1:
         head, grid = _grid(names, analyses, comparisons)
+        synth = [n for n, a in zip(names, analyses, strict=True) if synthetic_acceptance(a.header) is not None]
+        note = f'<p class="note">{_e(_NOTE)}</p>' + (
+            f'<p class="synth">{_e(", ".join(synth))}: {_e(SYNTH_NOTE)}</p>' if synth else "")
         parts.append(f"<h2>Speed-up vs {_e(names[0])}</h2>"
-                     + (_table(head, grid) + f'<p class="note">{_e(_NOTE)}</p>' if grid
+                     + (_table(head, grid, flag="synthetic") + note if grid
                         else '<p class="missing">no speed results in the baseline run</p>'))
     parts.append("<h2>Speed</h2>")
     for n, a in zip(names, analyses, strict=True):
         if a.speed is None:
             parts.append(f'<h3>{_e(n)}</h3><p class="missing">no speed results</p>')
             continue
-        parts.append(f"<h3>{_e(n)}</h3>" + _table(_HEAD, _cells(a.speed)))
+        head, rows, dropped = speed_columns(a.speed)
+        parts.append(f"<h3>{_e(n)}{_e(synth_mark(a.header))}</h3>" + _table(head, rows)
+                     + (f'<p class="note">Not shown: {_e("; ".join(dropped))}.</p>' if dropped else "")
+                     + "<h4>Latency percentiles</h4>" + _table(LATENCY_HEAD, latency_cells(a.speed))
+                     + f'<p class="note">{_e(LATENCY_KEY)}</p>')
         notes = [f"{r.scenario} (c={r.concurrency}): TTFT not comparable: {r.ttft_not_comparable}"
                  for r in a.speed.rows if r.ttft_not_comparable]
         parts += [f'<p class="note">{_e(x)}</p>' for x in notes]
     # plots
+    parts += _suites_html(names, suites)
     parts.append("<h2>Plots</h2>")
     parts.append(_plot("Throughput by scenario and configuration", plot_tok_s(names, analyses),
                        "no speed results to plot"))
     if len(analyses) > 1:
-        parts.append(_plot("Speed-up", plot_speedup(names, comparisons), "no comparable speed results"))
+        parts.append(_plot("Speed-up", plot_speedup(names, comparisons,
+                                                  [synthetic_acceptance(a.header) for a in analyses[1:]]), "no comparable speed results"))
     parts.append(_plot("Concurrency", plot_concurrency(names, analyses),
                        "one concurrency level per scenario: run with --concurrency 1,2,4,8 for curves"))
     parts.append(_plot("Latency distributions", plot_latency(names, analyses), "no latency data"))

@@ -39,6 +39,11 @@ def _fig(width: float = 7.5, height: float = 3.2) -> Figure:
     return fig
 
 
+def _legend(ax: Any) -> None:
+    """Outside the axes, to the right: it never covers a bar, and the saved figure grows to fit it."""
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, borderaxespad=0)
+
+
 def _keys(analyses: Sequence[RunAnalysis]) -> list[tuple[str, int]]:
     keys: list[tuple[str, int]] = []
     for a in analyses:
@@ -78,13 +83,16 @@ def plot_tok_s(names: Sequence[str], analyses: Sequence[RunAnalysis]) -> str | N
     ax.set_xticks(range(len(keys)), [_label(k, multi) for k in keys])
     ax.set_ylabel("e2e tok/s per request")
     ax.set_title("Throughput by scenario and configuration (median ± std)")
-    ax.legend(fontsize="small")
+    _legend(ax)
     ax.grid(axis="y", alpha=0.3)
     return svg(fig)
 
 
-def plot_speedup(names: Sequence[str], comparisons: Sequence[Comparison]) -> str | None:
-    """Speed-up of each configuration over the first run, per scenario: ratio ± propagated error."""
+def plot_speedup(names: Sequence[str], comparisons: Sequence[Comparison],
+                 synthetic: Sequence[float | None] = ()) -> str | None:
+    """Speed-up of each configuration over the first run, per scenario: ratio ± propagated error.
+    `synthetic`: per compared run, its scripted acceptance length (--spec-synth-len) or None; such
+    bars get a red outline and a red 'SYNTHETIC' legend entry."""
     if not comparisons:
         return None
     keys: list[tuple[str, int]] = []
@@ -108,7 +116,10 @@ def plot_speedup(names: Sequence[str], comparisons: Sequence[Comparison]) -> str
             ys.append(row.result.ratio)
             errs.append(row.result.ratio_err or 0.0)
             hatch.append(row.result.verdict != "differs")
-        bars = ax.bar(xs, ys, width * 0.95, yerr=errs, capsize=3, label=name, color=_COLORS[(j + 1) % len(_COLORS)])
+        L = synthetic[j] if j < len(synthetic) else None
+        label = name if L is None else f"{name}\nSYNTHETIC L={L:g}"
+        bars = ax.bar(xs, ys, width * 0.95, yerr=errs, capsize=3, label=label, color=_COLORS[(j + 1) % len(_COLORS)],
+                      edgecolor="#c0392b" if L is not None else None, linewidth=2 if L is not None else 0)
         for b, h in zip(bars, hatch, strict=True):
             if h:  # not significant: drawn hollow so it does not read as a measured difference
                 b.set_hatch("//")
@@ -117,7 +128,11 @@ def plot_speedup(names: Sequence[str], comparisons: Sequence[Comparison]) -> str
     ax.set_xticks(range(len(keys)), [_label(k, multi) for k in keys])
     ax.set_ylabel(f"× vs {names[0]}")
     ax.set_title(f"Speed-up vs {names[0]} (ratio of means ± error; hatched: not significant)")
-    ax.legend(fontsize="small")
+    _legend(ax)
+    legend = ax.get_legend()
+    for text in legend.get_texts() if legend is not None else []:
+        if "SYNTHETIC" in text.get_text():
+            text.set_color("#c0392b")
     ax.grid(axis="y", alpha=0.3)
     return svg(fig)
 
@@ -152,7 +167,7 @@ def plot_concurrency(names: Sequence[str], analyses: Sequence[RunAnalysis]) -> s
             ax.set_ylabel("tok/s")
             ax.set_xscale("log", base=2)
             ax.grid(alpha=0.3)
-        axes[i][0].legend(fontsize="small")
+        _legend(axes[i][1])
     return svg(fig)
 
 
@@ -178,13 +193,13 @@ def plot_latency(names: Sequence[str], analyses: Sequence[RunAnalysis]) -> str |
         for r in a.speed.rows if a.speed else []:
             label = f"{name} · {r.scenario} c={r.concurrency}"
             ttft.append((label + (" (n/c)" if r.ttft_not_comparable else ""), r.ttft_s))
-            itl.append((label, r.itl_s))
+            itl.append((label, r.itl_mean_s))
     if not any(s for _, s in ttft + itl):
         return None
     fig = _fig(7.5, 1.0 + 0.35 * len(ttft) * 2)
     ax1, ax2 = fig.subplots(2, 1)
     _dist(ax1, ttft, "Time to first token (line: min–max, box: mean ± std, tick: median)", 1e3, "ms")
-    _dist(ax2, itl, "Inter-token latency, per token", 1e3, "ms")
+    _dist(ax2, itl, "Inter-token latency, per-request mean (over requests)", 1e3, "ms")
     return svg(fig)
 
 
@@ -204,7 +219,7 @@ def plot_acceptance(names: Sequence[str], analyses: Sequence[RunAnalysis]) -> st
         ax.hist(v, bins=bins, alpha=0.6, label=f"{n} (n={len(v)})")
     ax.set_xlabel("mean acceptance length per request (tokens per verification step, bonus included)")
     ax.set_ylabel("requests")
-    ax.legend(fontsize=8)
+    _legend(ax)
     return svg(fig)
 
 
@@ -232,7 +247,7 @@ def plot_accuracy(names: Sequence[str], analyses: Sequence[RunAnalysis]) -> str 
     ax.set_ylabel("accuracy %")
     ax.set_ylim(0, 100)
     ax.set_title("MMLU-Pro accuracy by subject (± 1 standard error)")
-    ax.legend(fontsize="small")
+    _legend(ax)
     ax.grid(axis="y", alpha=0.3)
     return svg(fig)
 

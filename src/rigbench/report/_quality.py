@@ -8,7 +8,6 @@ import math
 from typing import NamedTuple
 
 from rich.console import Console
-from rich.table import Table
 
 from rigbench.analysis._quality import (
     EffortSummary,
@@ -19,6 +18,7 @@ from rigbench.analysis._quality import (
     QualitySummary,
 )
 from rigbench.analysis._stats import Stat
+from rigbench.report._layout import fitted_table
 
 __all__ = [
     "render_mmlu_comparison_markdown",
@@ -98,6 +98,9 @@ def _pack(p: PackSummary) -> _Section:
     notes = [f"{t.task_id}: {t.first_failure}" for t in p.tasks if t.first_failure]
     if p.request_failures:
         notes.append(f"Warning: {p.request_failures} request(s) failed (counted wrong).")
+    if p.unconfined_grades:
+        notes.append(f"Warning: {p.unconfined_grades} code grade(s) ran unconfined (--allow-unconfined): the "
+                     "model's code could read and write this machine and reach the network.")
     return _Section(f"Task pack {p.pack} (medians over repetitions)", head, rows, notes, left_cols=4)
 
 
@@ -156,15 +159,6 @@ def _comparison(c: MMLUProComparison) -> list[_Section]:
     ]
 
 
-def _table(sec: _Section) -> Table:
-    t = Table(title=sec.title, title_justify="left")
-    for i, h in enumerate(sec.head):
-        t.add_column(h, justify="left" if i < sec.left_cols else "right", overflow="fold")
-    for row in sec.rows:
-        t.add_row(*row)
-    return t
-
-
 def _markdown(sec: _Section) -> str:
     esc = [[c.replace("|", "\\|") for c in row] for row in sec.rows]
     lines = [f"### {sec.title}", "", "| " + " | ".join(sec.head) + " |",
@@ -177,7 +171,7 @@ def _markdown(sec: _Section) -> str:
 
 def _render(console: Console, sections: list[_Section]) -> None:
     for sec in sections:
-        console.print(_table(sec))
+        console.print(fitted_table(console, sec.title, sec.head, sec.rows, left_cols=sec.left_cols))
         for n in sec.notes:
             console.print(f"  {n}", style="yellow" if n.startswith("Warning") else None, highlight=False)
         console.print()

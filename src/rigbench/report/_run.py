@@ -23,10 +23,15 @@ from rigbench.report._honesty import (
     telemetry_markdown,
     telemetry_terminal,
 )
+from rigbench.report._labels import synth_note, synthetic_acceptance
 from rigbench.report._quality import render_quality_markdown, render_quality_terminal
-from rigbench.report._speed import speed_markdown, speed_table
+from rigbench.report._speed import latency_markdown, latency_table, speed_markdown, speed_table
 
 __all__ = ["render_json", "render_markdown", "render_terminal"]
+
+# UNTRUSTED reasons listed in the terminal's header panel before the rest are counted (a failed gate
+# gives one per question: ten red lines would push every table off the screen).
+_PANEL_REASONS = 3
 
 
 def _trust_line(a: RunAnalysis) -> tuple[str, str]:
@@ -44,7 +49,9 @@ def _fingerprint_rows(fp: dict[str, Any]) -> list[tuple[str, str]]:
     rows = [
         ("engine", f"{fp.get('engine')} {fp.get('engine_version') or '(version unknown)'}"),
         ("mode", fp.get("mode", "?") + ("" if fp.get("host_is_server", True) else " (remote: host below is the client)")),
-        ("model", f"{model.get('served_name') or '?'}  {model.get('path') or ''}"),
+        ("model", f"{model.get('served_name') or '?'}"
+                  + (f"  {model.get('path')}" if model.get("path") and model.get("path") != model.get("served_name")
+                     else "")),
         ("model file", f"{fmt_bytes(model.get('size_bytes'))}  sha256 {str(model.get('sha256') or 'unknown')[:16]}"),
         ("chat template sha256", str(fp.get("chat_template_sha256") or "unknown")[:16]),
         ("context / slots", f"{fp.get('context_length') or '?'} / {fp.get('slots') or '?'}"),
@@ -67,8 +74,18 @@ def render_terminal(a: RunAnalysis, console: Console) -> None:
         "  verdict ", (trust, style), "  source data ", (a.source_data_id, "bold"),
     )
     parts: list[Any] = [head]
+    if synthetic_acceptance(a.header) is not None:
+        parts.append(Text("! " + synth_note(a.header), style="bold red"))
+    untrusted = [w for w in a.warnings if w.startswith("UNTRUSTED")]
+    shown = untrusted if len(untrusted) <= _PANEL_REASONS + 1 else untrusted[:_PANEL_REASONS]
+    for w in shown:
+        parts.append(Text("! " + w, style="red"))
+    if len(shown) < len(untrusted):
+        parts.append(Text(f"! and {len(untrusted) - len(shown)} more UNTRUSTED reasons (every one: "
+                          f"rigbench report {a.run_dir} --markdown FILE)", style="red"))
     for w in a.warnings:
-        parts.append(Text("! " + w, style="red" if w.startswith("UNTRUSTED") else "yellow"))
+        if not w.startswith("UNTRUSTED"):
+            parts.append(Text("! " + w, style="yellow"))
     console.print(Panel(Group(*parts), title="rigbench", title_align="left"))
     if a.startup:
         s = a.startup
@@ -76,8 +93,8 @@ def render_terminal(a: RunAnalysis, console: Console) -> None:
                       f"{s['healthy_to_first_completion_s']:.2f} s, total {s['spawn_to_first_completion_s']:.2f} s")
     if a.speed:
         console.print(speed_table(a.speed, compact=console.width < 120))
-        if any(r.ttft_not_comparable for r in a.speed.rows):
-            console.print("[dim]n/c*: TTFT not comparable — chunks carried several tokens each.[/]")
+        if a.speed.rows:
+            console.print(latency_table(a.speed))
     _honesty_terminal(a, console)
     if "quality" in a.sections:
         render_quality_terminal(console, a.sections["quality"])
@@ -97,6 +114,8 @@ def render_markdown(a: RunAnalysis) -> str:
     out = [f"# rigbench run {a.header.run_id}", "",
            f"Status: **{a.status}** · verdict: **{trust}** · source data: `{a.source_data_id}` · "
            f"rigbench {a.header.rigbench_version} · started {a.header.created_at}", ""]
+    if synthetic_acceptance(a.header) is not None:
+        out += ["> **" + synth_note(a.header) + "**", ""]
     if a.warnings:
         out += ["> " + w for w in a.warnings] + [""]
     if a.startup:
@@ -105,8 +124,10 @@ def render_markdown(a: RunAnalysis) -> str:
                 f"spawn → healthy {s['spawn_to_healthy_s']:.2f} s · healthy → first completion "
                 f"{s['healthy_to_first_completion_s']:.2f} s · total {s['spawn_to_first_completion_s']:.2f} s", ""]
     if a.speed:
-        out += ["## Speed", "", "Median ± standard deviation over repetitions (warm-up excluded); n = requests.",
+        out += ["## Speed", "", "Median ± standard deviation over requests (warm-up excluded); n = requests.",
                 "", speed_markdown(a.speed), ""]
+        if a.speed.rows:
+            out += ["### Latency percentiles", "", latency_markdown(a.speed), ""]
     out += _honesty_markdown(a)
     if "quality" in a.sections:
         out += [render_quality_markdown(a.sections["quality"]), ""]

@@ -1,27 +1,69 @@
-"""Speed tables: scenario rows with median ± standard deviation and n, as in the seed write-ups."""
+"""Speed tables: scenario rows with median ± standard deviation over requests, as in the seed
+write-ups, and a latency-percentile table (p50 / p90 / p99 with n) for TTFT, ITL and e2e latency.
+
+Headers say exactly what each figure is; the terminal uses short two-line headers with a key
+below the table, Markdown and HTML the full words. Definitions: docs/metrics.md.
+"""
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 from rich import box
 from rich.table import Table
 
-from rigbench.analysis import SpeedSummary
+from rigbench.analysis import ScenarioSpeed, SpeedSummary, Stat
 from rigbench.report._fmt import fmt_stat
 
-__all__ = ["speed_markdown", "speed_table"]
+__all__ = ["LATENCY_HEAD", "SPEED_HEAD", "latency_cells", "latency_markdown", "latency_table", "speed_cells",
+           "speed_columns", "speed_markdown", "speed_table"]
 
-_HEAD = ["scenario", "in→out", "c", "n", "e2e tok/s", "decode tok/s", "TTFT ms", "ITL ms", "agg tok/s", "tok/chunk"]
+
+class _Col(NamedTuple):
+    key: str
+    full: str  # Markdown / HTML header: says exactly what the figure is
+    short: str  # terminal header (may hold a line break; explained in the key under the table)
 
 
-def _cells(summary: SpeedSummary) -> list[list[str]]:
+_COLS = [
+    _Col("scenario", "scenario", "scenario"),
+    _Col("shape", "in→out tokens", "in→out"),
+    _Col("c", "concurrency", "c"),
+    _Col("n", "n requests", "n"),
+    _Col("e2e", "e2e tok/s per request", "e2e\ntok/s"),
+    _Col("decode", "decode tok/s per request", "decode\ntok/s"),
+    _Col("ttft", "TTFT ms", "TTFT\nms"),
+    _Col("itl", "ITL ms, per-request mean", "ITL ms\n/req"),
+    _Col("agg", "aggregate tok/s per batch", "agg\ntok/s"),
+    _Col("tpc", "tokens per chunk", "tok/\nchunk"),
+]
+SPEED_HEAD = [c.full for c in _COLS]
+
+_SPEED_KEY = ("e2e tok/s = output tokens / (last chunk − sent); decode tok/s = tokens after the first chunk / "
+              "decode time; ITL per request (/req) = each request's decode time / its tokens after the first "
+              "chunk = 1 / decode tok/s; aggregate (agg) = a batch's tokens / its wall time.")
+_NC_NOTE = "n/c*: TTFT not comparable: chunks carried several tokens each, so the first is not the first token."
+
+
+def _n(r: ScenarioSpeed) -> str:
+    return f"{r.requests - r.failed}" + (f" ({r.failed} failed)" if r.failed else "")
+
+
+def _rate(s: Stat | None) -> str:
+    """tok/s to about three significant digits: 65.4±0.4, 771±2 (a fourth digit is noise here)."""
+    if s is None or s.n == 0:
+        return "–"
+    return fmt_stat(s, digits=0 if abs(s.median) >= 100 else 1 if abs(s.median) >= 10 else 2)
+
+
+def speed_cells(summary: SpeedSummary) -> list[list[str]]:
+    """One row per scenario and concurrency (then the skipped scenarios), in `SPEED_HEAD` order."""
     rows = []
     for r in summary.rows:
         ttft = fmt_stat(r.ttft_s, digits=0, scale=1e3) if r.ttft_not_comparable is None else "n/c*"
-        n = f"{r.requests - r.failed}" + (f" ({r.failed} failed)" if r.failed else "")
-        shape = f"{r.input_tokens_target}→{r.output_tokens_target}"
-        rows.append([r.scenario, shape, str(r.concurrency), n, fmt_stat(r.e2e_tok_s, digits=1),
-                     fmt_stat(r.decode_tok_s, digits=1), ttft, fmt_stat(r.itl_s, digits=1, scale=1e3),
-                     fmt_stat(r.aggregate_tok_s, digits=1),
+        rows.append([r.scenario, f"{r.input_tokens_target}→{r.output_tokens_target}", str(r.concurrency), _n(r),
+                     _rate(r.e2e_tok_s), _rate(r.decode_tok_s), ttft,
+                     fmt_stat(r.itl_mean_s, digits=1, scale=1e3), _rate(r.aggregate_tok_s),
                      f"{r.tokens_per_chunk:.2f}" if r.tokens_per_chunk is not None else "–"])
     for name, reason in summary.skipped.items():
         rows.append([name, "", "", "skipped", reason, "", "", "", "", ""])
@@ -32,34 +74,91 @@ def _redundant(summary: SpeedSummary) -> set[str]:
     """Columns that say nothing here: aggregate = end-to-end at concurrency 1; 1.00 tokens per chunk."""
     drop = set()
     if summary.rows and all(r.concurrency == 1 for r in summary.rows):
-        drop |= {"agg tok/s", "c"}
+        drop |= {"agg", "c"}
     if summary.rows and all(r.tokens_per_chunk is None or abs(r.tokens_per_chunk - 1) < 0.005 for r in summary.rows):
-        drop.add("tok/chunk")
+        drop.add("tpc")
     return drop
 
 
+def _drop_notes(drop: set[str]) -> list[str]:
+    return (["concurrency 1 (aggregate tok/s = e2e)"] if "agg" in drop else []) + (
+        ["one token per streamed chunk"] if "tpc" in drop else [])
+
+
+def speed_columns(summary: SpeedSummary) -> tuple[list[str], list[list[str]], list[str]]:
+    """Full headers and cells without the columns that say nothing for this run, and why they went."""
+    drop = _redundant(summary)
+    keep = [i for i, c in enumerate(_COLS) if c.key not in drop]
+    return [SPEED_HEAD[i] for i in keep], [[row[i] for i in keep] for row in speed_cells(summary)], _drop_notes(drop)
+
+
 def speed_table(summary: SpeedSummary, *, compact: bool = False) -> Table:
-    """`compact` (narrow terminals) drops columns that are redundant for this run, noted in the caption."""
+    """`compact` (narrow terminals) drops columns that are redundant for this run, noted in the key."""
     drop = _redundant(summary) if compact else set()
-    notes = []
-    if "agg tok/s" in drop:
-        notes.append("concurrency 1 (aggregate tok/s = e2e)")
-    if "tok/chunk" in drop:
-        notes.append("one token per streamed chunk")
-    t = Table(title="Speed (median ± standard deviation over repetitions; warm-up excluded)", title_justify="left",
-              box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False, caption="; ".join(notes) or None,
-              caption_justify="left")
-    keep = [i for i, h in enumerate(_HEAD) if h not in drop]
+    notes = _drop_notes(drop)
+    key = [_SPEED_KEY] + (["Not shown: " + "; ".join(notes) + "."] if notes else [])
+    if any(r.ttft_not_comparable for r in summary.rows):
+        key.append(_NC_NOTE)
+    t = Table(title="Speed: median ± standard deviation over requests (warm-up excluded)", title_justify="left",
+              box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True, pad_edge=False, caption="\n".join(key), caption_justify="left")
+    keep = [i for i, c in enumerate(_COLS) if c.key not in drop]
     for i in keep:
-        t.add_column(_HEAD[i], justify="left" if i < 2 else "right", overflow="fold", no_wrap=i in (0, 1))
-    for row in _cells(summary):
+        # the scenario name is never cut or wrapped: it is what a reader looks for
+        t.add_column(_COLS[i].short, justify="left" if i < 2 else "right", no_wrap=i < 4, overflow="fold",
+                     min_width=len(_COLS[i].short.split("\n")[0]) if i >= 4 else None)
+    for row in speed_cells(summary):
         t.add_row(*(row[i] for i in keep))
     return t
 
 
 def speed_markdown(summary: SpeedSummary) -> str:
-    lines = ["| " + " | ".join(_HEAD) + " |", "|" + "|".join(["---"] * 2 + ["---:"] * (len(_HEAD) - 2)) + "|"]
-    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in _cells(summary)]
+    lines = ["| " + " | ".join(SPEED_HEAD) + " |", "|" + "|".join(["---"] * 2 + ["---:"] * (len(SPEED_HEAD) - 2)) + "|"]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in speed_cells(summary)]
     notes = [f"- {r.scenario} (c={r.concurrency}): *TTFT not comparable: {r.ttft_not_comparable}."
              for r in summary.rows if r.ttft_not_comparable]
-    return "\n".join(lines + (["", *notes] if notes else []))
+    return "\n".join(lines + ["", _SPEED_KEY] + (["", *notes] if notes else []))
+
+
+# -- latency percentiles ---------------------------------------------------------------------------
+
+LATENCY_HEAD = ["scenario", "metric", "n", "p50 ms", "p90 ms", "p99 ms"]
+LATENCY_KEY = ("Percentiles over requests (n = requests), except ITL per token: every gap between "
+               "tokens of every request, pooled (n = gaps). ITL per request is the headline: "
+               "each request's decode time / its tokens after the first chunk.")
+
+
+def _pcts(s: Stat | None, digits: int) -> list[str]:
+    if s is None or s.n == 0:
+        return ["–", "–", "–", "–"]
+    return [str(s.n)] + [f"{v * 1e3:.{digits}f}" if v is not None else "–" for v in (s.median, s.p90, s.p99)]
+
+
+def latency_cells(summary: SpeedSummary) -> list[list[str]]:
+    """Four rows per scenario and concurrency (TTFT, ITL per request, ITL per token, e2e latency)."""
+    multi_conc = len({r.concurrency for r in summary.rows}) > 1
+    rows = []
+    for r in summary.rows:
+        label = r.scenario + (f" c={r.concurrency}" if multi_conc else "")
+        ttft = ["n/c*", "", "", ""] if r.ttft_not_comparable else _pcts(r.ttft_s, 0)
+        rows += [[label, "TTFT", *ttft],
+                 ["", "ITL per request", *_pcts(r.itl_mean_s, 1)],
+                 ["", "ITL per token (pooled)", *_pcts(r.itl_gaps_s, 1)],
+                 ["", "e2e latency", *_pcts(r.e2e_latency_s, 0)]]
+    return rows
+
+
+def latency_table(summary: SpeedSummary) -> Table:
+    """A vertical layout: it fits 80 columns whatever the number of scenarios."""
+    t = Table(title="Latency percentiles (ms)", title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True,
+              pad_edge=False, caption=LATENCY_KEY, caption_justify="left")
+    for i, h in enumerate(LATENCY_HEAD):
+        t.add_column(h, justify="left" if i < 2 else "right", no_wrap=True)
+    for row in latency_cells(summary):
+        t.add_row(*row)
+    return t
+
+
+def latency_markdown(summary: SpeedSummary) -> str:
+    lines = ["| " + " | ".join(LATENCY_HEAD) + " |", "|---|---|---:|---:|---:|---:|"]
+    lines += ["| " + " | ".join(row) + " |" for row in latency_cells(summary)]
+    return "\n".join([*lines, "", LATENCY_KEY])

@@ -23,8 +23,8 @@ import platformdirs
 
 from rigbench.errors import SetupError
 from rigbench.suites._context import SuiteContext
-from rigbench.suites.agent._bfcl_checker import check_item
-from rigbench.suites.agent._exchange import parse_arguments, send
+from rigbench.suites.agent._bfcl_checker import CheckResult, check_item
+from rigbench.suites.agent._exchange import send
 from rigbench.suites.agent._records import BFCLItemRecord
 
 __all__ = [
@@ -32,7 +32,9 @@ __all__ = [
     "BFCL_VERSION",
     "BFCLItem",
     "BFCLSuite",
+    "decode_tool_calls",
     "fetch_bfcl_data",
+    "grade_tool_calls",
     "load_bfcl",
     "to_tools",
 ]
@@ -223,7 +225,7 @@ class BFCLSuite:
         ctx.progress.done(task)
 
     async def _one(self, ctx: SuiteContext, item: BFCLItem, trial: int, version: str) -> BFCLItemRecord:
-        tools, names = to_tools(item.functions)
+        tools, _names = to_tools(item.functions)
         body = {
             "model": ctx.rig.model,
             "messages": item.messages,
@@ -240,19 +242,8 @@ class BFCLSuite:
         if ex.error:
             res_valid, etype, err = False, "request_error", ex.error[:500]
         else:
-            bad = None
-            for c in ex.tool_calls:
-                args = parse_arguments(c)
-                name = (c.get("function") or {}).get("name") or ""
-                if args is None:
-                    bad = f"arguments of {name!r} are not a JSON object"
-                    break
-                decoded.append({names.get(name, name): args})
-            if bad:
-                res_valid, etype, err = False, "decode_error", bad
-            else:
-                r = check_item(item.category, item.functions, decoded, item.ground_truth)
-                res_valid, etype, err = r.valid, r.error_type, r.error
+            decoded, r = grade_tool_calls(item, ex.tool_calls)
+            res_valid, etype, err = r.valid, r.error_type, r.error
         return BFCLItemRecord(
             unit_id=_uid(item, trial),
             category=item.category,
@@ -265,6 +256,47 @@ class BFCLSuite:
             decoded_calls=decoded,
             exchange=ex,
         )
+
+
+def decode_tool_calls(tool_calls: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str | None]:
+    """BFCL's decoding of function-calling output: `[{name: json.loads(arguments)}]`, names as sent.
+
+    Strict like BFCL's: empty or non-JSON arguments are a decoding failure (the second value says
+    which call), never an empty object.
+    """
+    decoded: list[dict[str, Any]] = []
+    for c in tool_calls:
+        fn = c.get("function") or {}
+        name = str(fn.get("name") or "")
+        args = fn.get("arguments")
+        try:
+            params = args if isinstance(args, dict) else json.loads(args if isinstance(args, str) else "")
+        except ValueError:
+            return decoded, f"arguments of {name!r} do not decode as JSON: {str(args)[:80]!r}"
+        decoded.append({name: params})
+    return decoded, None
+
+
+def grade_tool_calls(item: BFCLItem, tool_calls: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], CheckResult]:
+    """Decode and grade one response's tool calls the way BFCL's evaluation does for an FC model.
+
+    The tools were sent with '.' in names turned into '_' (`to_tools`), so names are compared in
+    that form: a call to `math.factorial` when the tool was sent as `math_factorial` is a wrong
+    name, as in BFCL. Irrelevance: a response whose calls do not decode, or decode to no call or
+    not to `{name: {...}}` objects, counts as no call (valid), as in BFCL.
+    """
+    decoded, bad = decode_tool_calls(tool_calls)
+    well_formed = bad is None and all(isinstance(next(iter(d.values())), dict) for d in decoded)
+    if item.category == "irrelevance":
+        if bad is not None or not well_formed or not decoded:
+            return decoded, CheckResult(True, None, bad)  # BFCL: no (decodable) call
+        return decoded, check_item(item.category, item.functions, decoded, None)
+    if bad is not None:
+        return decoded, CheckResult(False, "ast_decoder:decoder_failed", bad)
+    if not well_formed:
+        return decoded, CheckResult(False, "ast_decoder:decoder_wrong_output_format",
+                                    "a call's arguments decode to JSON that is not an object")
+    return decoded, check_item(item.category, item.functions, decoded, item.ground_truth)
 
 
 def _uid(item: BFCLItem, trial: int) -> str:

@@ -67,9 +67,12 @@ def _type_ok(value: Any, answers: list[Any], expected: type, nested: type | None
             return True, is_variable
         items = cast(list[Any], value)
         for ans in answers:
-            if isinstance(ans, list) and all(type(v) is nested for v in items):
-                return True, is_variable
             if not isinstance(ans, list):
+                return True, is_variable
+            # BFCL's nested rule: each item has the schema's item type or, as a variable would,
+            # the type of that possible answer's items (parallel_multiple_94, _187, _195).
+            item_type = _answer_type(ans)
+            if all(type(v) is nested or (item_type is not None and type(v) is item_type) for v in items):
                 return True, is_variable
         return False, False
     if ans_type is not None and type(value) is ans_type:
@@ -88,10 +91,15 @@ def _dict_ok(value: dict[str, Any], answers: list[Any]) -> bool:
     return False
 
 
+def sent_name(name: str) -> str:
+    """The name a function was sent under: OpenAI names allow no '.', so BFCL (and rigbench) send '_'."""
+    return name.replace(".", "_")
+
+
 def _check_one(
     schema: dict[str, Any], call: dict[str, dict[str, Any]], answer: dict[str, dict[str, list[Any]]]
 ) -> CheckResult:
-    name = schema["name"]
+    name = sent_name(schema["name"])
     expected = answer[next(iter(answer))]
     if name not in call:
         return CheckResult(
@@ -178,7 +186,10 @@ def check_item(
     calls: list[dict[str, dict[str, Any]]],
     ground_truth: list[dict[str, dict[str, list[Any]]]] | None,
 ) -> CheckResult:
-    """Grade decoded calls `[{name: {param: value}}]` for one BFCL item of `category`."""
+    """Grade decoded calls `[{name: {param: value}}]` for one BFCL item of `category`.
+
+    Names are as sent to the model (`sent_name`: '.' became '_'); a dotted name is a wrong name.
+    """
     if category == "irrelevance":
         if calls:
             return CheckResult(False, "irrelevance_error:decoder_success", f"made {len(calls)} call(s)")

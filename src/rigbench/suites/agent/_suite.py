@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rigbench.sandbox import require_confinement
 from rigbench.suites._context import Suite, SuiteContext
 from rigbench.suites.agent._bfcl import BFCLSuite
 from rigbench.suites.agent._probes import ProbesSuite
@@ -23,6 +24,8 @@ class AgentSuite:
 
     async def run(self, ctx: SuiteContext) -> None:
         parts = ctx.settings.get("parts") or ["probes", "tools", "bfcl", "tasks"]
+        if "tasks" in parts:  # before any request: the tasks need the sandbox (or --allow-unconfined)
+            require_confinement(bool(ctx.settings.get("allow_unconfined", False)))
         suites: dict[str, Suite] = {
             "probes": ProbesSuite(),
             "tools": ToolCallSuite(),

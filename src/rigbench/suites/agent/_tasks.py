@@ -1,15 +1,20 @@
 """Multi-turn agent tasks: fix a repository until its tests pass, and find a root cause.
 
 Success is decided by rigbench (pytest run by us on the original tests, or the submitted answer
-compared with the known one), never by what the model claims. A trial stops when the model
-answers without a call, at `max_turns`, or when it repeats the same calls `repeat_limit` turns
-in a row.
+compared with the known one), never by what the model claims. A repo fix is graded in a pristine
+copy of the project into which only the changed files the task allows (`allowed_changes` globs in
+task.json) are copied; conftest.py, pytest/packaging config, sitecustomize and .pth files never
+are, and a changed file that refers to pytest or JUnit fails the grade (code under test has no
+business touching the test runner). Every run, the model's own `run_tests` included, is
+sandboxed (rigbench.sandbox). A trial stops when the model answers without a call, at
+`max_turns`, or when it repeats the same calls `repeat_limit` turns in a row.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 from dataclasses import dataclass
 from importlib.resources import files
@@ -17,13 +22,15 @@ from pathlib import Path
 from typing import Any
 
 from rigbench.errors import UsageError
+from rigbench.sandbox import Limits, PathRefused, TestOutcome, Workdir, require_confinement, run_pytest
 from rigbench.suites._context import SuiteContext
 from rigbench.suites.agent._exchange import canonical_calls, parse_arguments, send
 from rigbench.suites.agent._records import TaskStopReason, TaskTrialRecord, TurnObservation
-from rigbench.suites.agent._sandbox import PathRefused, RunLimits, Sandbox, network_isolation
 from rigbench.suites.agent._toolcalls import tool
 
 __all__ = ["AgentTask", "RepoTaskSuite", "load_task", "shipped_tasks"]
+
+_TOUCHES_RUNNER = re.compile(r"\b_?pytest\b|junit", re.IGNORECASE)
 
 _SYSTEM = (
     "You are a software agent. You can only act through the tools you are given; call them to "
@@ -126,18 +133,22 @@ class RepoTaskSuite:
         max_turns: int = 20,
         repeat_limit: int = 3,
         max_tokens: int = 1024,
-        limits: RunLimits | None = None,
+        limits: Limits | None = None,
     ) -> None:
         self.trials = trials
         self.max_turns = max_turns
         self.repeat_limit = repeat_limit
         self.max_tokens = max_tokens
-        self.limits = limits or RunLimits()
+        self.limits = limits or Limits()
+        self.allow_unconfined = False
 
     async def run(self, ctx: SuiteContext) -> None:
         s = ctx.settings
         names = s.get("agent_tasks") or shipped_tasks()
         tasks = [load_task(n) for n in names]
+        self.allow_unconfined = bool(s.get("allow_unconfined", False))
+        if any(t.kind == "repo_fix" for t in tasks):
+            require_confinement(self.allow_unconfined)  # before any request
         trials = int(s.get("task_trials", self.trials))
         todo = [
             (t, k) for t in tasks for k in range(trials) if f"agent/task/{t.name}/t{k}" not in ctx.done_units
@@ -152,17 +163,17 @@ class RepoTaskSuite:
         max_turns = int(ctx.settings.get("max_turns", self.max_turns))
         repeat_limit = int(ctx.settings.get("repeat_limit", self.repeat_limit))
         max_tokens = int(ctx.settings.get("task_max_tokens", self.max_tokens))
-        sandbox: Sandbox | None = None
-        fs: _PseudoFS | Sandbox
+        sandbox: Workdir | None = None
+        fs: _PseudoFS | Workdir
         if task.kind == "repo_fix":
-            sandbox = Sandbox.copy_of(task.path / "project")
+            sandbox = Workdir.copy_of(task.path / "project")
             fs = sandbox
             tools = [READ, WRITE, LIST, RUN_TESTS]
         else:
             fs = _PseudoFS(dict(task.spec["files"]))
             tools = [READ, LIST, REPORT]
         try:
-            before = await asyncio.to_thread(sandbox.run_tests, self.limits) if sandbox else None
+            before = await asyncio.to_thread(self._pytest, sandbox, task) if sandbox else None
             messages: list[dict[str, Any]] = [
                 {"role": "system", "content": _SYSTEM},
                 {"role": "user", "content": task.prompt},
@@ -208,7 +219,7 @@ class RepoTaskSuite:
                     stop = "model_stopped"
                     break
                 for c in calls:
-                    result, submitted = await self._dispatch(fs, sandbox, c)
+                    result, submitted = await self._dispatch(fs, sandbox, c, task)
                     messages.append({"role": "tool", "tool_call_id": c["id"], "content": result})
                     if submitted is not None:
                         answer = submitted
@@ -236,32 +247,7 @@ class RepoTaskSuite:
                 refused_paths=fs.refused,
             )
             if sandbox is not None and before is not None:
-                sandbox.restore(task.path / "project", task.spec.get("tests_dir", "tests"))
-                after = await asyncio.to_thread(sandbox.run_tests, self.limits)
-                total = int(task.spec.get("expected_total", 0)) or (after.passed + after.failed)
-                passed = after.failed == 0 and after.passed == total
-                _, note = network_isolation()
-                detail = (
-                    f"pytest on the original tests: {after.passed} passed, {after.failed} failed "
-                    f"(expected {total} passing)" + ("; timed out" if after.run.timed_out else "")
-                )
-                return TaskTrialRecord(
-                    task_kind="repo_fix",
-                    passed=passed,
-                    grade_detail=detail,
-                    tests_failed_before=before.failed,
-                    tests_passed_after=after.passed,
-                    tests_failed_after=after.failed,
-                    sandbox={
-                        "cpu_s": self.limits.cpu_s,
-                        "memory_bytes": self.limits.memory_bytes,
-                        "wall_s": self.limits.wall_s,
-                        "output_bytes": self.limits.output_bytes,
-                        "network_isolated": after.run.network_isolated,
-                        "network": note,
-                    },
-                    **common,
-                )
+                return await self._grade_repo_fix(task, sandbox, before, common)
             expected = task.spec["answer"]
             ok = (
                 answer is not None
@@ -277,7 +263,7 @@ class RepoTaskSuite:
                 sandbox.cleanup()
 
     async def _dispatch(
-        self, fs: _PseudoFS | Sandbox, sandbox: Sandbox | None, call: dict[str, Any]
+        self, fs: _PseudoFS | Workdir, sandbox: Workdir | None, call: dict[str, Any], task: AgentTask
     ) -> tuple[str, dict[str, Any] | None]:
         """Run one tool call; the model's mistakes come back to it as an error string."""
         name = (call.get("function") or {}).get("name")
@@ -292,13 +278,63 @@ class RepoTaskSuite:
             if name == "write_file" and sandbox is not None:
                 return sandbox.write_file(str(args.get("path", "")), str(args.get("content", ""))), None
             if name == "run_tests" and sandbox is not None:
-                out = await asyncio.to_thread(sandbox.run_tests, self.limits)
+                out = await asyncio.to_thread(self._pytest, sandbox, task)
                 return f"{out.passed} passed, {out.failed} failed\n{out.output_tail[-2000:]}", None
             if name == "report_root_cause" and isinstance(fs, _PseudoFS):
                 return "recorded", args
         except (PathRefused, FileNotFoundError, ValueError, OSError) as e:
             return f"error: {e}", None
         return f"error: unknown tool {name!r}", None
+
+    def _pytest(self, work: Workdir, task: AgentTask) -> TestOutcome:
+        tests = str(task.spec.get("tests_dir", "tests"))
+        return run_pytest(work.root, tests, self.limits, allow_unconfined=self.allow_unconfined)
+
+    async def _grade_repo_fix(self, task: AgentTask, work: Workdir, before: TestOutcome,
+                              common: dict[str, Any]) -> TaskTrialRecord:
+        tests_dir = str(task.spec.get("tests_dir", "tests"))
+        allowed = [str(g) for g in task.spec.get("allowed_changes", ["*"])]
+        grade_copy, kept, left = work.grading_copy(task.path / "project", allowed, protected=(tests_dir,))
+        try:
+            runner_refs = [f for f in kept
+                           if _TOUCHES_RUNNER.search((grade_copy.root / f).read_text(errors="replace"))]
+            after = await asyncio.to_thread(
+                run_pytest, grade_copy.root, tests_dir, self.limits, allow_unconfined=self.allow_unconfined)
+        finally:
+            grade_copy.cleanup()
+        total = int(task.spec.get("expected_total", 0)) or (after.passed + after.failed)
+        passed = after.failed == 0 and after.passed == total and not runner_refs
+        detail = (
+            f"pytest on the original tests with {len(kept)} changed file(s) copied into a pristine project: "
+            f"{after.passed} passed, {after.failed} failed (expected {total} passing)"
+            + ("; timed out" if after.run.timed_out else "")
+            + (f"; failed: {', '.join(runner_refs)} refer(s) to pytest/JUnit" if runner_refs else "")
+            + (f"; not graded: {'; '.join(left)}" if left else "")
+        )
+        conf = after.run.confinement
+        return TaskTrialRecord(
+            task_kind="repo_fix",
+            passed=passed,
+            grade_detail=detail[:1500],
+            tests_failed_before=before.failed,
+            tests_passed_after=after.passed,
+            tests_failed_after=after.failed,
+            sandbox={
+                "confinement": conf.kind,
+                "confinement_note": conf.note,
+                "cpu_s": self.limits.cpu_s,
+                "memory_bytes": self.limits.memory_bytes,
+                "wall_s": self.limits.wall_s,
+                "file_bytes": self.limits.file_bytes,
+                "processes": self.limits.processes,
+                "network_isolated": conf.kind == "bwrap",
+                "network": ("none (empty network namespace)" if conf.kind == "bwrap"
+                            else "UNCONFINED: host network and filesystem reachable"),
+                "graded_files": kept,
+                "not_graded": left,
+            },
+            **common,
+        )
 
 
 def _same_file(got: Any, want: str) -> bool:

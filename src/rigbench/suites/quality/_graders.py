@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import unicodedata
 
 import jsonschema
 
+from rigbench.sandbox import Limits, run_function_tests
 from rigbench.suites.quality._packs import (
     CodeGrader,
     ExactGrader,
@@ -18,7 +20,6 @@ from rigbench.suites.quality._packs import (
     RegexGrader,
 )
 from rigbench.suites.quality._records import GradeResult
-from rigbench.suites.quality._sandbox import run_function_tests
 
 __all__ = ["extract_code", "extract_json", "extract_numbers", "grade"]
 
@@ -62,8 +63,12 @@ def extract_json(text: str) -> object:
     return json.loads(text)
 
 
-async def grade(spec: GraderSpec, answer: str) -> GradeResult:
-    """Grade the answer content (reasoning removed) with one grader."""
+async def grade(spec: GraderSpec, answer: str, *, allow_unconfined: bool = False) -> GradeResult:
+    """Grade the answer content (reasoning removed) with one grader.
+
+    `code` runs in rigbench's sandbox; where the machine cannot confine it, only with
+    `allow_unconfined` (else SandboxUnavailable), and the grade then says "unconfined".
+    """
     if isinstance(spec, ExactGrader):
         a, e = answer.strip(), spec.expected.strip()
         ok = a == e if spec.case_sensitive else a.casefold() == e.casefold()
@@ -95,16 +100,18 @@ async def grade(spec: GraderSpec, answer: str) -> GradeResult:
             return GradeResult(grader="json_schema", passed=False, detail=e.message[:200])
         return GradeResult(grader="json_schema", passed=True)
     assert isinstance(spec, CodeGrader)
-    res = await run_function_tests(
-        extract_code(answer), spec.function, [c.model_dump() for c in spec.cases],
-        timeout_s=spec.timeout_s, cpu_s=spec.cpu_s, memory_bytes=spec.memory_mb * 1024 * 1024,
+    limits = Limits(cpu_s=spec.cpu_s, memory_bytes=spec.memory_mb * 1024 * 1024, wall_s=spec.timeout_s,
+                    file_bytes=1 << 20, processes=16)
+    res = await asyncio.to_thread(
+        run_function_tests, extract_code(answer), spec.function, [(c.args, c.expected) for c in spec.cases],
+        limits=limits, allow_unconfined=allow_unconfined,
     )
     n_pass = sum(c.passed for c in res.cases)
-    detail = f"{n_pass}/{len(spec.cases)} cases passed (network: {res.network})"
+    detail = f"{n_pass}/{len(spec.cases)} cases passed (sandbox: {res.confinement.kind})"
     if res.error:
         detail += f"; {res.error}"
     else:
         first_bad = next((c for c in res.cases if not c.passed), None)
         if first_bad is not None:
             detail += f"; first failure: {first_bad.error or 'got ' + str(first_bad.got)}"
-    return GradeResult(grader="code", passed=res.passed, detail=detail[:400])
+    return GradeResult(grader="code", passed=res.passed, detail=detail[:400], confinement=res.confinement.kind)

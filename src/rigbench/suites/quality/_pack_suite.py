@@ -9,10 +9,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rigbench.client import StreamResult
 from rigbench.errors import UsageError
+from rigbench.sandbox import require_confinement
 from rigbench.suites._context import SuiteContext
 from rigbench.suites.quality._graders import grade
 from rigbench.suites.quality._knobs import effort_request_fields
-from rigbench.suites.quality._packs import Pack, Task, load_pack
+from rigbench.suites.quality._packs import CodeGrader, Pack, Task, load_pack
 from rigbench.suites.quality._reasoning import split_reasoning, split_tokens
 from rigbench.suites.quality._records import PackAnswer, PackConfig
 
@@ -30,6 +31,7 @@ class PackSettings(BaseModel):
     concurrency: int = Field(1, ge=1)  # 1 keeps per-task wall time free of queueing
     max_tokens: int | None = None  # None: the pack's (per task, else pack default)
     extra_body: dict[str, Any] = {}
+    allow_unconfined: bool = False  # run `code` graders even where the sandbox cannot confine them
 
 
 class EffortSettings(BaseModel):
@@ -45,14 +47,17 @@ class EffortSettings(BaseModel):
     concurrency: int = Field(1, ge=1)
     max_tokens: int | None = None
     extra_body: dict[str, Any] = {}
+    allow_unconfined: bool = False
 
 
 async def grade_task(task: Task, result: StreamResult, *, suite: Literal["packs", "effort"], pack: str,
-                     unit_id: str, effort: str | None, repetition: int) -> PackAnswer:
+                     unit_id: str, effort: str | None, repetition: int,
+                     allow_unconfined: bool = False) -> PackAnswer:
     """Grade one response with every grader of its task; correct only if all pass."""
     split = split_reasoning(result)
     tokens = split_tokens(result)
-    grades = [await grade(g, split.answer) for g in task.graders] if result.ok else []
+    grades = ([await grade(g, split.answer, allow_unconfined=allow_unconfined) for g in task.graders]
+              if result.ok else [])
     return PackAnswer(
         unit_id=unit_id, suite=suite, pack=pack, task_id=task.id, language=task.language, effort=effort,
         repetition=repetition, grades=grades, correct=result.ok and all(g.passed for g in grades),
@@ -60,6 +65,12 @@ async def grade_task(task: Task, result: StreamResult, *, suite: Literal["packs"
         reasoning_tokens=tokens.reasoning_tokens, answer_tokens=tokens.answer_tokens,
         token_split=tokens.method, result=result,
     )
+
+
+def _check_sandbox(packs: list[Pack], allow_unconfined: bool) -> None:
+    """Before any request: a pack with `code` graders needs the sandbox (or --allow-unconfined)."""
+    if any(isinstance(g, CodeGrader) for p in packs for t in p.tasks for g in t.graders):
+        require_confinement(allow_unconfined)
 
 
 def _select(pack: Pack, tasks: list[str] | None) -> Pack:
@@ -73,7 +84,7 @@ def _select(pack: Pack, tasks: list[str] | None) -> Pack:
 
 async def _run_pack(ctx: SuiteContext, pack: Pack, *, suite: Literal["packs", "effort"],
                     levels: list[str | None], engine: str, repetitions: int, concurrency: int,
-                    max_tokens: int | None, extra_body: dict[str, Any]) -> None:
+                    max_tokens: int | None, extra_body: dict[str, Any], allow_unconfined: bool) -> None:
     prefix = f"{suite}/{pack.name}"
     knobs = {str(lv): effort_request_fields(engine, lv) for lv in levels if lv is not None}
     config = PackConfig(unit_id=f"{prefix}/config", suite=suite, pack=pack.name, pack_path=pack.path,
@@ -106,7 +117,7 @@ async def _run_pack(ctx: SuiteContext, pack: Pack, *, suite: Literal["packs", "e
             }
             result = await ctx.client.stream_chat(body)
             ctx.writer.append(await grade_task(t, result, suite=suite, pack=pack.name, unit_id=unit_id,
-                                               effort=lv, repetition=rep))
+                                               effort=lv, repetition=rep, allow_unconfined=allow_unconfined))
             ctx.progress.advance(task_id)
 
     try:
@@ -125,13 +136,14 @@ class PackSuite:
                          else PackSettings.model_validate(settings or {}))
         # fail before any request
         self.packs = [_select(load_pack(p), self.settings.tasks) for p in self.settings.packs]
+        _check_sandbox(self.packs, self.settings.allow_unconfined)
 
     async def run(self, ctx: SuiteContext) -> None:
         s = self.settings
         for pack in self.packs:
             await _run_pack(ctx, pack, suite="packs", levels=[None], engine=ctx.rig.engine,
                             repetitions=s.repetitions, concurrency=s.concurrency, max_tokens=s.max_tokens,
-                            extra_body=s.extra_body)
+                            extra_body=s.extra_body, allow_unconfined=s.allow_unconfined)
 
 
 class EffortSweepSuite:
@@ -141,10 +153,11 @@ class EffortSweepSuite:
         self.settings = (settings if isinstance(settings, EffortSettings)
                          else EffortSettings.model_validate(settings or {}))
         self.pack = _select(load_pack(self.settings.pack), self.settings.tasks)
+        _check_sandbox([self.pack], self.settings.allow_unconfined)
 
     async def run(self, ctx: SuiteContext) -> None:
         s = self.settings
         await _run_pack(ctx, self.pack, suite="effort", levels=list(s.levels),
                         engine=s.engine or ctx.rig.engine,
                         repetitions=s.repetitions, concurrency=s.concurrency, max_tokens=s.max_tokens,
-                        extra_body=s.extra_body)
+                        extra_body=s.extra_body, allow_unconfined=s.allow_unconfined)

@@ -68,6 +68,7 @@ class GradeResult(BaseModel):
     grader: str  # "exact" | "regex" | "numeric" | "max_chars" | "json_schema" | "code"
     passed: bool
     detail: str = ""  # what was seen when it failed (or the evidence when it passed)
+    confinement: str | None = None  # code grader only: "bwrap", or "unconfined" (--allow-unconfined)
 
 
 class PackConfig(BaseModel):

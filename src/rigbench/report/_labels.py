@@ -1,0 +1,82 @@
+"""Short rig labels for report headers and legends, and the synthetic-acceptance flag.
+
+A run directory's name is a 30-character run id (`20261129-191906-h200-depth4-1c8a`); printed in
+every header and legend it buries the one word that tells the rigs apart. Plan rig names are kept
+as they are; a run id becomes its label part (`h200-depth4`), or, for the default label `run`,
+what distinguishes the rig: engine, draft depth, synthetic acceptance.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from rigbench.store import RunHeader
+
+__all__ = ["SYNTH_NOTE", "rig_labels", "synth_mark", "synth_note", "synthetic_acceptance"]
+
+_RUN_ID = re.compile(r"^\d{8}-\d{6}-(?P<label>.+)-[0-9a-f]{4}$")
+
+SYNTH_NOTE = ("SYNTHETIC ACCEPTANCE (--spec-synth-len L): the engine accepted drafted tokens at a scripted mean "
+              "length L instead of verifying the draft model's guesses, and its output is not valid text; the "
+              "speed-up shows what acceptance L would give, not what this draft model gives.")
+
+
+def synthetic_acceptance(header: RunHeader) -> float | None:
+    """The scripted acceptance length, when the run used llama.cpp's --spec-synth-len."""
+    rig: dict[str, Any] = (header.plan or {}).get("rig") or {}
+    if rig.get("spec_synth_len") is not None:
+        return float(rig["spec_synth_len"])
+    argv = list((header.fingerprint or {}).get("argv") or [])
+    for i, arg in enumerate(argv):
+        if arg == "--spec-synth-len" and i + 1 < len(argv):
+            try:
+                return float(argv[i + 1])
+            except ValueError:
+                return float("nan")
+        if arg.startswith("--spec-synth-len="):
+            try:
+                return float(arg.split("=", 1)[1])
+            except ValueError:
+                return float("nan")
+    return None
+
+
+def synth_mark(header: RunHeader) -> str:
+    """' [synthetic L=3.4]' for a synthetic-acceptance run, else ''."""
+    L = synthetic_acceptance(header)
+    return "" if L is None else f" [synthetic L={L:g}]"
+
+
+def synth_note(header: RunHeader) -> str:
+    L = synthetic_acceptance(header)
+    return SYNTH_NOTE.replace(" L)", f" L = {L:g})") if L is not None else ""
+
+
+def _derived(h: RunHeader) -> str:
+    m = _RUN_ID.match(h.run_id)
+    if m and m.group("label") != "run":
+        return m.group("label")
+    fp = h.fingerprint or {}
+    rig: dict[str, Any] = (h.plan or {}).get("rig") or {}
+    parts = [str(fp.get("engine") or rig.get("engine") or "rig")]
+    spec = fp.get("speculative") or {}
+    depth = rig.get("draft_max") or (spec.get("draft_max") if isinstance(spec, dict) else None)
+    if rig.get("draft_model") or spec:
+        parts.append(f"draft{depth}" if depth else "draft")
+    L = synthetic_acceptance(h)
+    if L is not None:
+        parts.append(f"synth{L:g}")
+    return "-".join(parts)
+
+
+def rig_labels(names: Sequence[str], headers: Sequence[RunHeader]) -> list[str]:
+    """One short, distinct label per run: plan rig names as given, run ids shortened."""
+    out = [_derived(h) if n in (h.run_id, "") or _RUN_ID.match(n) else n for n, h in zip(names, headers, strict=True)]
+    seen: dict[str, int] = {}
+    for i, label in enumerate(out):
+        if out.count(label) > 1:
+            seen[label] = seen.get(label, 0) + 1
+            out[i] = f"{label}#{seen[label]}"
+    return out

@@ -1,0 +1,116 @@
+"""Judge a timing-accuracy measurement, telling the machine's noise from the client's own load.
+
+A measurement misses its bound either because the machine is busy (other processes keep the
+client off the CPU: not the client's fault) or because the client is slow (its own work per read
+queues the reads behind each other). The old rule asked a noise probe running *during* the
+measurement on the same cores; a slow client starves that probe too, so a slow client looked like
+a noisy machine and the test skipped instead of failing.
+
+Two separate measurements here:
+
+- **Machine noise**, measured by a probe process while the client is idle, just before and just
+  after the measurement (`measure_noise`): the CPU share a busy process gets (spinning in 2 ms
+  slices: CPU time / wall time; 1.0 on an idle core) and how late 0.5 ms sleeps wake up (p99).
+  The client cannot starve it, since it is not running.
+- **The client's own load**, in CPU time, which noise does not inflate the way it inflates wall
+  time: client CPU seconds per second of the emulator's nominal schedule (`own_load`). Above
+  1.0 the client needs more than a whole core to keep up with the stream, so it falls behind on
+  any machine, however quiet.
+
+Verdict: **pass** when TTFT and ITL errors are within the bound at p99. A miss **fails** when the
+machine was quiet both before and after (CPU share >= 0.9 and wake-up p99 <= half the bound) or
+when the client's own load exceeds MAX_OWN_LOAD; otherwise it is **too_noisy** (the test skips
+with the figures). Figures behind 1.5 (tests/unit/test_accuracy.py): a healthy client's own load
+is 0.4-0.6 at 512 streams on a quiet 16-core host and up to 0.9 on the shared 2-core box at load
+average 18; one that does 300 us of CPU work per event is at 1.8-2.2 at 64 streams (at least 1.77 by
+construction) and about 3.7 at 512.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from rigbench.testing._accuracy import AccuracyReport
+
+__all__ = ["MAX_OWN_LOAD", "AccuracyVerdict", "MachineNoise", "judge_accuracy", "measure_noise", "own_load"]
+
+MAX_OWN_LOAD = 1.5
+QUIET_CPU_SHARE = 0.9
+
+_PROBE = r"""
+import json, sys, time
+probe_s = float(sys.argv[1])
+wall0, cpu0 = time.perf_counter(), time.process_time()
+while time.perf_counter() - wall0 < probe_s / 2:  # spin: what CPU share does a busy process get?
+    end = time.process_time() + 0.002
+    while time.process_time() < end and time.perf_counter() - wall0 < probe_s:
+        pass
+share = (time.process_time() - cpu0) / (time.perf_counter() - wall0)
+late = []
+t_end = time.perf_counter() + probe_s / 2
+while time.perf_counter() < t_end:  # sleep: how late do wake-ups come?
+    t = time.perf_counter()
+    time.sleep(0.0005)
+    late.append(time.perf_counter() - t - 0.0005)
+late.sort()
+print(json.dumps({"cpu_share": min(1.0, share), "wake_late_p99_s": late[int(len(late) * 0.99)] if late else 0.0}))
+"""
+
+
+class MachineNoise(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    cpu_share: float  # CPU time / wall time of a spinning process (1.0: a core to itself)
+    wake_late_p99_s: float  # lateness of 0.5 ms sleeps, p99
+
+
+class AccuracyVerdict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["pass", "fail", "too_noisy"]
+    worst_err_p99_s: float  # max of TTFT and ITL error p99
+    own_load: float  # client CPU s per second of nominal schedule
+    quiet: bool  # the machine was quiet before and after
+    reason: str
+
+
+def measure_noise(probe_s: float = 0.2) -> MachineNoise:
+    """The machine's noise while this process is idle, seen by a separate probe process."""
+    out = subprocess.run([sys.executable, "-c", _PROBE, str(probe_s)], capture_output=True, text=True,
+                         timeout=60, check=True).stdout
+    return MachineNoise.model_validate(json.loads(out.strip().splitlines()[-1]))
+
+
+def own_load(client_cpu_s: float, schedule_s: float) -> float:
+    """Client CPU seconds per second of the stream's nominal schedule (noise hardly inflates CPU time)."""
+    return client_cpu_s / schedule_s if schedule_s > 0 else float("inf")
+
+
+def judge_accuracy(rep: AccuracyReport, before: MachineNoise, after: MachineNoise, *, bound_s: float,
+                   client_cpu_s: float, schedule_s: float) -> AccuracyVerdict:
+    """pass, fail, or too_noisy (a miss on a busy machine by a client whose own load is sustainable)."""
+    worst = max(rep.ttft_err_p99_s, rep.itl_err_p99_s)
+    load = own_load(client_cpu_s, schedule_s)
+    quiet = all(n.cpu_share >= QUIET_CPU_SHARE and n.wake_late_p99_s <= bound_s / 2 for n in (before, after))
+    figures = (f"TTFT err p99 {rep.ttft_err_p99_s * 1e3:.2f} ms, ITL err p99 {rep.itl_err_p99_s * 1e3:.2f} ms; "
+               f"client own load {load:.2f} cores ({client_cpu_s * 1e3:.0f} ms CPU over a {schedule_s:.2f} s "
+               f"schedule); machine with the client idle: CPU share {before.cpu_share:.2f} before, "
+               f"{after.cpu_share:.2f} after, wake-up lateness p99 {before.wake_late_p99_s * 1e3:.2f} / "
+               f"{after.wake_late_p99_s * 1e3:.2f} ms")
+
+    def verdict(kind: Literal["pass", "fail", "too_noisy"], why: str) -> AccuracyVerdict:
+        return AccuracyVerdict(kind=kind, worst_err_p99_s=worst, own_load=load, quiet=quiet,
+                               reason=f"{why}: {figures}")
+
+    if worst <= bound_s:
+        return verdict("pass", f"within {bound_s * 1e3:g} ms at p99")
+    if load > MAX_OWN_LOAD:
+        return verdict("fail", f"the client's own work needs more than {MAX_OWN_LOAD:g} core to keep up")
+    if quiet:
+        return verdict("fail", f"timing error above {bound_s * 1e3:g} ms at p99 on a quiet machine")
+    return verdict("too_noisy", f"machine too busy to judge a {bound_s * 1e3:g} ms bound")

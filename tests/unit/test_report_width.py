@@ -1,0 +1,117 @@
+"""Terminal reports at 80 and 200 columns (fixed-width rich consoles): no line wider than the
+terminal, no name cut ("chat_sh…"), no row of a table folded into a tall cell."""
+
+from __future__ import annotations
+
+import functools
+import io
+import re
+from pathlib import Path
+
+import pytest
+from rich.console import Console, RenderableType
+
+from rigbench.analysis import RunAnalysis, analyze_run
+from rigbench.report import render_terminal
+from rigbench.report._honesty import telemetry_terminal
+from rigbench.report._ls import RunListing, runs_table
+from rigbench.report._speed import latency_table, speed_table
+from rigbench.store import RunReader
+
+ROOT = Path(__file__).resolve().parents[2]
+GOLDEN = ROOT / "tests" / "golden"
+H200 = ROOT / "benchmarks" / "results" / "h200"
+SCENARIOS = ["chat_short", "chat_long_context", "code_generation", "summarization"]
+
+
+@functools.cache
+def _analysis(path: Path) -> RunAnalysis:
+    return analyze_run(RunReader(path))
+
+
+def _console(width: int) -> Console:
+    return Console(file=io.StringIO(), width=width, color_system=None, legacy_windows=False)
+
+
+def _text(renderable: RenderableType | None, width: int) -> str:
+    c = _console(width)
+    if renderable is not None:
+        c.print(renderable)
+    return c.file.getvalue()  # type: ignore[attr-defined]
+
+
+def _fits(text: str, width: int) -> None:
+    wide = [line for line in text.splitlines() if len(line.rstrip()) > width]
+    assert not wide, wide[:3]
+    assert "…" not in text, [line for line in text.splitlines() if "…" in line][:3]
+
+
+def _row_lines(text: str, names: list[str]) -> dict[str, int]:
+    """Lines each named row takes: from its name's line to the next name (or the table's end)."""
+    lines = text.splitlines()
+    starts = [(i, n) for i, line in enumerate(lines) for n in names if line.lstrip().startswith(n + " ")]
+    out = {}
+    for k, (i, n) in enumerate(starts):
+        end = starts[k + 1][0] if k + 1 < len(starts) else next(
+            (j for j in range(i + 1, len(lines)) if not lines[j].strip()), len(lines))
+        out[n] = end - i
+    return out
+
+
+@pytest.mark.parametrize("width", [80, 200])
+def test_speed_and_latency_tables_keep_whole_names_one_line_per_row(width: int) -> None:
+    speed = _analysis(GOLDEN / "run_v1").speed
+    assert speed is not None
+    text = _text(speed_table(speed, compact=width < 120), width)
+    _fits(text, width)
+    heights = _row_lines(text, SCENARIOS)
+    assert set(heights) == set(SCENARIOS) and max(heights.values()) == 1, heights
+    lat = _text(latency_table(speed), width)
+    _fits(lat, width)
+    assert all(s in lat for s in SCENARIOS) and len(re.findall(r"ITL per request +\d", lat)) == 4
+
+
+@pytest.mark.parametrize("width", [80, 200])
+def test_multi_concurrency_speed_table_fits(width: int) -> None:
+    speed = _analysis(GOLDEN / "emulator_a").speed
+    assert speed is not None and {r.concurrency for r in speed.rows} == {1, 2}
+    text = _text(speed_table(speed, compact=width < 120), width)
+    _fits(text, width)
+    assert max(_row_lines(text, ["chat_short", "code_generation"]).values()) == 1
+
+
+@pytest.mark.parametrize("width", [80, 200])
+def test_telemetry_cross_check_keeps_scenario_names(width: int) -> None:
+    a = _analysis(H200 / "20261129-191906-h200-depth4-1c8a")
+    c = _console(width)
+    telemetry_terminal(*a.sections["telemetry"], c)
+    text = c.file.getvalue()  # type: ignore[attr-defined]
+    _fits(text, width)
+    heights = _row_lines(text, SCENARIOS)
+    assert set(heights) == set(SCENARIOS) and max(heights.values()) == 1, heights
+
+
+@pytest.mark.parametrize("width", [80, 200])
+def test_ls_at_80_and_200_columns(width: int) -> None:
+    runs = [RunListing(f"20261129-19{i}407-h200-depth15-a05e", "2026-11-29T19:14:07+00:00", "llamacpp", "target",
+                       "speed,quality,agent", "complete", "UNTRUSTED", "781183611c45f3e6") for i in range(3)]
+    text = _text(runs_table("runs in runs", runs, width), width)
+    _fits(text, width)
+    for r in runs:
+        assert r.run in text  # whole ids, never folded
+    body = [line for line in text.splitlines() if "20261129" in line or "2026-11-29 19:14" in line]
+    assert len(body) == (3 if width >= 150 else 6)  # one line per run when wide, two when narrow
+
+
+@pytest.mark.parametrize("width", [80, 200])
+def test_whole_reports_fit(width: int) -> None:
+    for run in (GOLDEN / "run_v1", GOLDEN / "emulator_b", H200 / "20261129-191407-h200-nodraft-5101"):
+        c = _console(width)
+        render_terminal(_analysis(run), c)
+        text = c.file.getvalue()  # type: ignore[attr-defined]
+        _fits(text, width)
+        for name in ("chat_short", "code_generation"):
+            assert name in text
+    # a failed gate's ten reasons are counted in the header, not listed there one by one
+    head = text[: text.index("startup")]
+    assert head.count("UNTRUSTED:") == 3 and "and 7 more UNTRUSTED reasons" in head
