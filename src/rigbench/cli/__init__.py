@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 
 from rich.console import Console
+from rich.markup import escape
 
 from rigbench.cli import _check as _check
 from rigbench.cli import _compare as _compare
@@ -30,7 +31,8 @@ def main() -> None:
     try:
         app()
     except RigbenchError as e:
-        Console(stderr=True).print(f"[bold red]error:[/] {e}", highlight=False, soft_wrap=True)
+        # escaped: a message may hold brackets (pip install 'rigbench[ray]') that are not markup
+        Console(stderr=True).print(f"[bold red]error:[/] {escape(str(e))}", highlight=False, soft_wrap=True)
         sys.exit(2)
     except KeyboardInterrupt:
         Console(stderr=True).print("[yellow]interrupted[/]")

@@ -50,7 +50,7 @@ def _status_table(index: PlanIndex) -> Table:
 
 
 def run_plan(plan_file: Path, *, resume: Path | None, out: Path, markdown: Path | None,
-             allow_untrusted: bool) -> None:
+             allow_untrusted: bool, ray: str | None = None) -> None:
     console = Console()
     loaded = load_plan(plan_file)
     plan_dir = resume or out / new_run_id(f"plan-{loaded.plan.name}")
@@ -61,8 +61,14 @@ def run_plan(plan_file: Path, *, resume: Path | None, out: Path, markdown: Path 
 
     with RichProgress(console) as prog:
         try:
-            index = run_loop(execute_plan(loaded, plan_dir, resume=resume is not None, progress=prog,
-                                             build_progress=prog.build, on_rig=announce))
+            if ray is not None:  # each rig a Ray task on a node that has its resources (docs/scale-out.md)
+                from rigbench.scale import execute_plan_on_ray
+
+                index = run_loop(execute_plan_on_ray(loaded, plan_dir, address=ray, resume=resume is not None,
+                                                     progress=prog, on_rig=announce))
+            else:
+                index = run_loop(execute_plan(loaded, plan_dir, resume=resume is not None, progress=prog,
+                                              build_progress=prog.build, on_rig=announce))
         except KeyboardInterrupt:
             console.print(f"[yellow]interrupted: completed rigs and the partial run are kept; continue with "
                           f"`rigbench run {plan_file} --resume {plan_dir}`[/]")

@@ -106,6 +106,13 @@ def run(
     request_timeout: Annotated[float | None, typer.Option(help="Fail a request (typed record `total_timeout`) "
                                                           "that runs longer than this many seconds "
                                                           "(default 3600).")] = None,
+
+    ray: Annotated[str | None, typer.Option("--ray", help="Run on a Ray cluster (needs the ray extra: pip install rigbench\\[ray]): auto, "
+                                            "local, or the head's HOST:PORT. A plan's rigs become tasks "
+                                            "placed by their resources; with --endpoint, --clients N "
+                                            "spreads the speed load (docs/scale-out.md).")] = None,
+    clients: Annotated[int, typer.Option(min=1, help="Client actors driving the speed suite's load "
+                                         "(with --ray and --endpoint).")] = 1,
 ) -> None:
     """Measure a rig: set up (or attach), check it answers correctly, run the suites, report.
 
@@ -128,9 +135,15 @@ def run(
         if allow_unconfined:
             raise UsageError(f"--allow-unconfined applies to single runs; for {plan} set "
                              "`allow_unconfined: true` in the plan file (it is recorded with the plan).")
-
-        run_plan(plan, resume=resume, out=out, markdown=markdown, allow_untrusted=allow_untrusted)
+        if clients > 1:
+            raise UsageError("--clients spreads one endpoint's speed load; a plan's rigs are spread with "
+                             "--ray alone. Drop --clients, or run --endpoint URL --clients N --ray ADDRESS.")
+        run_plan(plan, resume=resume, out=out, markdown=markdown, allow_untrusted=allow_untrusted, ray=ray)
         return
+    if ray is not None or clients > 1:
+        from rigbench.scale import check_client_options
+
+        check_client_options(ray=ray, clients=clients, endpoint=endpoint, suites=suite)
     console = Console()
     from rigbench.runner import RunConfig, execute_run
 
@@ -188,7 +201,13 @@ def run(
                     total_timeout_s=request_timeout, cli_options=_recorded(cli_opts))
     with RichProgress(console) as prog:
         try:
-            header = run_loop(execute_run(cfg, prog, build_progress=prog.build))
+            if ray is not None:  # the speed load from client actors (rigbench.scale)
+                from rigbench.scale import execute_run_with_clients
+
+                header = run_loop(execute_run_with_clients(cfg, prog, address=ray, clients=clients,
+                                                           console=console))
+            else:
+                header = run_loop(execute_run(cfg, prog, build_progress=prog.build))
         except KeyboardInterrupt:
             console.print("[yellow]interrupted: the partial run is kept; continue it with --resume[/]")
             raise typer.Exit(130) from None

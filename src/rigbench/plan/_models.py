@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from rigbench.rig._launch_spec import EndpointSpec, LaunchSpec
 
-__all__ = ["Deadlines", "EmbeddedRig", "Plan", "PlanRig", "SpeedPlan"]
+__all__ = ["Deadlines", "EmbeddedRig", "Plan", "PlanRig", "RigResources", "SpeedPlan"]
 
 
 class _Model(BaseModel):
@@ -63,6 +63,39 @@ class Deadlines(_Model):
     idle_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)  # no generated token for this long
     total_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)  # the whole request
 
+# Ray's own resource names: set through `cpus` / `gpus`, never under `custom`.
+_RAY_BUILTIN_RESOURCES = {"CPU", "GPU", "memory", "object_store_memory"}
+
+
+class RigResources(_Model):
+    """Where a rig may run under `rigbench run PLAN --ray` (docs/scale-out.md); ignored without --ray."""
+
+    gpus: float = Field(default=0, ge=0)  # Ray `num_gpus`: the task sees only these (CUDA_VISIBLE_DEVICES)
+    cpus: float = Field(default=1, ge=0)  # Ray `num_cpus`
+    custom: dict[str, float] = Field(default_factory=dict)  # custom node resources, e.g. {"H200": 1}
+    labels: dict[str, str] = Field(default_factory=dict)  # node labels the node must carry (`ray start --labels`)
+
+    @field_validator("custom")
+    @classmethod
+    def _custom(cls, v: dict[str, float]) -> dict[str, float]:
+        for name, amount in v.items():
+            if not name.strip():
+                raise ValueError("a custom resource needs a non-empty name")
+            if name in _RAY_BUILTIN_RESOURCES:
+                raise ValueError(f"{name!r} is one of Ray's own resources: set it with `cpus:`/`gpus:` "
+                                 "(memory is not reserved by rigbench)")
+            if amount <= 0:
+                raise ValueError(f"custom resource {name!r} must ask for a positive amount; got {amount}")
+        return v
+
+    @field_validator("labels")
+    @classmethod
+    def _labels(cls, v: dict[str, str]) -> dict[str, str]:
+        for k, val in v.items():
+            if not k.strip() or not str(val).strip():
+                raise ValueError(f"node labels need a non-empty key and value; got {k!r}: {val!r}")
+        return v
+
 
 class PlanRig(_Model):
     """One rig: exactly one of `embedded`, `launch` or `endpoint`; `sweep` expands it into several."""
@@ -75,6 +108,7 @@ class PlanRig(_Model):
     suites: list[str] | None = None  # None: the plan's suites
     # field of the rig's config -> values; the rig expands into the product of them
     sweep: dict[str, list[Any]] = Field(default_factory=dict)
+    resources: RigResources | None = None  # placement under --ray; every rig a sweep makes asks the same
 
     @model_validator(mode="after")
     def _exactly_one(self) -> PlanRig:
