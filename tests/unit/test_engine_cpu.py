@@ -247,3 +247,39 @@ async def test_engine_dying_at_launch_names_cause_and_flag(tmp_path: Path, isola
     msg = str(e.value)
     assert "exited with code -11" in msg and "cause: SIGSEGV in llama.cpp's AMX path" in msg
     assert "avoid it with: `--no-repack`" in msg and "--engine-arg=--no-repack" in msg
+
+
+def test_two_concurrent_builders_share_one_build(isolated: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run and a test session starting the build at once must not compile into one directory twice
+    (seen: the second truncated the first's log and deleted its objects; the build failed at 206/208)."""
+    import threading
+    import time as _time
+
+    from rigbench.rig import _build
+
+    builds: list[str] = []
+
+    def fake_build(home: Path, binary: Path, *args: object) -> Path:
+        builds.append(threading.current_thread().name)
+        _time.sleep(0.5)  # long enough for the second caller to arrive while the first builds
+        binary.parent.mkdir(parents=True, exist_ok=True)
+        binary.write_text("built")
+        return binary
+
+    monkeypatch.setattr(_build, "_check_toolchain", lambda: None)
+    monkeypatch.setattr(_build, "_build_locked", fake_build)
+    waits: list[str] = []
+    results: list[Path] = []
+
+    def builder() -> None:
+        results.append(_build.build_llama_server(lambda d, t, msg: waits.append(msg), variant="isa"))
+
+    threads = [threading.Thread(target=builder, name=f"b{i}") for i in range(2)]
+    for t in threads:
+        t.start()
+        _time.sleep(0.1)
+    for t in threads:
+        t.join(10)
+    assert len(builds) == 1, builds
+    assert len(results) == 2 and results[0] == results[1] and results[0].read_text() == "built"
+    assert any("another rigbench is building" in m for m in waits)

@@ -7,6 +7,7 @@ cache, under a key that names the build variant and this CPU's features.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import platform
 import re
@@ -17,6 +18,7 @@ import tarfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import IO
 
 from pydantic import BaseModel, ConfigDict
 
@@ -179,6 +181,27 @@ def build_llama_server(progress: BuildProgress | None = None, *, jobs: int | Non
     if binary.is_file():
         return binary
     _check_toolchain()
+    # Two rigbench processes (a run and a test session, say) building into one directory delete each
+    # other's objects and truncate each other's log: the second waits for the first and reuses its binary.
+    with (home / ".build.lock").open("w") as lock:
+        if not _try_lock(lock):
+            report(0, None, f"another rigbench is building llama-server in {home}: waiting for it")
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        if binary.is_file():
+            return binary
+        return _build_locked(home, binary, variant, cpu, report, jobs)
+
+
+def _try_lock(lock: IO[str]) -> bool:
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _build_locked(home: Path, binary: Path, variant: str, cpu: CpuFeatures, report: BuildProgress,
+                  jobs: int | None) -> Path:
     report(0, None, f"downloading {LLAMA_CPP_SDIST} sdist")
     sdist = pip_download(LLAMA_CPP_SDIST, cache_dir("downloads"), sdist=True)
     src_root = home / "src"
