@@ -10,7 +10,12 @@ from rigbench.report._fmt import fmt_stat
 
 __all__ = ["speed_markdown", "speed_table"]
 
-_HEAD = ["scenario", "in→out", "c", "n", "e2e tok/s", "decode tok/s", "TTFT ms", "ITL ms", "agg tok/s", "tok/chunk"]
+_HEAD = ["scenario", "in→out", "c", "n", "e2e tok/s", "decode tok/s", "TTFT ms", "ITL ms", "agg tok/s", "tok/chunk",
+         "tokens"]
+# The "tokens" column: where the token counts behind the row's figures came from.
+PROVENANCE_KEY = ("tokens: usage = server usage, timings = llama.cpp timings, est. = estimated from chunks; "
+                  "~chunk = tokens per chunk inferred from characters; ~reasoning = reasoning split estimated; "
+                  "! = estimated where the engine could have reported exact counts")
 
 
 def _cells(summary: SpeedSummary) -> list[list[str]]:
@@ -22,9 +27,10 @@ def _cells(summary: SpeedSummary) -> list[list[str]]:
         rows.append([r.scenario, shape, str(r.concurrency), n, fmt_stat(r.e2e_tok_s, digits=1),
                      fmt_stat(r.decode_tok_s, digits=1), ttft, fmt_stat(r.itl_s, digits=1, scale=1e3),
                      fmt_stat(r.aggregate_tok_s, digits=1),
-                     f"{r.tokens_per_chunk:.2f}" if r.tokens_per_chunk is not None else "–"])
+                     f"{r.tokens_per_chunk:.2f}" if r.tokens_per_chunk is not None else "–",
+                     r.provenance.label if r.provenance is not None else "–"])
     for name, reason in summary.skipped.items():
-        rows.append([name, "", "", "skipped", reason, "", "", "", "", ""])
+        rows.append([name, "", "", "skipped", reason, "", "", "", "", "", ""])
     return rows
 
 
@@ -35,6 +41,8 @@ def _redundant(summary: SpeedSummary) -> set[str]:
         drop |= {"agg tok/s", "c"}
     if summary.rows and all(r.tokens_per_chunk is None or abs(r.tokens_per_chunk - 1) < 0.005 for r in summary.rows):
         drop.add("tok/chunk")
+    if summary.rows and all(r.provenance is not None and r.provenance.label == "usage" for r in summary.rows):
+        drop.add("tokens")
     return drop
 
 
@@ -46,6 +54,10 @@ def speed_table(summary: SpeedSummary, *, compact: bool = False) -> Table:
         notes.append("concurrency 1 (aggregate tok/s = e2e)")
     if "tok/chunk" in drop:
         notes.append("one token per streamed chunk")
+    if "tokens" in drop:
+        notes.append("token counts from server usage, exact per chunk")
+    else:
+        notes.append(PROVENANCE_KEY)
     t = Table(title="Speed (median ± standard deviation over repetitions; warm-up excluded)", title_justify="left",
               box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False, caption="; ".join(notes) or None,
               caption_justify="left")
@@ -62,4 +74,7 @@ def speed_markdown(summary: SpeedSummary) -> str:
     lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in _cells(summary)]
     notes = [f"- {r.scenario} (c={r.concurrency}): *TTFT not comparable: {r.ttft_not_comparable}."
              for r in summary.rows if r.ttft_not_comparable]
+    notes.append(f"- {PROVENANCE_KEY}.")
+    notes += [f"- {r.scenario} (c={r.concurrency}): **{r.provenance.flag}**."
+              for r in summary.rows if r.provenance is not None and r.provenance.flag]
     return "\n".join(lines + (["", *notes] if notes else []))

@@ -31,7 +31,7 @@ TOKENIZE_SAMPLE = 8  # requests whose text is re-tokenized (one /tokenize call e
 USAGE_TOLERANCE = 0.25  # reported may exceed rigbench's count by this share (re-tokenizing merges differently)...
 USAGE_SLACK_TOKENS = 8  # ...plus this many tokens (special tokens that render as no text)
 BYTES_SLACK_TOKENS = 8
-TIMING_SLACK_S = 0.1  # client clock: scheduling noise on a loaded machine
+TIMING_SLACK_S = 0.05  # client clock: scheduling noise on a loaded machine
 TIMING_UNDERSTATE_FACTOR = 2.0  # the client saw the tokens arrive over more than this x the server's decode time
 DUPLICATE_MIN_CHARS = 16  # outputs shorter than this may legitimately coincide ("OK.")
 
