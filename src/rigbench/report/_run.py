@@ -22,6 +22,7 @@ from rigbench.report._honesty import (
     sanity_terminal,
     telemetry_markdown,
     telemetry_terminal,
+    traffic_text,
 )
 from rigbench.report._quality import render_quality_markdown, render_quality_terminal
 from rigbench.report._speed import speed_markdown, speed_table
@@ -134,6 +135,9 @@ def _honesty_terminal(a: RunAnalysis, console: Console) -> None:
     if "sanity" in a.sections:
         gate, screen = a.sections["sanity"]
         sanity_terminal(gate, screen, console)
+    if "traffic" in a.sections:
+        tc = a.sections["traffic"]
+        console.print(f"[{'green' if tc.trusted else 'bold red'}]{traffic_text(tc)}[/]", highlight=False)
 
 
 def _honesty_markdown(a: RunAnalysis) -> list[str]:
@@ -142,6 +146,8 @@ def _honesty_markdown(a: RunAnalysis) -> list[str]:
         out += [preflight_markdown(a.sections["preflight"]), ""]
     if "sanity" in a.sections:
         out += [sanity_markdown(*a.sections["sanity"]), ""]
+    if "traffic" in a.sections:
+        out += [f"**{traffic_text(a.sections['traffic'])}.**", ""]
     if "roofline" in a.sections:
         rl = a.sections["roofline"]
         out += [roofline_markdown(rl.roofline) + f"\n\nMeasured on {rl.scenario} (median decode tok/s)."
