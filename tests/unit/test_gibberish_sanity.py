@@ -152,3 +152,16 @@ def test_forced_length_outputs_may_loop_but_not_turn_to_garbage() -> None:
     assert screen_outputs([loop], forced_length=True).trusted  # forced past the end: expected
     s = screen_outputs([loop, garbage], forced_length=True)
     assert not s.trusted and s.failed_outputs == 1 and s.examples[0].startswith("perf/2")
+
+
+def test_a_format_v1_gate_record_still_loads() -> None:
+    """Runs before generated questions stored the fixed-question verdict; reports must still read them."""
+    from rigbench.rig._sanity import SanityVerdict
+
+    v1 = {"kind": "sanity", "unit_id": "sanity", "trusted": True, "reasons": [], "notes": [], "temperature": 0.0,
+          "seed": 0, "max_tokens": 1024, "answers": [
+              {"question_id": "en_capital_france", "language": "en", "prompt": "What is the capital of France?",
+               "answer": "Paris.", "reasoning_chars": 0, "finish_reason": "stop", "error": None, "correct": True,
+               "gibberish": []}]}
+    v = SanityVerdict.model_validate(v1)
+    assert v.question_seed is None and v.answers[0].passed and v.answers[0].expected is None
