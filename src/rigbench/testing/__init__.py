@@ -12,6 +12,8 @@ from rigbench.testing._server import Emulator
 from rigbench.testing._truth import RequestTruth
 
 __all__ = [
+    "PERSONAS",
+    "ROGUES",
     "AccuracyReport",
     "Delay",
     "Emulator",
@@ -20,9 +22,7 @@ __all__ = [
     "Fault",
     "FaultKind",
     "NoiseFloor",
-    "PERSONAS",
     "Persona",
-    "ROGUES",
     "RequestTruth",
     "RogueName",
     "SchedulerNoise",
