@@ -87,3 +87,10 @@ def test_a_healthy_server_stays_trusted(outcomes: dict[str, Outcome]) -> None:
     # the honest checks really ran: recounted usage through /tokenize, timings against the clock
     assert traffic["usage_method"] == "tokenize" and traffic["usage_checked"] > 0
     assert traffic["timings_checked"] > 0 and traffic["outputs"] == 4
+
+
+def test_emulate_names_the_rogues_on_a_typo() -> None:
+    res = subprocess.run([sys.executable, "-m", "rigbench", "emulate", "--rogue", "cannned"], capture_output=True,
+                         text=True, timeout=120, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin", "HOME": str(Path.home())})
+    assert res.returncode == 2 and "unknown rogue 'cannned'; choose one of canned, echo," in res.stderr
+    assert "Traceback" not in res.stderr
