@@ -78,18 +78,20 @@ _WORDS: dict[str, tuple[str, ...]] = {
     "ja": ("りんご", "さくら", "やま", "みず", "いぬ", "ねこ", "そら", "はな", "うみ", "かわ",
            "ほし", "つき", "もり", "くるま", "ほん", "いえ", "まど", "ゆき", "あめ", "かぜ"),
 }
+# German and Japanese words are asked for in English: SmolLM2-135M follows an English instruction
+# where it garbles "Wiederhole genau" and a Japanese one (calibration notes in docs/benchmarks.md).
 _COPY_PROMPT = {
     "en": "Repeat exactly: {text}",
     "fr": "Répète exactement : {text}",
     "es": "Repite exactamente: {text}",
-    "de": "Wiederhole genau: {text}",
-    "ja": "次の言葉をそのまま繰り返してください：{text}",
+    "de": "Repeat exactly: {text}",
+    "ja": "Repeat exactly: {text}",
 }
 _ADD_PROMPT = {
-    "en": "What is {a} + {b}? Answer with the number only.",
-    "fr": "Combien font {a} + {b} ? Réponds avec le nombre seulement.",
-    "es": "¿Cuánto es {a} + {b}? Responde solo con el número.",
-    "de": "Was ist {a} + {b}? Antworte nur mit der Zahl.",
+    "en": "What is {a} + {b}?",
+    "fr": "Combien font {a} + {b} ?",
+    "es": "¿Cuánto es {a} + {b}?",
+    "de": "Was ist {a} + {b}?",
     "ja": "{a} + {b} = ? 数字で答えてください。",
 }
 _COUNT_PROMPT = {
@@ -113,10 +115,9 @@ DEFAULT_MIX: tuple[tuple[CheckKind, str], ...] = (
     ("count", "en"), ("count", "fr"),
     ("capital", "en"), ("capital", "en"),
 )
-ADD_RANGE = (2, 9)  # each operand
+ADD_RANGE = (2, 5)  # each operand: sums without a carry (SmolLM2-135M answers 3 + 9 = 22)
 COPY_WORDS = 3
-COUNT_START = (11, 40)
-COUNT_LENGTH = (5, 7)
+COUNT_END = (5, 9)  # "count from 1 to N": from 35 it writes about digits; N < 10 so "1, ..., 10" overshoots
 
 
 def new_question_seed() -> int:
@@ -156,8 +157,7 @@ def _one(kind: CheckKind, lang: str, i: int, rng: random.Random, countries: list
         return SanityQuestion(id=qid, language=lang, check="copy", prompt=_COPY_PROMPT[lang].format(text=text),
                               expected=" ".join(words), max_tokens=32)
     if kind == "count":
-        a = rng.randint(*COUNT_START)
-        b = a + rng.randint(*COUNT_LENGTH) - 1
+        a, b = 1, rng.randint(*COUNT_END)
         return SanityQuestion(id=qid, language=lang, check="count", prompt=_COUNT_PROMPT[lang].format(a=a, b=b),
                               expected=", ".join(str(n) for n in range(a, b + 1)), operands=[str(a), str(b)],
                               max_tokens=4 * (b - a + 1) + 12)
