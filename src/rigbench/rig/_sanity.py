@@ -113,7 +113,7 @@ _CAPITAL_PROMPT = {"en": "What is the capital of {country}? Answer in one word."
 DEFAULT_MIX: tuple[tuple[CheckKind, str], ...] = (
     ("add", "en"), ("add", "ja"), ("add", "fr"),
     ("copy", "en"), ("copy", "fr"), ("copy", "es"), ("copy", "de"), ("copy", "ja"),
-    ("count", "en"), ("count", "fr"),
+    ("count", "en"), ("count", "en"),  # in French it repeats the instruction back
     ("capital", "en"), ("capital", "en"),
 )
 ADD_RANGE = (2, 5)  # each operand: sums without a carry (SmolLM2-135M answers 3 + 9 = 22)
