@@ -81,7 +81,11 @@ def test_timing_bounds_at_their_edges() -> None:
     assert asyncio.run(_check(one_of_three)).trusted  # a single late request is noise, not a lie
 
 
-def test_short_identical_outputs_may_coincide() -> None:
+def test_short_or_occasional_identical_outputs_may_coincide() -> None:
     assert asyncio.run(_check([_result("OK."), _result("OK.")])).trusted
-    c = asyncio.run(_check([_result("The same long reply here."), _result("the same  long reply here.")]))
-    assert c.duplicate_outputs == 1
+    same = "The same long reply here."
+    once = asyncio.run(_check([_result(same), _result("the same  long reply here."), _result("Another reply, x."),
+                               _result("And a third one, y.")]))
+    assert once.duplicate_outputs == 1 and once.trusted  # 1 of 4: a coincidence a small model can produce
+    most = asyncio.run(_check([_result(same), _result(same), _result(same), _result("And a third one, y.")]))
+    assert most.duplicate_outputs == 2 and not most.trusted

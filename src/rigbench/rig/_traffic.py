@@ -34,6 +34,10 @@ BYTES_SLACK_TOKENS = 8
 TIMING_SLACK_S = 0.05  # client clock: scheduling noise on a loaded machine
 TIMING_UNDERSTATE_FACTOR = 2.0  # the client saw the tokens arrive over more than this x the server's decode time
 DUPLICATE_MIN_CHARS = 16  # outputs shorter than this may legitimately coincide ("OK.")
+# A small greedy model given the same task over different filler can, now and then, write the same
+# text twice (SmolLM2-135M's code_generation outputs share their first 60+ characters); a canned or
+# cached server repeats nearly every output. So duplicates untrust at this share of the outputs.
+DUPLICATE_MIN_SHARE = 0.5
 
 
 class TrafficCheck(BaseModel):
@@ -113,7 +117,7 @@ async def check_traffic(
             first_dupe = first_dupe or f"{u} repeats {seen[key]}: {_show(key)}"
         else:
             seen[key] = u
-    if dupes:
+    if dupes >= max(2, DUPLICATE_MIN_SHARE * len(reqs)):
         reasons.append(f"{dupes} of {len(reqs)} measured outputs are identical to the output for a different "
                        f"prompt (e.g. {first_dupe}): replies do not depend on the prompt (canned or cached)")
         examples.append(first_dupe)
