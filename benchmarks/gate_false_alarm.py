@@ -31,7 +31,6 @@ from rigbench.testing import Emulator, EmulatorScript
 from rigbench.testing._rogue import ROGUES
 from rigbench.testing._script import Delay
 
-
 # Rogues whose answers are right: the gate passes them by design; the traffic check after the
 # suites catches them (tests/unit/test_rogue_gallery.py proves it end to end).
 CAUGHT_AFTER_GATE = {"inflated_usage": "usage recount", "lying_timings": "timings vs client clock",
