@@ -62,6 +62,9 @@ async def _gates(base_url: str, model: str, seeds: list[int], label: str) -> lis
             print(f"{label} seed {s}: {'trusted' if v.trusted else 'UNTRUSTED'} "
                   f"{sum(a.passed for a in v.answers)}/{len(v.answers)} in {v.elapsed_s:.1f} s"
                   + ("" if v.trusted else f"  ({v.reasons[0][:100]})"), file=sys.stderr, flush=True)
+            for a in v.answers:
+                if not a.passed:
+                    print(f"    missed {a.question_id}: {a.prompt!r} -> {a.answer[:90]!r}", file=sys.stderr, flush=True)
     return out
 
 

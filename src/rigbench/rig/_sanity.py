@@ -73,8 +73,9 @@ _WORDS: dict[str, tuple[str, ...]] = {
            "porte", "matin", "ville", "route", "plage", "arbre", "lune", "pain", "verre", "neige"),
     "es": ("casa", "perro", "jardín", "rojo", "libro", "mesa", "sol", "flor", "agua", "gato",
            "puerta", "playa", "luna", "pan", "árbol", "camino", "verde", "noche", "cielo", "nieve"),
+    # no umlauts: SmolLM2-135M copies "grün" as "grunn"
     "de": ("haus", "hund", "garten", "rot", "buch", "tisch", "sonne", "blume", "wasser", "katze",
-           "apfel", "baum", "mond", "brot", "stadt", "weg", "grün", "nacht", "himmel", "schnee"),
+           "apfel", "baum", "mond", "brot", "stadt", "weg", "nacht", "himmel", "schnee", "winter"),
     # everyday words and greetings: SmolLM2-135M garbles three rarer hiragana words in a row
     "ja": ("こんにちは", "ありがとう", "さようなら", "おはよう", "こんばんは", "すみません", "さくら", "ねこ",
            "いぬ", "やま", "にほん", "とうきょう", "ともだち", "せんせい", "がっこう", "おいしい"),
@@ -111,10 +112,10 @@ _CAPITAL_PROMPT = {"en": "What is the capital of {country}? Answer in one word."
 # benchmarks/gate_false_alarm.py and docs/benchmarks.md): every kind it answers reliably, in five
 # languages, and enough questions that a guess or an echo cannot reach the bar.
 DEFAULT_MIX: tuple[tuple[CheckKind, str], ...] = (
-    ("add", "en"), ("add", "ja"), ("add", "fr"),
+    ("add", "en"), ("add", "fr"),  # in Japanese it answered "このようならばくない。" (live, seed 1)
     ("copy", "en"), ("copy", "fr"), ("copy", "es"), ("copy", "de"), ("copy", "ja"),
     ("count", "en"), ("count", "en"),  # in French it repeats the instruction back
-    ("capital", "en"), ("capital", "en"),
+    ("capital", "en"), ("capital", "en"), ("capital", "en"),
 )
 ADD_RANGE = (2, 5)  # each operand: sums without a carry (SmolLM2-135M answers 3 + 9 = 22)
 COPY_WORDS = 3
@@ -197,8 +198,9 @@ def extract_answer(q: SanityQuestion, answer: str) -> str | None:
     - copy: the expected words as a contiguous run of the reply's words (the words themselves
       when found, else the reply's first words); Japanese compares the words' letters with
       separators removed.
-    - count: the integers in the reply (immediate repeats collapsed, as in "1. 11, 2. 12" lists
-      they are not) must contain the range as one run, not continued past its end.
+    - count: the integers in the reply (immediate repeats collapsed, so a "1. 1\n2. 2" list reads
+      1, 2) must contain 1..N as one run; running on past N is tolerated (SmolLM2 does, to its
+      token budget).
     - capital: the capitals (of rigbench's table) named in the reply; exactly one may be named.
     """
     if q.check == "add":
@@ -219,8 +221,7 @@ def extract_answer(q: SanityQuestion, answer: str) -> str | None:
         span = [int(x) for x in q.expected.split(", ")]
         for i in range(len(nums) - len(span) + 1):
             if nums[i:i + len(span)] == span:
-                after = nums[i + len(span)] if i + len(span) < len(nums) else None
-                return None if after == span[-1] + 1 else q.expected
+                return q.expected
         return None
     named = {names[0] for names in CAPITALS.values() for n in names if _names(answer, n)}
     return named.pop() if len(named) == 1 else None
