@@ -42,6 +42,7 @@ class RunConfig:
     allow_untrusted: bool = False
     sanity: bool = True
     sanity_max_tokens: int = 1024
+    sanity_seed: int | None = None  # seed of the gate's generated questions (None: a fresh one, recorded)
     bandwidth_gb_s: float | None = None  # for the roofline when the device is not in rigbench's table
     seed: int = 0
     label: str = "run"
@@ -72,7 +73,8 @@ async def execute_run(cfg: RunConfig, progress: Progress | None = None,
     idle_s = cfg.idle_timeout_s if cfg.idle_timeout_s is not None else DEFAULT_IDLE_TIMEOUT_S
     total_s = cfg.total_timeout_s if cfg.total_timeout_s is not None else DEFAULT_TOTAL_TIMEOUT_S
     plan = {"suites": cfg.suite_settings, "seed": cfg.seed, "sanity": cfg.sanity,
-            "sanity_max_tokens": cfg.sanity_max_tokens, "bandwidth_gb_s": cfg.bandwidth_gb_s,
+            "sanity_max_tokens": cfg.sanity_max_tokens, "sanity_seed": cfg.sanity_seed,
+            "bandwidth_gb_s": cfg.bandwidth_gb_s,
             "rig": _rig_plan(cfg), "deadlines": {"idle_s": idle_s, "total_s": total_s}}
     if cfg.cli_options is not None:
         plan["cli_options"] = cfg.cli_options
@@ -132,7 +134,8 @@ async def execute_run(cfg: RunConfig, progress: Progress | None = None,
             suite_writer = cast(RunWriter, _EngineWatch(writer, rig) if isinstance(rig, LaunchedRig)
                                 else _EndpointWatch(writer, rig))
             if cfg.sanity:
-                reasons += await _sanity_gate(rig.client, info, suite_writer, prog, done, cfg.sanity_max_tokens)
+                reasons += await _sanity_gate(rig.client, info, suite_writer, prog, done, cfg.sanity_max_tokens,
+                                              cfg.sanity_seed)
             else:
                 reasons.append("the sanity gate was skipped (--no-sanity): answers were not checked")
             # Long-lived objects (rig, client, settings) leave the collector's view, so the
@@ -152,6 +155,7 @@ async def execute_run(cfg: RunConfig, progress: Progress | None = None,
                         suite_writer.raise_if_engine_died(e)
                     raise
             reasons += _screen_outputs(RunReader(run_dir), writer)
+            reasons += await _traffic_check(RunReader(run_dir), writer, rig.client, info, done)
             trust = TrustVerdict(trusted=not reasons, reasons=reasons)
             status = "complete"
         finally:
@@ -416,19 +420,38 @@ def _preflight(cfg: RunConfig, rig: Any, info: Any, writer: RunWriter, done: set
 
 
 async def _sanity_gate(client: Any, info: Any, writer: RunWriter, prog: Progress, done: set[str],
-                       max_tokens: int) -> list[str]:
+                       max_tokens: int, question_seed: int | None = None) -> list[str]:
     """Known-answer questions before any speed number. Returns reasons for distrust (empty: passed)."""
-    from rigbench.rig._sanity import SanityVerdict, run_sanity_gate
+    from rigbench.rig._sanity import SanityVerdict, generate_questions, new_question_seed, run_sanity_gate
 
     if "sanity" in done:  # resumed run: the gate already ran on this rig
         reader = RunReader(writer.dir)
         prior = reader.records("sanity", SanityVerdict)[-1]
         return list(prior.reasons)
-    task = prog.task("sanity gate: known-answer questions", None)
-    verdict = await run_sanity_gate(client, info.model, max_tokens=max_tokens)
+    seed = new_question_seed() if question_seed is None else question_seed
+    questions = generate_questions(seed)
+    task = prog.task(f"sanity gate: {len(questions)} known-answer questions (seed {seed})", len(questions))
+    verdict = await run_sanity_gate(client, info.model, questions=questions, max_tokens=max_tokens,
+                                    on_answer=lambda: prog.advance(task))
+    verdict = verdict.model_copy(update={"question_seed": seed})
     prog.done(task)
     writer.append(verdict)
     return list(verdict.reasons)
+
+
+async def _traffic_check(reader: RunReader, writer: RunWriter, client: Any, info: Any, done: set[str]) -> list[str]:
+    """The measured traffic: prompt dependence, reported token counts, server timings (rig/_traffic.py)."""
+    from rigbench.rig._sanity import SanityVerdict
+    from rigbench.rig._traffic import check_traffic, requests_from_records
+
+    reqs = requests_from_records(reader.raw_records("speed_request"))
+    if not reqs:
+        return []
+    gates = reader.records("sanity", SanityVerdict)
+    earlier = [(f"the gate's answer to {a.question_id}", a.answer) for a in gates[-1].answers] if gates else []
+    check = await check_traffic(client, info.engine, reqs, earlier_replies=earlier)
+    writer.append(check)
+    return list(check.reasons)
 
 
 def _screen_outputs(reader: RunReader, writer: RunWriter) -> list[str]:

@@ -13,6 +13,9 @@ the flag itself. The invalid-output case therefore uses n-gram drafting, whose d
 from __future__ import annotations
 
 import asyncio
+import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -34,7 +37,7 @@ PERF_PROMPTS = ["Write a short story about a robot.", "Explain how photosynthesi
 async def _gate_and_screen(base_url: str, model: str) -> tuple[object, object]:
     async with ChatClient(base_url) as client:
         # short budgets keep this affordable on a loaded 2-core box; a loop shows within 96 tokens
-        verdict = await run_sanity_gate(client, model, max_tokens=96)
+        verdict = await run_sanity_gate(client, model, question_seed=11)
         outs = []
         for i, p in enumerate(PERF_PROMPTS):
             r = await client.stream_chat({"model": model, "messages": [{"role": "user", "content": p}],
@@ -60,6 +63,23 @@ def test_healthy_server_passes(live_rig: LiveRig) -> None:
     assert verdict.trusted, verdict.reasons  # type: ignore[attr-defined]
     assert {a.language for a in verdict.answers} >= {"en", "ja", "fr", "es", "de"}  # type: ignore[attr-defined]
     assert screen.trusted, screen.examples  # type: ignore[attr-defined]
+
+
+def test_spec_synth_len_server_is_untrusted_end_to_end(synth_server: tuple[str, list[str], Path],
+                                                      tmp_path: Path) -> None:
+    """The live row of the rogue gallery (docs/honesty.md): attached to, so preflight cannot see the
+    flag; the gate and the screens must catch what it serves."""
+    base, _, _ = synth_server
+    out = tmp_path / "runs"
+    res = subprocess.run([sys.executable, "-m", "rigbench", "run", "--endpoint", base, "--scenarios", "chat_short",
+                          "--repetitions", "1", "--warmup", "0", "--sanity-seed", "11", "--out", str(out)],
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 1, (res.stdout[-3000:], res.stderr[-2000:])
+    [run_dir] = list(out.iterdir())
+    trust = json.loads((run_dir / "run.json").read_text())["trust"]
+    assert trust["trusted"] is False
+    reasons = " | ".join(trust["reasons"])
+    assert "known-answer questions right" in reasons or "wrong answer" in reasons, reasons
 
 
 def test_synthetic_acceptance_is_flagged(synth_server: tuple[str, list[str], Path]) -> None:

@@ -129,5 +129,6 @@ def test_public_surface() -> None:
 
     assert sorted(t.__all__) == [
         "AccuracyReport", "Delay", "Emulator", "EmulatorProcess", "EmulatorScript", "Fault", "FaultKind",
-        "NoiseFloor", "RequestTruth", "SchedulerNoise", "UsageMode", "compare_with_truth", "serve",
+        "NoiseFloor", "PERSONAS", "Persona", "ROGUES", "RequestTruth", "RogueName", "SchedulerNoise", "UsageMode",
+        "compare_with_truth", "serve",
     ]

@@ -5,44 +5,89 @@ from __future__ import annotations
 import pytest
 
 from rigbench.analysis._gibberish import screen_text
-from rigbench.rig._sanity import SANITY_QUESTIONS, SanityAnswer, check_answer, judge, screen_outputs
+from rigbench.rig._sanity import (
+    CAPITALS,
+    DEFAULT_MIX,
+    SanityAnswer,
+    SanityQuestion,
+    check_answer,
+    extract_answer,
+    generate_questions,
+    judge,
+    screen_outputs,
+)
+from rigbench.testing._rogue import CANNED
 
-Q = {q.id: q for q in SANITY_QUESTIONS}
 
-# (question, answer, correct): SmolLM2-135M on a healthy llama-server, then with --spec-synth-len.
+def _q(check: str, expected: str, operands: list[str] | None = None, language: str = "en") -> SanityQuestion:
+    return SanityQuestion(id=f"{check}_{language}_0", language=language, prompt="?", check=check,  # type: ignore[arg-type]
+                          expected=expected, operands=operands or [], max_tokens=24)
+
+
+ADD = _q("add", "12", ["7", "5"])
+COPY = _q("copy", "apple river green")
+COPY_JA = _q("copy", "りんご さくら やま", language="ja")
+COUNT = _q("count", "14, 15, 16, 17, 18", ["14", "18"])
+CAPITAL = _q("capital", "paris")
+
+# (question, reply, extracted): replies seen from SmolLM2-135M, and the adversaries' tricks.
 CASES = [
-    ("en_capital_france", "The capital of France is Paris.", True),
-    ("en_capital_japan", "The capital of Japan is Tokyo.", True),
-    ("en_capital_japan", "日本の首都は東京です。", True),
-    ("en_capital_japan", "The capital of Japan is Kyoto.", False),
-    ("en_count", "1, 2, 3, 4, 5, 6, 7, 8, 9, 10", True),
-    ("en_count", "1. 1\n2. 2\n3. 3\n4. 4\n5. 5\n6. 6\n7. 7\n8. 8\n9. 9\n10. 10", True),
-    ("en_count", "1, 2, 3, 4, 4, 4, 4, 4, 4, 4, 4, 4", False),
-    ("en_count", "1. 1\n2. 2\n3. 3. 4\n3. 5\n3. 5\n4\n5\n4. 5", False),
-    ("ja_sum", "このようなら、2 + 3 = 5です。", True),
-    ("ja_sum", "２＋３＝５", True),  # full-width digits fold to ASCII
-    ("ja_sum", "2 + 3 = 6", False),
-    ("ja_sum", "2 + 3", False),
-    ("fr_sum", "Combien 2 + 3 = 5.", True),
-    ("fr_sum", "Cela fait cinq.", True),
-    ("fr_sum", "5.5", False),
-    ("fr_copy", "Je m’appelle Marie.", True),  # a curly apostrophe must still match
-    ("fr_copy", "Le chat d'autre : Le canap d'autre.", False),
-    ("es_copy", "El perro juega en el jardín.", True),
-    ("de_copy", "Wiederhole genau: Der Hund spielt im Garten.", True),
-    ("ja_copy", "こんにちは.", True),
-    ("ja_copy", "それそれそれです。", False),
+    (ADD, "12", "12"),
+    (ADD, "7 + 5 = 12.", "12"),
+    (ADD, "７＋５＝１２", "12"),  # full-width digits fold to ASCII
+    (_q("add", "5", ["2", "3"]), "It is not 5, it is 6", None),  # contradicted: two different answers
+    (_q("add", "5", ["2", "3"]), "2 + 3 = 5", "5"),
+    (ADD, "It is not 11, it is 12", None),
+    (ADD, "12.5", "12.5"),  # one number, not 12
+    (ADD, "7 + 5", None),  # the question restated: nothing but operands
+    (ADD, CANNED, None),
+    (COPY, "Apple river green.", "apple river green"),
+    (COPY, "Sure: \"apple, river, green\"", "apple river green"),
+    (COPY, "Apple green river.", "apple green river"),
+    (COPY, CANNED, "sure paris is"),
+    (COPY_JA, "りんご、さくら、やま", "りんご さくら やま"),
+    (COPY_JA, "りんごさくらやま。", "りんご さくら やま"),
+    (COPY_JA, "さくら、りんご、やま", "さくら りんご やま"),
+    (COUNT, "14, 15, 16, 17, 18", "14, 15, 16, 17, 18"),
+    (COUNT, "Counting from 14 to 18: 14, 15, 16, 17, 18.", "14, 15, 16, 17, 18"),
+    (COUNT, "14, 15, 16, 17, 18, 19, 20", "14, 15, 16, 17, 18"),  # running on is tolerated
+    (COUNT, "14, 15, 17, 18", None),
+    (COUNT, "1. 14\n2. 15\n3. 17", None),
+    (CAPITAL, "The capital of France is Paris.", "paris"),
+    (CAPITAL, "PARIS", "paris"),
+    (CAPITAL, "Paris, not London.", None),  # two capitals named: no single answer
+    (CAPITAL, "Lyon", None),
+    (CAPITAL, CANNED, None),
 ]
 
 
-@pytest.mark.parametrize(("qid", "answer", "correct"), CASES)
-def test_checks(qid: str, answer: str, correct: bool) -> None:
-    assert check_answer(Q[qid], answer) is correct
+@pytest.mark.parametrize(("q", "reply", "extracted"), CASES)
+def test_extraction(q: SanityQuestion, reply: str, extracted: str | None) -> None:
+    assert extract_answer(q, reply) == extracted
+    assert check_answer(q, reply) is (extracted == q.expected)
 
 
-def test_the_gate_covers_five_languages_including_japanese() -> None:
-    assert {q.language for q in SANITY_QUESTIONS} == {"en", "ja", "fr", "es", "de"}
-    assert len({q.id for q in SANITY_QUESTIONS}) == len(SANITY_QUESTIONS)
+def test_questions_are_generated_from_the_seed_in_five_languages_including_japanese() -> None:
+    a, b = generate_questions(1), generate_questions(2)
+    assert a == generate_questions(1) and a != b  # reproducible from the recorded seed, new per seed
+    assert {q.language for q in a} == {"en", "ja", "fr", "es", "de"}
+    assert len(a) == len(DEFAULT_MIX) and len({q.id for q in a}) == len(a)
+    for qs in (a, b, generate_questions(3)):
+        assert len({q.expected for q in qs}) == len(qs)  # distinct answers: identical replies mean a wrong one
+    assert all(q.expected in {names[0] for names in CAPITALS.values()} for q in a if q.check == "capital")
+
+
+def test_no_fixed_text_passes_the_gate() -> None:
+    """The canned paragraph (Paris, Tokyo, 1..10, the old copy sentences, "5") and the prompt echoed
+    back both fail, whatever the seed."""
+    for seed in range(20):
+        qs = generate_questions(seed)
+        for reply in (CANNED, None):
+            answers = [_answer(q.id, q.prompt if reply is None else reply, correct=check_answer(q, q.prompt if reply
+                               is None else reply), prompt=q.prompt) for q in qs]
+            v = judge(answers, questions=qs)
+            assert not v.trusted, (seed, reply)
+            assert v.findings  # named: identical answers, or the prompt echoed
 
 
 def test_screen_outputs_counts_and_shows_examples() -> None:
@@ -56,29 +101,49 @@ def test_screen_outputs_counts_and_shows_examples() -> None:
     assert screen_outputs([good, repetitive]).trusted
 
 
-def _answer(qid: str, text: str, *, correct: bool, error: str | None = None) -> SanityAnswer:
-    return SanityAnswer(question_id=qid, language="en", prompt="?", answer=text, reasoning_chars=0,
+def _answer(qid: str, text: str, *, correct: bool, error: str | None = None, prompt: str = "?") -> SanityAnswer:
+    return SanityAnswer(question_id=qid, language="en", prompt=prompt, answer=text, reasoning_chars=0,
                         finish_reason="stop", error=error, correct=correct,
                         gibberish=[f for f in screen_text(text).findings if f.severity == "fail"])
 
 
 def test_one_miss_by_a_healthy_small_model_is_a_note_not_a_verdict() -> None:
-    answers = [_answer(f"q{i}", "Paris is the capital of France.", correct=True) for i in range(9)]
-    answers.append(_answer("ja_sum", "このようならばくない。", correct=False))
+    answers = [_answer(f"q{i}", f"{i} + 2 = {i + 2}.", correct=True) for i in range(11)]
+    answers.append(_answer("add_ja_1", "このようならばくない。", correct=False))
     v = judge(answers)
-    assert v.trusted and not v.reasons and v.notes == [v.notes[0]] and "ja_sum" in v.notes[0]
+    assert v.trusted and not v.reasons and v.notes == [v.notes[0]] and "add_ja_1" in v.notes[0]
 
 
 def test_most_wrong_or_any_gibberish_or_a_failed_request_untrusts() -> None:
-    wrong = [_answer(f"q{i}", "I do not know.", correct=i < 7) for i in range(10)]
+    wrong = [_answer(f"q{i}", f"I do not know {i}.", correct=i < 7) for i in range(12)]
     v = judge(wrong)
-    assert not v.trusted and v.reasons[0].startswith("7 of 10 known-answer questions right")
-    salad = [_answer(f"q{i}", "Paris.", correct=True) for i in range(9)]
-    salad.append(_answer("q9", "the the the the the the the the the the the the the the the the", correct=False))
+    assert not v.trusted and v.reasons[0].startswith("7 of 12 known-answer questions right, below the 67% bar")
+    assert judge([*wrong[:7], wrong[7].model_copy(update={"correct": True}), *wrong[8:]]).trusted  # 8 of 12
+    salad = [_answer(f"q{i}", f"{i}.", correct=True) for i in range(11)]
+    salad.append(_answer("q11", "the the the the the the the the the the the the the the the the", correct=False))
     assert not judge(salad).trusted
-    failed = [_answer(f"q{i}", "Paris.", correct=True) for i in range(9)]
-    failed.append(_answer("q9", "", correct=False, error="http_status: HTTP 500"))
+    failed = [_answer(f"q{i}", f"{i}.", correct=True) for i in range(11)]
+    failed.append(_answer("q11", "", correct=False, error="http_status: HTTP 500"))
     assert not judge(failed).trusted
+
+
+def test_two_different_questions_answered_identically_is_a_finding() -> None:
+    answers = [_answer(f"q{i}", f"{i}.", correct=True) for i in range(10)]
+    answers += [_answer("q10", "Tokyo.", correct=True), _answer("q11", "Tokyo.", correct=False)]
+    v = judge(answers)  # 11 of 12 right: above the bar, yet untrusted
+    assert not v.trusted and "2 different questions (q10, q11) got the identical answer 'tokyo.'" in v.reasons[0]
+
+
+def test_right_answers_to_the_wrong_questions_are_a_finding() -> None:
+    qs = generate_questions(7)
+    adds = [q for q in qs if q.check == "add"]
+    answers = []
+    for q in qs:  # each sum question gets the next sum question's right answer; the rest are right
+        other = adds[(adds.index(q) + 1) % len(adds)] if q in adds else q
+        text = f"= {other.expected}"
+        answers.append(_answer(q.id, text, correct=check_answer(q, text), prompt=q.prompt))
+    v = judge(answers, questions=qs)
+    assert not v.trusted and any("right answers to other questions" in r for r in v.reasons)
 
 
 def test_forced_length_outputs_may_loop_but_not_turn_to_garbage() -> None:
@@ -88,3 +153,16 @@ def test_forced_length_outputs_may_loop_but_not_turn_to_garbage() -> None:
     assert screen_outputs([loop], forced_length=True).trusted  # forced past the end: expected
     s = screen_outputs([loop, garbage], forced_length=True)
     assert not s.trusted and s.failed_outputs == 1 and s.examples[0].startswith("perf/2")
+
+
+def test_a_format_v1_gate_record_still_loads() -> None:
+    """Runs before generated questions stored the fixed-question verdict; reports must still read them."""
+    from rigbench.rig._sanity import SanityVerdict
+
+    v1 = {"kind": "sanity", "unit_id": "sanity", "trusted": True, "reasons": [], "notes": [], "temperature": 0.0,
+          "seed": 0, "max_tokens": 1024, "answers": [
+              {"question_id": "en_capital_france", "language": "en", "prompt": "What is the capital of France?",
+               "answer": "Paris.", "reasoning_chars": 0, "finish_reason": "stop", "error": None, "correct": True,
+               "gibberish": []}]}
+    v = SanityVerdict.model_validate(v1)
+    assert v.question_seed is None and v.answers[0].passed and v.answers[0].expected is None

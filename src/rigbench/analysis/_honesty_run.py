@@ -21,6 +21,7 @@ from rigbench.errors import RigbenchError
 from rigbench.rig._preflight import PreflightReport
 from rigbench.rig._sanity import OutputScreen, SanityVerdict
 from rigbench.rig._telemetry import TelemetryRecord
+from rigbench.rig._traffic import TrafficCheck
 from rigbench.store import RunReader
 from rigbench.suites.speed import SpeedRequest
 
@@ -118,6 +119,9 @@ def honesty_sections(reader: RunReader, speed: SpeedSummary | None) -> dict[str,
     screens = reader.records("output_screen", OutputScreen)
     if gates:
         out["sanity"] = (gates[-1], screens[-1] if screens else None)
+    traffic = reader.records("traffic_check", TrafficCheck)
+    if traffic:
+        out["traffic"] = traffic[-1]
     tel = reader.records("telemetry", TelemetryRecord)
     reqs = [(r.scenario, r.concurrency, r.result) for r in reader.records("speed_request", SpeedRequest)
             if not r.warmup]

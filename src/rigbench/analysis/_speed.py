@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from rigbench.analysis._stats import Stat, describe
 from rigbench.analysis._timing import RequestTiming, request_timing
+from rigbench.client import StreamResult
 from rigbench.store import RunReader
 from rigbench.suites.speed import SpeedBatch, SpeedRequest, SpeedSkip
 
-__all__ = ["ScenarioSpeed", "SpeedSummary", "summarize_speed"]
+__all__ = ["ScenarioSpeed", "SpeedSummary", "TokenProvenance", "summarize_speed", "token_provenance"]
 
 # Below this fraction of the asked output, a scenario "fell short" and says so.
 SHORT_OUTPUT_ATTAINMENT = 0.98
@@ -46,6 +48,62 @@ class ScenarioSpeed(BaseModel):
     # below `concurrency`, the asked level was not reached and a warning says so.
     concurrency_reached: int | None = None
 
+    provenance: TokenProvenance | None = None  # where the token counts behind this row came from
+
+
+# Engines that report usage.completion_tokens on a stream when asked (rigbench always asks).
+USAGE_ENGINES = frozenset({"llamacpp", "vllm", "sglang", "ollama"})
+
+
+class TokenProvenance(BaseModel):
+    """Where one row's token counts came from (docs/metrics.md, "Provenance of every figure").
+
+    - output tokens: the server's `usage`, llama.cpp's `timings.predicted_n`, or estimated from the
+      number of streamed chunks (a count of requests per source);
+    - tokens per chunk: exact (every chunk carried one token, the counts add up) or inferred
+      (the total shared out over chunks in proportion to their characters);
+    - reasoning/answer split: measured (server usage details, or one token per chunk counted by
+      kind), estimated (by characters), or none (no reasoning in the outputs).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    output_tokens: dict[str, int]  # "usage" | "timings" | "estimated" -> requests
+    chunk_tokens: Literal["exact", "inferred", "none"]
+    reasoning_split: Literal["measured", "estimated", "none"]
+    flag: str | None = None  # an estimate where the engine could have given an exact count
+
+    @property
+    def label(self) -> str:
+        """Short form for a table cell: "usage", "timings", "est." (+ "~chunk" when per-chunk counts
+        are inferred, "~reasoning" when the split is estimated, "!" when flagged)."""
+        parts = ["+".join(("est." if k == "estimated" else k) for k in sorted(self.output_tokens))]
+        if self.chunk_tokens == "inferred":
+            parts.append("~chunk")
+        if self.reasoning_split == "estimated":
+            parts.append("~reasoning")
+        return ", ".join(parts) + ("!" if self.flag else "")
+
+
+def token_provenance(results: list[tuple[StreamResult, RequestTiming]], engine: str | None) -> TokenProvenance:
+    from rigbench.suites.quality._reasoning import split_tokens
+
+    sources: dict[str, int] = defaultdict(int)
+    for _, t in results:
+        sources["estimated" if t.output_tokens_source == "chunks" else t.output_tokens_source] += 1
+    chunk = "none" if not results else (
+        "inferred" if any(t.chunk_tokens_source == "by_chars" for _, t in results) else "exact")
+    methods = {split_tokens(r).method for r, _ in results}
+    reasoning: Literal["measured", "estimated", "none"] = (
+        "estimated" if methods & {"chars", "none"} and any(r.reasoning for r, _ in results)
+        else "measured" if methods & {"usage_details", "chunks"} else "none")
+    flag = None
+    if sources.get("estimated") and engine in USAGE_ENGINES:
+        flag = (f"output tokens of {sources['estimated']} of {len(results)} requests were estimated from the "
+                f"chunk count, though {engine} reports usage.completion_tokens when asked: the server left it "
+                "out, so these tok/s figures rest on an estimate")
+    return TokenProvenance(output_tokens=dict(sources), chunk_tokens=chunk, reasoning_split=reasoning, flag=flag)
+
 
 class SpeedSummary(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -76,9 +134,16 @@ def summarize_speed(reader: RunReader) -> SpeedSummary | None:
         groups[key].append((r, request_timing(r.result, output_tokens_target=r.output_tokens_target)))
     rows: list[ScenarioSpeed] = []
     warnings: list[str] = []
+    engine = (reader.header.fingerprint or {}).get("engine")
+    engine_name = engine.get("name") if isinstance(engine, dict) else engine
     for key in order:
-        rows.append(_row(key, groups[key], [b for b in batches.values()
-                                           if (b.scenario, b.concurrency) == key and not b.warmup], warnings))
+        row = _row(key, groups[key], [b for b in batches.values()
+                                      if (b.scenario, b.concurrency) == key and not b.warmup], warnings)
+        prov = token_provenance([(r.result, t) for r, t in groups[key] if r.result.ok],
+                                engine_name if isinstance(engine_name, str) else None)
+        if prov.flag:
+            warnings.append(f"{key[0]} (c={key[1]}): {prov.flag}")
+        rows.append(row.model_copy(update={"provenance": prov}))
     return SpeedSummary(rows=rows, skipped=skipped, warnings=warnings)
 
 

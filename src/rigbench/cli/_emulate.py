@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from rigbench.cli._app import app
 from rigbench.errors import UsageError
 from rigbench.testing import EmulatorScript, serve
+from rigbench.testing._rogue import ROGUES
 
 __all__ = ["emulate"]
 
@@ -57,11 +58,20 @@ def emulate(
         Path | None, typer.Option(help="An EmulatorScript JSON file (overrides the options).")
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed for every random draw.")] = 0,
+    rogue: Annotated[str | None, typer.Option(help="Play a rogue server (docs/honesty.md): "
+                                              + ", ".join(ROGUES) + ".")] = None,
+    answers: Annotated[bool, typer.Option("--answers", help="Answer questions like a healthy model (the "
+                                          "honest baseline of --rogue): sums, copies, counts, capitals, "
+                                          "prompt-dependent prose.")] = False,
     uvloop: Annotated[bool, typer.Option("--uvloop", help="Run on uvloop (the `fast` extra).")] = False,
 ) -> None:
     """Serve the reference emulator. GET /emulator/truth returns the true send time of every chunk
     (perf_counter_ns: the machine's monotonic clock); a request may override the script with an
     `x_emulator` object in its body."""
+    if rogue is not None and rogue not in ROGUES:
+        raise UsageError(f"unknown rogue {rogue!r}; choose one of {', '.join(ROGUES)}.")
+    if rogue is not None and answers:
+        raise UsageError("--rogue and --answers exclude each other: a rogue already answers (badly).")
     try:
         if script is not None:
             s = EmulatorScript.model_validate_json(script.read_text())
@@ -89,6 +99,7 @@ def emulate(
                 "keepalive_ms": keepalive_ms,
                 "seed": seed,
                 "faults": [json.loads(f) for f in (fault or [])],
+                "persona": rogue or ("healthy" if answers else None),
             }
             s = EmulatorScript.model_validate(raw)
     except (ValidationError, OSError, ValueError) as e:

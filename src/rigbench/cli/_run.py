@@ -85,6 +85,8 @@ def run(
                                             "marked untrusted).")] = False,
     sanity_max_tokens: Annotated[int, typer.Option(min=8, help="Token budget per known-answer question (room for "
                                                    "models that think first).")] = 1024,
+    sanity_seed: Annotated[int | None, typer.Option(help="Seed of the gate's generated questions (default: a fresh "
+                                                    "one per run, recorded in the run).")] = None,
     mmlu_data: Annotated[str | None, typer.Option(help="MMLU-Pro data: a local directory of parquet/JSONL files "
                                                   "(default: download TIGER-Lab/MMLU-Pro from the hub).")] = None,
     mmlu_questions: Annotated[int | None, typer.Option(min=1, help="MMLU-Pro questions per subject (default 200, "
@@ -196,7 +198,7 @@ def run(
             llama_cfg.model.resolve()  # fail early with a clear message
     cfg = RunConfig(suites=suites, suite_settings=settings, out_dir=out, llamacpp=llama_cfg, endpoint=endpoint,
                     model=model, api_key=api_key, allow_untrusted=allow_untrusted, sanity=not no_sanity,
-                    sanity_max_tokens=sanity_max_tokens, bandwidth_gb_s=bandwidth_gbs,
+                    sanity_max_tokens=sanity_max_tokens, sanity_seed=sanity_seed, bandwidth_gb_s=bandwidth_gbs,
                     seed=seed, label=label, resume=resume, idle_timeout_s=idle_timeout,
                     total_timeout_s=request_timeout, cli_options=_recorded(cli_opts))
     with RichProgress(console) as prog:

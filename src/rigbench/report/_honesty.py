@@ -21,6 +21,7 @@ from rigbench.analysis._speculation import SpeculationFit
 from rigbench.analysis._telemetry import ScenarioTelemetry, TimingCrossCheck
 from rigbench.rig._preflight import PreflightReport
 from rigbench.rig._sanity import OutputScreen, SanityVerdict
+from rigbench.rig._traffic import TrafficCheck
 
 __all__ = [
     "comparison_markdown",
@@ -39,6 +40,7 @@ __all__ = [
     "speedup_markdown",
     "telemetry_markdown",
     "telemetry_terminal",
+    "traffic_text",
 ]
 
 
@@ -60,11 +62,24 @@ def _md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 # -- sanity gate and output screen ----------------------------------------------------------------
 
 
+def _gate_how(v: SanityVerdict) -> str:
+    how = f"questions from seed {v.question_seed}, greedy" if v.question_seed is not None else f"greedy, seed {v.seed}"
+    return how + (f", {v.elapsed_s:.1f} s" if v.elapsed_s is not None else "")
+
+
+def traffic_text(c: TrafficCheck) -> str:
+    """One line on the checks of the measured traffic (rig/_traffic.py)."""
+    usage = {"tokenize": "recounted with /tokenize", "bytes_bound": "bounded by bytes", "none": "not reported"}
+    return (f"traffic check: {c.duplicate_outputs} of {c.outputs} outputs identical to another prompt's; "
+            f"usage {usage[c.usage_method]} in {c.usage_checked} ({c.usage_inflated} inflated); "
+            f"server timings in {c.timings_checked} ({c.timings_inconsistent} contradict the client's clock)")
+
+
 def sanity_terminal(v: SanityVerdict, screen: OutputScreen | None, console: Console) -> None:
     ok = sum(1 for a in v.answers if a.passed)
     style = "green" if v.trusted else "bold red"
     console.print(f"[{style}]sanity gate: {ok}/{len(v.answers)} known-answer questions passed "
-                  f"(greedy, seed {v.seed})[/]")
+                  f"({_gate_how(v)})[/]")
     for r in v.reasons:
         console.print(f"  [red]✗[/] {r}", highlight=False)
     for r in v.notes:
@@ -81,7 +96,7 @@ def sanity_markdown(v: SanityVerdict, screen: OutputScreen | None = None) -> str
     rows = [[a.question_id, a.language, "pass" if a.passed else "FAIL", " ".join(a.answer.split())[:60]]
             for a in v.answers]
     out = [f"**Sanity gate:** {'passed' if v.trusted else 'FAILED'} "
-           f"({sum(1 for a in v.answers if a.passed)}/{len(v.answers)}, greedy, seed {v.seed})", "",
+           f"({sum(1 for a in v.answers if a.passed)}/{len(v.answers)}, {_gate_how(v)})", "",
            _md_table(["question", "lang", "result", "answer"], rows)]
     if screen is not None:
         out += ["", f"**Gibberish screen:** {screen.failed_outputs} of {screen.outputs} measured outputs fail; "

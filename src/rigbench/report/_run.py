@@ -23,6 +23,7 @@ from rigbench.report._honesty import (
     sanity_terminal,
     telemetry_markdown,
     telemetry_terminal,
+    traffic_text,
 )
 from rigbench.report._labels import synth_note, synthetic_acceptance
 from rigbench.report._quality import render_quality_markdown, render_quality_terminal
@@ -161,6 +162,9 @@ def _honesty_terminal(a: RunAnalysis, console: Console) -> None:
     if "sanity" in a.sections:
         gate, screen = a.sections["sanity"]
         sanity_terminal(gate, screen, console)
+    if "traffic" in a.sections:
+        tc = a.sections["traffic"]
+        console.print(f"[{'green' if tc.trusted else 'bold red'}]{traffic_text(tc)}[/]", highlight=False)
 
 
 def _honesty_markdown(a: RunAnalysis) -> list[str]:
@@ -169,6 +173,8 @@ def _honesty_markdown(a: RunAnalysis) -> list[str]:
         out += [preflight_markdown(a.sections["preflight"]), ""]
     if "sanity" in a.sections:
         out += [sanity_markdown(*a.sections["sanity"]), ""]
+    if "traffic" in a.sections:
+        out += [f"**{traffic_text(a.sections['traffic'])}.**", ""]
     if "roofline" in a.sections:
         rl = a.sections["roofline"]
         out += [roofline_markdown(rl.roofline) + f"\n\nMeasured on {rl.scenario} (median decode tok/s)."

@@ -15,7 +15,7 @@ from rich.table import Table
 from rigbench.analysis import ScenarioSpeed, SpeedSummary, Stat
 from rigbench.report._fmt import fmt_stat
 
-__all__ = ["LATENCY_HEAD", "SPEED_HEAD", "latency_cells", "latency_markdown", "latency_table", "speed_cells",
+__all__ = ["LATENCY_HEAD", "PROVENANCE_KEY", "SPEED_HEAD", "latency_cells", "latency_markdown", "latency_table", "speed_cells",
            "speed_columns", "speed_markdown", "speed_table"]
 
 
@@ -36,12 +36,17 @@ _COLS = [
     _Col("itl", "ITL ms, per-request mean", "ITL ms\n/req"),
     _Col("agg", "aggregate tok/s per batch", "agg\ntok/s"),
     _Col("tpc", "tokens per chunk", "tok/\nchunk"),
+    _Col("tokens", "token counts from", "tokens\nfrom"),
 ]
 SPEED_HEAD = [c.full for c in _COLS]
 
 _SPEED_KEY = ("e2e tok/s = output tokens / (last chunk − sent); decode tok/s = tokens after the first chunk / "
               "decode time; ITL per request (/req) = each request's decode time / its tokens after the first "
               "chunk = 1 / decode tok/s; aggregate (agg) = a batch's tokens / its wall time.")
+# The "tokens" column: where the token counts behind the row's figures came from.
+PROVENANCE_KEY = ("tokens from: usage = server usage, timings = llama.cpp timings, est. = estimated from chunks; "
+                  "~chunk = tokens per chunk inferred from characters; ~reasoning = reasoning split estimated; "
+                  "! = estimated where the engine could have reported exact counts")
 _NC_NOTE = "n/c*: TTFT not comparable: chunks carried several tokens each, so the first is not the first token."
 
 
@@ -64,9 +69,10 @@ def speed_cells(summary: SpeedSummary) -> list[list[str]]:
         rows.append([r.scenario, f"{r.input_tokens_target}→{r.output_tokens_target}", str(r.concurrency), _n(r),
                      _rate(r.e2e_tok_s), _rate(r.decode_tok_s), ttft,
                      fmt_stat(r.itl_mean_s, digits=1, scale=1e3), _rate(r.aggregate_tok_s),
-                     f"{r.tokens_per_chunk:.2f}" if r.tokens_per_chunk is not None else "–"])
+                     f"{r.tokens_per_chunk:.2f}" if r.tokens_per_chunk is not None else "–",
+                     r.provenance.label if r.provenance is not None else "–"])
     for name, reason in summary.skipped.items():
-        rows.append([name, "", "", "skipped", reason, "", "", "", "", ""])
+        rows.append([name, "", "", "skipped", reason, "", "", "", "", "", ""])
     return rows
 
 
@@ -77,12 +83,15 @@ def _redundant(summary: SpeedSummary) -> set[str]:
         drop |= {"agg", "c"}
     if summary.rows and all(r.tokens_per_chunk is None or abs(r.tokens_per_chunk - 1) < 0.005 for r in summary.rows):
         drop.add("tpc")
+    if summary.rows and all(r.provenance is not None and r.provenance.label == "usage" for r in summary.rows):
+        drop.add("tokens")
     return drop
 
 
 def _drop_notes(drop: set[str]) -> list[str]:
     return (["concurrency 1 (aggregate tok/s = e2e)"] if "agg" in drop else []) + (
-        ["one token per streamed chunk"] if "tpc" in drop else [])
+        ["one token per streamed chunk"] if "tpc" in drop else []) + (
+        ["token counts all from server usage, exact per chunk"] if "tokens" in drop else [])
 
 
 def speed_columns(summary: SpeedSummary) -> tuple[list[str], list[list[str]], list[str]]:
@@ -97,6 +106,8 @@ def speed_table(summary: SpeedSummary, *, compact: bool = False) -> Table:
     drop = _redundant(summary) if compact else set()
     notes = _drop_notes(drop)
     key = [_SPEED_KEY] + (["Not shown: " + "; ".join(notes) + "."] if notes else [])
+    if "tokens" not in drop:
+        key.append(PROVENANCE_KEY)
     if any(r.ttft_not_comparable for r in summary.rows):
         key.append(_NC_NOTE)
     t = Table(title="Speed: median ± standard deviation over requests (warm-up excluded)", title_justify="left",
@@ -116,6 +127,9 @@ def speed_markdown(summary: SpeedSummary) -> str:
     lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in speed_cells(summary)]
     notes = [f"- {r.scenario} (c={r.concurrency}): *TTFT not comparable: {r.ttft_not_comparable}."
              for r in summary.rows if r.ttft_not_comparable]
+    notes.append(f"- {PROVENANCE_KEY}.")
+    notes += [f"- {r.scenario} (c={r.concurrency}): **{r.provenance.flag}**."
+              for r in summary.rows if r.provenance is not None and r.provenance.flag]
     return "\n".join(lines + ["", _SPEED_KEY] + (["", *notes] if notes else []))
 
 

@@ -3,17 +3,29 @@
 "Everything below was measured after the model demonstrably answered questions correctly. Given
 how easy it was to produce numbers from a broken model, that is not a formality." (seed 000)
 
-The questions are deliberately easy (the embedded SmolLM2-135M passes them all) and span English,
-Japanese, French, Spanish and German. Each is checked by code, never by a model, and each answer
-is also screened for gibberish. Greedy decoding (temperature 0, fixed seed) keeps the gate
-reproducible. A wrong answer is data (a `SanityAnswer` with `correct=False`), not an exception.
+The questions are generated per run from a seed recorded in the run (`question_seed`): random
+operands to add, random word lists to copy, random ranges to count, capitals of a random draw of
+countries, in English, Japanese, French, Spanish and German. No fixed text can pass: a canned
+reply cannot hold this run's operands, and the answer extracted from it must equal the expected
+one exactly (definitions in `extract_answer`, and in docs/honesty.md). Each answer is also
+screened for gibberish, and the answers are compared with each other: two different questions
+answered identically, an answer that is the right answer to a *different* question (replies
+shuffled or cached), or answers that are the prompt echoed back, are findings of their own.
+
+Greedy decoding (temperature 0, fixed sampling seed) and a tight token budget per question keep
+the gate fast; a reply that spent its whole budget thinking (a reasoning model) is asked again
+with the run's full budget. A wrong answer is data (`SanityAnswer.correct=False`), not an
+exception.
 
 `screen_outputs` applies the same gibberish screen to every perf output of a run.
 """
 
 from __future__ import annotations
 
+import asyncio
+import random
 import re
+import secrets
 import unicodedata
 from collections.abc import Callable, Iterable
 from typing import Any, Literal
@@ -24,16 +36,19 @@ from rigbench.analysis._gibberish import GibberishFinding, screen_text
 from rigbench.client import ChatClient
 
 __all__ = [
-    "SANITY_QUESTIONS",
+    "DEFAULT_MIX",
     "OutputScreen",
     "SanityAnswer",
     "SanityQuestion",
     "SanityVerdict",
+    "extract_answer",
+    "generate_questions",
+    "new_question_seed",
     "run_sanity_gate",
     "screen_outputs",
 ]
 
-CheckKind = Literal["contains", "number", "count_1_to_10"]
+CheckKind = Literal["add", "copy", "count", "capital"]
 
 
 class SanityQuestion(BaseModel):
@@ -43,32 +58,187 @@ class SanityQuestion(BaseModel):
     language: str  # BCP 47 tag of the question
     prompt: str
     check: CheckKind
-    expected: list[str]  # any one of these satisfies the check (after normalization)
+    expected: str  # the one right answer, normalised (see `extract_answer`)
+    operands: list[str] = Field(default_factory=list)  # numbers the question itself states
+    max_tokens: int  # first-try budget: room for the answer and a sentence around it
 
 
-SANITY_QUESTIONS: tuple[SanityQuestion, ...] = (
-    SanityQuestion(id="en_capital_france", language="en", check="contains", expected=["paris"],
-                   prompt="What is the capital of France? Answer in one word."),
-    SanityQuestion(id="en_capital_japan", language="en", check="contains", expected=["tokyo", "東京"],
-                   prompt="What is the capital of Japan? Answer in one word."),
-    SanityQuestion(id="en_count", language="en", check="count_1_to_10", expected=["1..10"],
-                   prompt="Count from 1 to 10, separated by commas."),
-    SanityQuestion(id="en_copy", language="en", check="contains",
-                   expected=["the quick brown fox jumps over the lazy dog"],
-                   prompt="Repeat exactly: The quick brown fox jumps over the lazy dog."),
-    SanityQuestion(id="ja_sum", language="ja", check="number", expected=["5"],
-                   prompt="2 + 3 = ? 数字で答えてください。"),
-    SanityQuestion(id="ja_copy", language="ja", check="contains", expected=["こんにちは"],
-                   prompt="Repeat exactly: こんにちは"),
-    SanityQuestion(id="fr_sum", language="fr", check="number", expected=["5", "cinq"],
-                   prompt="Combien font 2 + 3 ?"),
-    SanityQuestion(id="fr_copy", language="fr", check="contains", expected=["je m'appelle marie"],
-                   prompt="Répète exactement : Bonjour, je m'appelle Marie."),
-    SanityQuestion(id="es_copy", language="es", check="contains", expected=["el perro juega en el jardín"],
-                   prompt="Repite exactamente: El perro juega en el jardín."),
-    SanityQuestion(id="de_copy", language="de", check="contains", expected=["der hund spielt im garten"],
-                   prompt="Wiederhole genau: Der Hund spielt im Garten."),
+# -- question generation ----------------------------------------------------------------------------
+
+# Word lists to copy: common words, so a small model can repeat them; drawn at random per question.
+_WORDS: dict[str, tuple[str, ...]] = {
+    "en": ("apple", "river", "green", "house", "table", "window", "garden", "yellow", "summer", "little",
+           "bread", "chair", "happy", "water", "orange", "music", "paper", "silver", "mountain", "winter"),
+    "fr": ("pomme", "maison", "jardin", "rouge", "table", "livre", "soleil", "fleur", "petit", "chat",
+           "porte", "matin", "ville", "route", "plage", "arbre", "lune", "pain", "verre", "neige"),
+    "es": ("casa", "perro", "jardín", "rojo", "libro", "mesa", "sol", "flor", "agua", "gato",
+           "puerta", "playa", "luna", "pan", "árbol", "camino", "verde", "noche", "cielo", "nieve"),
+    # no umlauts: SmolLM2-135M copies "grün" as "grunn"
+    "de": ("haus", "hund", "garten", "rot", "buch", "tisch", "sonne", "blume", "wasser", "katze",
+           "apfel", "baum", "mond", "brot", "stadt", "weg", "nacht", "himmel", "schnee", "winter"),
+    # everyday words and greetings: SmolLM2-135M garbles three rarer hiragana words in a row
+    "ja": ("こんにちは", "ありがとう", "さようなら", "おはよう", "こんばんは", "すみません", "さくら", "ねこ",
+           "いぬ", "やま", "にほん", "とうきょう", "ともだち", "せんせい", "がっこう", "おいしい"),
+}
+# German and Japanese words are asked for in English: SmolLM2-135M follows an English instruction
+# where it garbles "Wiederhole genau" and a Japanese one (calibration notes in docs/benchmarks.md).
+_COPY_PROMPT = {
+    "en": "Repeat exactly: {text}",
+    "fr": "Répète exactement : {text}",
+    "es": "Repite exactamente: {text}",
+    "de": "Repeat exactly: {text}",
+    "ja": "Repeat exactly: {text}",
+}
+_ADD_PROMPT = {
+    "en": "What is {a} + {b}?",
+    "fr": "Combien font {a} + {b} ?",
+    "es": "¿Cuánto es {a} + {b}?",
+    "de": "Was ist {a} + {b}?",
+    "ja": "{a} + {b} = ? 数字で答えてください。",
+}
+_COUNT_PROMPT = {
+    "en": "Count from {a} to {b}, separated by commas.",
+    "fr": "Compte de {a} à {b}, séparés par des virgules.",
+}
+# Capitals a small model knows; every name here is also a "wrong capital" for the others.
+CAPITALS: dict[str, tuple[str, ...]] = {
+    "France": ("paris",), "Japan": ("tokyo", "東京"), "Italy": ("rome", "roma"), "Germany": ("berlin",),
+    "Spain": ("madrid",), "Russia": ("moscow",), "China": ("beijing", "peking"), "Egypt": ("cairo",),
+    "England": ("london",), "Greece": ("athens",),
+}
+_CAPITAL_PROMPT = {"en": "What is the capital of {country}? Answer in one word."}
+
+# The default gate: (kind, language) per question. Chosen on the embedded SmolLM2-135M (see
+# benchmarks/gate_false_alarm.py and docs/benchmarks.md): every kind it answers reliably, in five
+# languages, and enough questions that a guess or an echo cannot reach the bar.
+DEFAULT_MIX: tuple[tuple[CheckKind, str], ...] = (
+    ("add", "en"), ("add", "fr"),  # in Japanese it answered "このようならばくない。" (live, seed 1)
+    ("copy", "en"), ("copy", "fr"), ("copy", "es"), ("copy", "de"), ("copy", "ja"),
+    ("count", "en"), ("count", "en"),  # in French it repeats the instruction back
+    ("capital", "en"), ("capital", "en"), ("capital", "en"),
 )
+ADD_RANGE = (2, 5)  # each operand: sums without a carry (SmolLM2-135M answers 3 + 9 = 22)
+COPY_WORDS = 3
+COUNT_END = (5, 9)  # "count from 1 to N": from 35 it writes about digits; N < 10 so "1, ..., 10" overshoots
+
+
+def new_question_seed() -> int:
+    """A fresh seed per run: the questions are unknown until the run asks them."""
+    return secrets.randbits(31)
+
+
+def generate_questions(seed: int, mix: Iterable[tuple[CheckKind, str]] = DEFAULT_MIX) -> list[SanityQuestion]:
+    """The run's questions, a pure function of `seed`. Expected answers are pairwise distinct, so
+    two identical answers always mean at least one wrong answer."""
+    rng = random.Random(seed)
+    out: list[SanityQuestion] = []
+    seen: set[str] = set()
+    countries = rng.sample(sorted(CAPITALS), len(CAPITALS))
+    for i, (kind, lang) in enumerate(mix):
+        for _ in range(100):
+            q = _one(kind, lang, i, rng, countries)
+            if q.expected not in seen:
+                break
+        seen.add(q.expected)
+        out.append(q)
+    return out
+
+
+def _one(kind: CheckKind, lang: str, i: int, rng: random.Random, countries: list[str]) -> SanityQuestion:
+    qid = f"{kind}_{lang}_{i}"
+    if kind == "add":
+        a, b = rng.randint(*ADD_RANGE), rng.randint(*ADD_RANGE)
+        return SanityQuestion(id=qid, language=lang, check="add", prompt=_ADD_PROMPT[lang].format(a=a, b=b),
+                              expected=str(a + b), operands=[str(a), str(b)], max_tokens=24)
+    if kind == "copy":
+        words = rng.sample(_WORDS[lang], 2 if lang == "ja" else COPY_WORDS)
+        sep = "、" if lang == "ja" else " "
+        text = sep.join(words)
+        if lang != "ja":
+            text = text[0].upper() + text[1:] + "."
+        return SanityQuestion(id=qid, language=lang, check="copy", prompt=_COPY_PROMPT[lang].format(text=text),
+                              expected=" ".join(words), max_tokens=32)
+    if kind == "count":
+        a, b = 1, rng.randint(*COUNT_END)
+        return SanityQuestion(id=qid, language=lang, check="count", prompt=_COUNT_PROMPT[lang].format(a=a, b=b),
+                              expected=", ".join(str(n) for n in range(a, b + 1)), operands=[str(a), str(b)],
+                              max_tokens=4 * (b - a + 1) + 12)
+    country = countries.pop()
+    return SanityQuestion(id=qid, language=lang, check="capital",
+                          prompt=_CAPITAL_PROMPT[lang].format(country=country),
+                          expected=CAPITALS[country][0], max_tokens=24)
+
+
+# -- answer extraction (exact definitions: docs/honesty.md) --------------------------------------------
+
+
+def normalize(text: str) -> str:
+    """NFKC (full-width digits and letters fold to ASCII), case-folded, curly quotes straightened,
+    whitespace collapsed."""
+    text = unicodedata.normalize("NFKC", text).casefold()
+    text = text.replace("’", "'").replace("‘", "'")
+    return " ".join(text.split())
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"\w+", normalize(text))
+
+
+def _numbers(text: str) -> list[str]:
+    # "5.5" is one number (not 5); "1,2,3" is three.
+    return re.findall(r"\d+(?:\.\d+)?", normalize(text))
+
+
+def extract_answer(q: SanityQuestion, answer: str) -> str | None:
+    """The answer the reply gives to `q`, normalised like `q.expected`, or None when it gives none
+    or contradicts itself. The reply is right when this equals `q.expected`.
+
+    - add: the numbers in the reply other than the question's own operands; all must be the same
+      number ("It is not 5, it is 6" gives two different numbers: no answer).
+    - copy: the expected words as a contiguous run of the reply's words (the words themselves
+      when found, else the reply's first words); Japanese compares the words' letters with
+      separators removed.
+    - count: the integers in the reply (immediate repeats collapsed, so a "1. 1\n2. 2" list reads
+      1, 2) must contain 1..N as one run; running on past N is tolerated (SmolLM2 does, to its
+      token budget).
+    - capital: the capitals (of rigbench's table) named in the reply; exactly one may be named.
+    """
+    if q.check == "add":
+        rest = [n for n in _numbers(answer) if n not in q.operands]
+        return rest[0] if rest and len(set(rest)) == 1 else None
+    if q.check == "copy":
+        want = q.expected.split()
+        got = _words(answer)
+        if q.language == "ja":
+            return q.expected if "".join(want) in "".join(got) else (" ".join(got[:len(want)]) or None)
+        for i in range(len(got) - len(want) + 1):
+            if got[i:i + len(want)] == want:
+                return q.expected
+        return " ".join(got[:len(want)]) or None
+    if q.check == "count":
+        ints = [int(n) for n in re.findall(r"\d+", normalize(answer))]
+        nums = [n for k, n in enumerate(ints) if k == 0 or n != ints[k - 1]]
+        span = [int(x) for x in q.expected.split(", ")]
+        for i in range(len(nums) - len(span) + 1):
+            if nums[i:i + len(span)] == span:
+                return q.expected
+        return None
+    named = {names[0] for names in CAPITALS.values() for n in names if _names(answer, n)}
+    return named.pop() if len(named) == 1 else None
+
+
+def _names(answer: str, name: str) -> bool:
+    norm = normalize(answer)
+    if name.isascii():
+        return re.search(rf"\b{re.escape(name)}\b", norm) is not None
+    return name in norm
+
+
+def check_answer(q: SanityQuestion, answer: str) -> bool:
+    return extract_answer(q, answer) == q.expected
+
+
+# -- the gate ---------------------------------------------------------------------------------------
 
 
 class SanityAnswer(BaseModel):
@@ -81,8 +251,11 @@ class SanityAnswer(BaseModel):
     reasoning_chars: int
     finish_reason: str | None
     error: str | None  # a failed request: the client's typed message
-    correct: bool  # the check passed on `answer`
+    correct: bool  # the extracted answer equals the expected one
     gibberish: list[GibberishFinding] = Field(default_factory=list)  # severity "fail" findings only
+    expected: str | None = None  # absent in runs before generated questions (2026-11-30)
+    extracted: str | None = None
+    max_tokens: int | None = None  # the budget of the try that produced `answer`
 
     @property
     def passed(self) -> bool:
@@ -101,119 +274,159 @@ class SanityVerdict(BaseModel):
     reasons: list[str] = Field(default_factory=list)  # why the rig is untrusted (empty when trusted)
     notes: list[str] = Field(default_factory=list)  # questions missed by a rig that still passed the bar
     temperature: float = 0.0
-    seed: int = 0
-    max_tokens: int
+    seed: int = 0  # sampling seed sent with every question
+    max_tokens: int  # the retry budget for replies that spent their first budget reasoning
+    question_seed: int | None = None  # generated the questions (None: the fixed questions of older runs)
+    findings: list[str] = Field(default_factory=list)  # cross-answer findings (identical, shuffled, echo)
+    elapsed_s: float | None = None
+
+
+GATE_CONCURRENCY = 4
 
 
 async def run_sanity_gate(
     client: ChatClient,
     model: str,
     *,
-    questions: Iterable[SanityQuestion] = SANITY_QUESTIONS,
-    max_tokens: int = 512,
+    question_seed: int | None = None,
+    questions: list[SanityQuestion] | None = None,
+    max_tokens: int = 1024,
     seed: int = 0,
+    concurrency: int = GATE_CONCURRENCY,
     extra_body: dict[str, Any] | None = None,
+    on_answer: Callable[[], None] | None = None,
 ) -> SanityVerdict:
-    """Ask every question greedily, one at a time, and check each answer.
+    """Ask the run's questions greedily, `concurrency` at a time, and check each answer.
 
-    `max_tokens` leaves room for reasoning models that think before answering (seed 003: over a
-    thousand tokens for a 21-character answer); a healthy small model stops long before it.
+    Each question first gets its own tight budget; a reply that ends on the budget with no
+    answer content but with reasoning (a thinking model, seed 003: over a thousand tokens for a
+    21-character answer) is asked again with `max_tokens`.
     """
-    answers: list[SanityAnswer] = []
-    for q in questions:
-        body: dict[str, Any] = {
-            "model": model,
-            "messages": [{"role": "user", "content": q.prompt}],
-            "temperature": 0.0,
-            "seed": seed,
-            "max_tokens": max_tokens,
-        }
-        if extra_body:
-            body.update(extra_body)
-        r = await client.stream_chat(body)
+    import time
+
+    t0 = time.perf_counter()
+    if questions is None:
+        question_seed = new_question_seed() if question_seed is None else question_seed
+        questions = generate_questions(question_seed)
+    sem = asyncio.Semaphore(max(1, concurrency))
+
+    async def ask(q: SanityQuestion) -> SanityAnswer:
+        async with sem:
+            budget = min(q.max_tokens, max_tokens)
+            r = await _ask(client, model, q.prompt, budget, seed, extra_body)
+            if (r.error is None and not r.content.strip() and r.reasoning and r.finish_reason == "length"
+                    and max_tokens > budget):
+                budget = max_tokens
+                r = await _ask(client, model, q.prompt, budget, seed, extra_body)
+        if on_answer is not None:
+            on_answer()
         error = f"{r.error.kind}: {r.error.message}" if r.error is not None else None
         text = r.content
         findings = [f for f in screen_text(text).findings if f.severity == "fail"] if error is None else []
-        answers.append(SanityAnswer(
+        got = extract_answer(q, text) if error is None else None
+        return SanityAnswer(
             question_id=q.id, language=q.language, prompt=q.prompt, answer=text,
             reasoning_chars=len(r.reasoning), finish_reason=r.finish_reason, error=error,
-            correct=error is None and check_answer(q, text), gibberish=findings,
-        ))
-    return judge(answers, seed=seed, max_tokens=max_tokens)
+            correct=error is None and got == q.expected, gibberish=findings, expected=q.expected,
+            extracted=got, max_tokens=budget,
+        )
+
+    answers = list(await asyncio.gather(*(ask(q) for q in questions)))
+    v = judge(answers, seed=seed, max_tokens=max_tokens, questions=questions)
+    return v.model_copy(update={"question_seed": question_seed, "elapsed_s": round(time.perf_counter() - t0, 3)})
+
+
+async def _ask(client: ChatClient, model: str, prompt: str, max_tokens: int, seed: int,
+               extra_body: dict[str, Any] | None) -> Any:
+    body: dict[str, Any] = {"model": model, "messages": [{"role": "user", "content": prompt}],
+                            "temperature": 0.0, "seed": seed, "max_tokens": max_tokens}
+    if extra_body:
+        body.update(extra_body)
+    return await client.stream_chat(body)
 
 
 # A healthy model may miss a question now and then: greedy decoding of a small model can flip with
-# batch shape or prompt-cache state (seen with SmolLM2-135M on ja_sum). A broken rig misses most of
-# them, or answers in gibberish. So: every request must succeed, no answer may be gibberish, and at
-# least this fraction must be right; misses below the bar are shown as notes, not hidden.
-MIN_CORRECT_FRACTION = 0.8
+# batch shape or prompt-cache state. A broken rig misses most of them, or answers in gibberish. So:
+# every request must succeed, no answer may be gibberish, no cross-answer finding, and at least this
+# fraction must be right; misses below the bar are shown as notes, not hidden.
+# Live, SmolLM2-135M on llama-server answered 8 of 12 on question seed 1 twice, missing different
+# questions each time (prompt-cache state): 2/3 is the bar. Every rogue of the gallery is caught by
+# a cross-answer finding or scores far below it (docs/benchmarks.md).
+MIN_CORRECT_FRACTION = 2 / 3
+ECHO_MIN_FRACTION = 0.5  # this share of answers containing their own prompt: the server echoes
+SHUFFLED_MIN = 2  # wrong answers that are right answers to other questions
 
 
-def judge(answers: list[SanityAnswer], *, seed: int = 0, max_tokens: int = 512) -> SanityVerdict:
+def judge(answers: list[SanityAnswer], *, seed: int = 0, max_tokens: int = 1024,
+          questions: list[SanityQuestion] | None = None) -> SanityVerdict:
     failed = [a for a in answers if not a.passed]
     broken = [a for a in failed if a.error is not None or a.gibberish]
     correct = sum(1 for a in answers if a.passed)
     enough = bool(answers) and correct >= MIN_CORRECT_FRACTION * len(answers)
-    trusted = enough and not broken
+    findings = cross_answer_findings(answers, questions)
+    trusted = enough and not broken and not findings
     lines = [_reason(a) for a in failed]
     if not enough and answers:
         lines.insert(0, f"{correct} of {len(answers)} known-answer questions right, below the "
                         f"{MIN_CORRECT_FRACTION:.0%} bar")
-    return SanityVerdict(trusted=trusted, answers=answers, reasons=lines if not trusted else [],
-                         notes=lines if trusted else [], seed=seed, max_tokens=max_tokens)
+    return SanityVerdict(trusted=trusted, answers=answers, reasons=(findings + lines) if not trusted else [],
+                         notes=lines if trusted else [], seed=seed, max_tokens=max_tokens, findings=findings)
+
+
+def cross_answer_findings(answers: list[SanityAnswer], questions: list[SanityQuestion] | None) -> list[str]:
+    """What no single answer shows: the same reply to different prompts, right answers given to
+    the wrong questions (shuffled or stale cached replies), and the prompt echoed back."""
+    out: list[str] = []
+    ok = [a for a in answers if a.error is None and a.answer.strip()]
+    groups: dict[str, list[str]] = {}
+    for a in ok:
+        groups.setdefault(normalize(a.answer), []).append(a.question_id)
+    for text, ids in groups.items():
+        if len(ids) >= 2:
+            out.append(f"{len(ids)} different questions ({', '.join(ids[:4])}) got the identical answer "
+                       f"{_show(text)}: the reply does not depend on the prompt (canned or cached)")
+    if questions:
+        by_id = {q.id: q for q in questions}
+        moved: list[str] = []
+        for a in ok:
+            if a.correct or a.question_id not in by_id:
+                continue
+            for q in questions:
+                if q.id != a.question_id and q.check == by_id[a.question_id].check and check_answer(q, a.answer):
+                    moved.append(f"{a.question_id} got {q.id}'s answer")
+                    break
+        if len(moved) >= SHUFFLED_MIN:
+            out.append(f"{len(moved)} answers are right answers to other questions ({'; '.join(moved[:3])}): "
+                       "replies are shuffled between requests or served from a stale cache")
+    echoed = [a.question_id for a in ok if normalize(a.prompt) in normalize(a.answer)]
+    if answers and len(echoed) >= ECHO_MIN_FRACTION * len(answers):
+        out.append(f"{len(echoed)} of {len(answers)} answers contain their own question verbatim "
+                   f"({', '.join(echoed[:4])}): the server echoes the prompt")
+    return out
+
+
+def _show(text: str, n: int = 60) -> str:
+    one = " ".join(text.split())
+    return repr(one[:n] + ("…" if len(one) > n else ""))
 
 
 def _reason(a: SanityAnswer) -> str:
     if a.error is not None:
         return f"{a.question_id}: request failed ({a.error})"
-    shown = " ".join(a.answer.split())[:80]
+    shown = _show(a.answer, 80)
     if not a.correct:
         why = "wrong answer" if a.answer.strip() else "empty answer"
         if not a.answer.strip() and a.reasoning_chars:
             why += f" (only {a.reasoning_chars} chars of reasoning; finish_reason={a.finish_reason})"
-        return f"{a.question_id}: {why}: {shown!r}"
+        if a.expected is not None and a.answer.strip():
+            got = "no single answer" if a.extracted is None else repr(a.extracted)
+            why += f" (expected {a.expected!r}, extracted {got})"
+        return f"{a.question_id}: {why}: {shown}"
     kinds = ", ".join(f.kind for f in a.gibberish)
-    return f"{a.question_id}: right answer inside gibberish ({kinds}): {shown!r}"
+    return f"{a.question_id}: right answer inside gibberish ({kinds}): {shown}"
 
 
-def _normalize(text: str) -> str:
-    text = unicodedata.normalize("NFKC", text).casefold()
-    text = text.replace("’", "'").replace("‘", "'")
-    return " ".join(text.split())
-
-
-_CHECKS: dict[CheckKind, Callable[[SanityQuestion, str], bool]] = {}
-
-
-def check_answer(q: SanityQuestion, answer: str) -> bool:
-    return _CHECKS[q.check](q, answer)
-
-
-def _check_contains(q: SanityQuestion, answer: str) -> bool:
-    norm = _normalize(answer)
-    return any(_normalize(e) in norm for e in q.expected)
-
-
-def _check_number(q: SanityQuestion, answer: str) -> bool:
-    norm = _normalize(answer)  # NFKC folds full-width digits (５ -> 5)
-    for e in q.expected:
-        if e.isdigit():
-            if re.search(rf"(?<![\d.]){re.escape(e)}(?!\d|\.\d|\s*[+\-*/^])", norm):
-                return True
-        elif re.search(rf"\b{re.escape(e)}\b", norm):
-            return True
-    return False
-
-
-def _check_count(q: SanityQuestion, answer: str) -> bool:
-    """The integers in the answer, with immediate repeats collapsed ("1. 1\\n2. 2" lists), start
-    1, 2, ..., 10."""
-    nums = [int(n) for n in re.findall(r"\d+", _normalize(answer))]
-    collapsed = [n for i, n in enumerate(nums) if i == 0 or n != nums[i - 1]]
-    return collapsed[:10] == list(range(1, 11))
-
-
-_CHECKS.update({"contains": _check_contains, "number": _check_number, "count_1_to_10": _check_count})
+# -- the perf-output screen ------------------------------------------------------------------------
 
 
 class OutputScreen(BaseModel):

@@ -12,14 +12,17 @@ and a header whose status is still "running" is reported as "incomplete".
 Format history (bump FORMAT_VERSION on any incompatible change, keep an example of the old
 version under tests/golden/ and keep the reader loading it):
   1  2026-11-29  first version
+  2  2026-11-30  the gate's questions are generated per run: `sanity` records gain question_seed,
+                 findings, elapsed_s and per answer expected/extracted/max_tokens; new record kind
+                 `traffic_check` (rig/_traffic.py). v1 records load with those fields absent.
 """
 
 from __future__ import annotations
 
 __all__ = ["FORMAT_VERSION", "HEADER_FILE", "LOG_FILE", "RECORDS_FILE", "SUPPORTED_VERSIONS"]
 
-FORMAT_VERSION = 1
-SUPPORTED_VERSIONS = frozenset({1})
+FORMAT_VERSION = 2
+SUPPORTED_VERSIONS = frozenset({1, 2})
 HEADER_FILE = "run.json"
 RECORDS_FILE = "records.jsonl"
 LOG_FILE = "engine.log"

@@ -1,15 +1,19 @@
 """The reference emulator: an OpenAI-compatible server with scripted timing and faults that
-records the true send time of every chunk (ground truth for tests and benchmarks)."""
+records the true send time of every chunk (ground truth for tests and benchmarks), and the
+rogue-server gallery: personas that play each adversary the trust checks stop."""
 
 from rigbench.testing._accuracy import AccuracyReport, compare_with_truth
 from rigbench.testing._noise import NoiseFloor, SchedulerNoise
 from rigbench.testing._process import EmulatorProcess
+from rigbench.testing._rogue import PERSONAS, ROGUES, Persona, RogueName
 from rigbench.testing._script import Delay, EmulatorScript, Fault, FaultKind, UsageMode
 from rigbench.testing._serve import serve
 from rigbench.testing._server import Emulator
 from rigbench.testing._truth import RequestTruth
 
 __all__ = [
+    "PERSONAS",
+    "ROGUES",
     "AccuracyReport",
     "Delay",
     "Emulator",
@@ -18,7 +22,9 @@ __all__ = [
     "Fault",
     "FaultKind",
     "NoiseFloor",
+    "Persona",
     "RequestTruth",
+    "RogueName",
     "SchedulerNoise",
     "UsageMode",
     "compare_with_truth",

@@ -12,6 +12,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from rigbench.testing._rogue import Persona
+
 __all__ = ["Delay", "EmulatorScript", "Fault", "FaultKind", "UsageMode"]
 
 FaultKind = Literal[
@@ -93,6 +95,10 @@ class EmulatorScript(BaseModel):
     keepalive_ms: float | None = None  # send `: keep-alive` comments while waiting this long or longer
     faults: list[Fault] = Field(default_factory=list)
     seed: int = 0
+    # Who writes the text (rigbench.testing._rogue): None sends fixed-width filler words; "healthy"
+    # answers questions and writes prompt-dependent prose; a rogue name plays that adversary.
+    # With a persona, the final chunk also carries llama.cpp-style `timings`.
+    persona: Persona | None = None
 
     def chunk_sizes(self, n_tokens: int, rng: random.Random) -> list[int]:
         """Tokens per chunk for an answer of `n_tokens` tokens."""

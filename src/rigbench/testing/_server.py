@@ -18,6 +18,7 @@ import random
 import time
 from typing import Any, cast
 
+from rigbench.testing._rogue import PersonaState, persona_reply, pieces, prose
 from rigbench.testing._script import EmulatorScript, Fault
 from rigbench.testing._truth import RequestTruth
 
@@ -68,6 +69,7 @@ class Emulator:
         self.requests_total = 0
         self.connections_total = 0
         self._conns: set[_Conn] = set()
+        self.persona_state = PersonaState()
 
     @property
     def url(self) -> str:
@@ -302,6 +304,12 @@ class _Stream:
             else (script.output_tokens)
         )
         self.prompt_tokens = _count_tokens(_prompt_text(body))
+        self.words: list[bytes] | None = None
+        self.usage_factor = 1
+        self.timings_speedup = 1.0
+        self.persona_finish: str | None = None
+        if script.persona is not None:
+            self._persona_text(body, cap)
         self.id = f"{'chatcmpl' if chat else 'cmpl'}-emu{self.index}"
         self.created = int(time.time())
         self.fault: Fault | None = next((f for f in script.faults if f.applies(self.index)), None)
@@ -330,6 +338,24 @@ class _Stream:
         pre += f'"created":{self.created},"model":"{script.model}","choices":[{{"index":0,'
         self.pre = pre.encode()
         self.due = self.loop.time()
+
+    def _persona_text(self, body: dict[str, Any], cap: Any) -> None:
+        """The persona writes the reply; its words become the tokens."""
+        s = self.s
+        assert s.persona is not None
+        limit = int(cap) if isinstance(cap, int) and cap > 0 else s.output_tokens
+        forced = bool(body.get("ignore_eos")) or bool(body.get("min_tokens"))
+        prompt = _prompt_text(body)
+        reply = persona_reply(s.persona, prompt, self.emu.persona_state, limit)
+        toks = pieces(reply.text)
+        if forced and len(toks) < limit:  # forced length: the text runs on, as a model past its end does
+            toks = pieces(reply.text.rstrip() + " " + prose(prompt + "+", limit))
+        self.persona_finish = "length" if len(toks) > limit or forced else "stop"
+        toks = toks[:limit]
+        self.words = [json.dumps(t, ensure_ascii=False)[1:-1].encode() for t in toks]
+        self.n_tokens = len(toks)
+        self.usage_factor = reply.usage_factor
+        self.timings_speedup = reply.timings_speedup
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -430,7 +456,10 @@ class _Stream:
         k = self.sizes[self.j]
         s = self.s
         width = s.token_chars
-        text = b"".join(_token(self.tok + i, width) for i in range(k))
+        if self.words is not None:
+            text = b"".join(self.words[self.tok : self.tok + k])
+        else:
+            text = b"".join(_token(self.tok + i, width) for i in range(k))
         if s.tool_call:
             kind = "t"
             args = text.decode()
@@ -473,12 +502,25 @@ class _Stream:
     def _tail(self) -> bytes:
         s = self.s
         fr = "tool_calls" if s.tool_call else ("length" if self.n_tokens < s.output_tokens else "stop")
+        fr = self.persona_finish or fr
+        reported = self.tok * self.usage_factor
         usage = {
             "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.tok,
-            "total_tokens": self.prompt_tokens + self.tok,
+            "completion_tokens": reported,
+            "total_tokens": self.prompt_tokens + reported,
         }
         finish = '"finish_reason":"' + fr + '"}]'
+        if s.persona is not None and self.t_chunks:
+            # llama.cpp-style timings; predicted_ms spans the tokens after the first, as llama.cpp's does
+            now = _perf_ns()
+            first = self.t_chunks[0]
+            timings = {
+                "prompt_n": self.prompt_tokens,
+                "prompt_ms": (first - self.received_ns) / 1e6,
+                "predicted_n": reported,
+                "predicted_ms": (now - first) / 1e6 / self.timings_speedup,
+            }
+            finish += ',"timings":' + json.dumps(timings)
         if s.tool_call:
             close = json.dumps({"tool_calls": [{"index": 0, "function": {"arguments": '"}'}}]})
         else:
@@ -514,10 +556,12 @@ class _Stream:
         n_reason = min(s.reasoning_tokens, self.n_tokens)
         reasoning = sizes_text[: n_reason * s.token_chars]
         content = sizes_text[n_reason * s.token_chars :]
+        if self.words is not None:
+            reasoning, content = "", json.loads(b'"' + b"".join(self.words) + b'"')
         usage = {
             "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.n_tokens,
-            "total_tokens": self.prompt_tokens + self.n_tokens,
+            "completion_tokens": self.n_tokens * self.usage_factor,
+            "total_tokens": self.prompt_tokens + self.n_tokens * self.usage_factor,
         }
         fr = "tool_calls" if s.tool_call else ("length" if self.n_tokens < s.output_tokens else "stop")
         if self.chat:
