@@ -128,7 +128,8 @@ def _judge_gc(r: SelfCheck, noise_s: float | None, reasons: list[str], remedies:
         return
     if not long:  # a record without per-pause detail (older runs): the cause is unknown
         reasons.append(f"{what})")
-        remedies.append("repeat the run; if the pause recurs, keep other work off the client's core")
+        # (the other remedies already say to keep other work off the client's core; don't repeat it)
+        remedies.append("repeat the run (this record has no per-pause detail, so the pause's cause is unknown)")
         return
     wall = sum(w for w, _ in long)
     cpu = sum(c for _, c in long)
