@@ -73,7 +73,8 @@ def render_terminal(a: RunAnalysis, console: Console) -> None:
     if a.startup:
         s = a.startup
         console.print(f"startup: spawn → healthy {s['spawn_to_healthy_s']:.2f} s, healthy → first completion "
-                      f"{s['healthy_to_first_completion_s']:.2f} s, total {s['spawn_to_first_completion_s']:.2f} s")
+                      f"{s['healthy_to_first_completion_s']:.2f} s, total {s['spawn_to_first_completion_s']:.2f} s"
+                      f"{_compile_note(s)}")
     if a.speed:
         console.print(speed_table(a.speed, compact=console.width < 120))
         if any(r.ttft_not_comparable for r in a.speed.rows):
@@ -92,6 +93,17 @@ def render_terminal(a: RunAnalysis, console: Console) -> None:
     console.print(f"[dim]run directory: {a.run_dir}[/]")
 
 
+def _compile_note(s: dict[str, Any]) -> str:
+    """vLLM's compile cache: cold and warm starts differ by a minute, so say which this was."""
+    state = s.get("compile_cache")
+    if not state:
+        return ""
+    what = {"cold": "cold compile cache (torch.compile ran)", "warm": "warm compile cache (graphs loaded)",
+            "off": "no compilation (--enforce-eager)"}.get(state, state)
+    secs = f", {s['compile_s']:.1f} s engine-reported" if s.get("compile_s") is not None else ""
+    return f" — {what}{secs}"
+
+
 def render_markdown(a: RunAnalysis) -> str:
     trust, _ = _trust_line(a)
     out = [f"# rigbench run {a.header.run_id}", "",
@@ -103,7 +115,8 @@ def render_markdown(a: RunAnalysis) -> str:
         s = a.startup
         out += ["## Startup", "",
                 f"spawn → healthy {s['spawn_to_healthy_s']:.2f} s · healthy → first completion "
-                f"{s['healthy_to_first_completion_s']:.2f} s · total {s['spawn_to_first_completion_s']:.2f} s", ""]
+                f"{s['healthy_to_first_completion_s']:.2f} s · total {s['spawn_to_first_completion_s']:.2f} s"
+                f"{_compile_note(s)}", ""]
     if a.speed:
         out += ["## Speed", "", "Median ± standard deviation over repetitions (warm-up excluded); n = requests.",
                 "", speed_markdown(a.speed), ""]
