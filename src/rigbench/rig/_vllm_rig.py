@@ -27,6 +27,8 @@ _CONCURRENCY = re.compile(r"Maximum concurrency for ([\d,]+) tokens per request:
 _COMPILE_WARM = re.compile(r"Directly load the compiled graph\(s\) for .*? from the cache, took ([\d.]+) s")
 _COMPILE_COLD = re.compile(r"Compiling a graph for .*? takes ([\d.]+) s")
 _COMPILE_TOTAL = re.compile(r"torch\.compile takes ([\d.]+) s in total")
+_BATCHED = re.compile(r"max_num_batched_tokens=(\d+)")
+_ASYNC = re.compile(r"[Aa]synchronous scheduling is enabled")
 _ENGINE_CONFIG = re.compile(r"Initializing a V1 LLM engine \(v([^)]+)\) with config: (.*)$")
 _CONFIG_KEYS = ("dtype", "max_seq_len", "enforce_eager", "kv_cache_dtype", "enable_prefix_caching",
                 "speculative_config")
@@ -48,6 +50,9 @@ def parse_vllm_log(text: str) -> dict[str, Any]:
         out["compile_cache"] = "warm"
     elif "enforce_eager=True" in text:
         out["compile_cache"] = "off"
+    if m := _BATCHED.search(text):
+        out["max_num_batched_tokens_log"] = int(m.group(1))
+    out["async_scheduling_log"] = bool(_ASYNC.search(text))
     if m := _COMPILE_TOTAL.search(text):
         out["compile_s"] = float(m.group(1))
     elif cold or warm:
@@ -165,9 +170,35 @@ class VLLMRig(LaunchedRig):
             pass
         facts.update(self._argv_facts())
         self._facts.update(facts)
+        self._facts["kv_prediction"] = self._kv_prediction()
         self.startup = startup.model_copy(update={"compile_cache": facts.get("compile_cache"),
                                                   "compile_s": facts.get("compile_s")})
         return self.startup
+
+    def _kv_prediction(self) -> dict[str, Any] | None:
+        """rigbench's KV planner for this rig (vLLM's block accounting), to set beside the pool vLLM reports."""
+        from rigbench.analysis._kvcache import VLLMAccounting, kv_architecture_from_path, kv_capacity
+
+        f = self._facts
+        gib = self.spec.cpu_kvcache_space_gib
+        context = f.get("context_length")
+        config = Path(self.spec.model) / "config.json"
+        if gib is None or not context or not config.is_file():
+            return None  # on a GPU the budget is what vLLM measured free, which only its log tells
+        try:
+            arch = kv_architecture_from_path(config)
+            acc = VLLMAccounting(block_size=int(f.get("block_size") or 16),
+                                 max_num_batched_tokens=int(f.get("max_num_batched_tokens_log") or 2048),
+                                 batches_in_flight=2 if f.get("async_scheduling_log") else 1)
+            dtype = str(self.spec.dtype or "bf16")
+            cap = kv_capacity(arch, budget_bytes=int(gib * 1024**3), context_tokens=int(context), vllm=acc,
+                              kv_dtype=dtype if dtype != "auto" else "bf16",
+                              server_pool_tokens=f.get("kv_pool_tokens_log"), server_pool_source="vLLM log")
+        except Exception as e:  # a config the planner cannot read: say so, do not fail the run
+            return {"error": f"{type(e).__name__}: {e}"}
+        return {"tokens": cap.tokens, "sessions": round(cap.sessions, 3), "budget_gib": gib,
+                "context": int(context), "block_size": acc.block_size, "architecture": arch.source,
+                "server_pool_tokens": cap.server_pool_tokens, "error_vs_server": cap.prediction_error}
 
     def _argv_facts(self) -> dict[str, Any]:
         s = self.spec
