@@ -65,3 +65,40 @@ def test_cli_engine_vllm_refuses_llamacpp_only_options() -> None:
         assert isinstance(res.exception, UsageError) and match in str(res.exception), res.exception
     res = CliRunner().invoke(app, ["run", "--engine", "sglang"], env={"COLUMNS": "200"})
     assert isinstance(res.exception, UsageError) and "--endpoint" in str(res.exception)
+
+
+# Lines as vLLM 0.32.0 (CPU) printed them serving SmolLM2-135M (tests/live/test_vllm_live.py's server).
+LOG = """\
+(EngineCore pid=6682) INFO 11-30 11:11:15 [core.py:133] Initializing a V1 LLM engine (v0.32.0) with config: \
+model='/m', speculative_config=SpeculativeConfig(method='ngram', model=None, num_spec_tokens=4), tokenizer='/m', \
+skip_tokenizer_init=False, dtype=torch.bfloat16, max_seq_len=2048, download_dir=None, enforce_eager=True, \
+kv_cache_dtype=auto, device_config=cpu
+(EngineCore pid=6682) INFO 11-30 11:12:20 [kv_cache_utils.py:2327] CPU KV cache size: 46,592 tokens, \
+Maximum concurrency for 2,048 tokens per request: 22.75x
+"""
+
+
+def test_start_up_facts_are_read_from_vllms_log() -> None:
+    from rigbench.rig._vllm_rig import parse_vllm_log
+
+    f = parse_vllm_log(LOG)
+    assert f["kv_pool_tokens_log"] == 46_592
+    assert f["max_concurrency_log"] == {"tokens_per_request": 2048, "sessions": 22.75}
+    assert f["compile_cache"] == "off" and f["version_log"] == "0.32.0"
+    assert f["engine_dtype"] == "torch.bfloat16" and f["engine_max_seq_len"] == "2048"
+    cold = "Compiling a graph for compile range (1, 2048) takes 41.20 s\ntorch.compile took 52.10 s in total"
+    warm = "Directly load the compiled graph(s) for compile range (1, 2048) from the cache, took 3.104 s"
+    assert parse_vllm_log(cold)["compile_cache"] == "cold" and parse_vllm_log(cold)["compile_s"] == 52.1
+    assert parse_vllm_log(warm)["compile_cache"] == "warm" and parse_vllm_log(warm)["compile_s"] == 3.104
+    assert parse_vllm_log("Directly load AOT compilation from path /c/x")["compile_cache"] == "warm"
+    assert "kv_pool_tokens_log" not in parse_vllm_log("nothing useful")
+
+
+def test_pool_from_cache_config_info() -> None:
+    from rigbench.rig._vllm_rig import pool_from_metrics
+
+    text = ('# TYPE vllm:cache_config_info gauge\nvllm:cache_config_info{block_size="16",cache_dtype="auto",'
+            'engine="0",num_cpu_blocks="None",num_gpu_blocks="2912"} 1.0\n')
+    f = pool_from_metrics(text)
+    assert f["kv_pool_tokens_metrics"] == 46_592 and f["block_size"] == 16 and f["num_blocks"] == 2912
+    assert pool_from_metrics("vllm:num_requests_running 0\n") == {}

@@ -24,9 +24,12 @@ __all__ = ["VLLMRig", "parse_vllm_log", "pool_from_metrics"]
 
 _POOL = re.compile(r"KV cache size: ([\d,]+) tokens")
 _CONCURRENCY = re.compile(r"Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x")
-_COMPILE_WARM = re.compile(r"Directly load the compiled graph\(s\) for .*? from the cache, took ([\d.]+) s")
+# vllm/compilation/backends.py, decorators.py and monitor.py (0.32): a warm start loads the graphs (or a
+# whole AOT artifact) from VLLM_CACHE_ROOT/torch_compile_cache; a cold one compiles them.
+_COMPILE_WARM = re.compile(r"Directly load the compiled graph\(s\) for .*? from the cache, took ([\d.]+) s"
+                           r"|Directly load AOT compilation from path")
 _COMPILE_COLD = re.compile(r"Compiling a graph for .*? takes ([\d.]+) s")
-_COMPILE_TOTAL = re.compile(r"torch\.compile takes ([\d.]+) s in total")
+_COMPILE_TOTAL = re.compile(r"torch\.compile (?:takes|took) ([\d.]+) s in total")
 _BATCHED = re.compile(r"max_num_batched_tokens=(\d+)")
 _ASYNC = re.compile(r"[Aa]synchronous scheduling is enabled")
 _ENGINE_CONFIG = re.compile(r"Initializing a V1 LLM engine \(v([^)]+)\) with config: (.*)$")
@@ -42,11 +45,12 @@ def parse_vllm_log(text: str) -> dict[str, Any]:
     if m := _CONCURRENCY.search(text):
         out["max_concurrency_log"] = {"tokens_per_request": int(m.group(1).replace(",", "")),
                                       "sessions": float(m.group(2))}
-    warm = [float(x) for x in _COMPILE_WARM.findall(text)]
+    warm = [float(x) for x in _COMPILE_WARM.findall(text) if x]
+    warm_any = _COMPILE_WARM.search(text) is not None
     cold = [float(x) for x in _COMPILE_COLD.findall(text)]
     if cold:
         out["compile_cache"] = "cold"
-    elif warm:
+    elif warm_any:
         out["compile_cache"] = "warm"
     elif "enforce_eager=True" in text:
         out["compile_cache"] = "off"
