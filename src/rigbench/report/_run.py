@@ -55,9 +55,27 @@ def _fingerprint_rows(fp: dict[str, Any]) -> list[tuple[str, str]]:
         ("os / python", f"{host.get('os')} / {host.get('python')}"),
         ("command", " ".join(fp["argv"]) if fp.get("argv") else "not recorded (server started outside rigbench)"),
     ]
+    kv = _kv_pool_row(fp.get("server_info") or {})
+    if kv:
+        rows.insert(6, ("KV pool", kv))
     if fp.get("unknown"):
         rows.append(("unknown", "; ".join(fp["unknown"])))
     return rows
+
+
+def _kv_pool_row(info: dict[str, Any]) -> str | None:
+    """vLLM: the pool it reported (log, /metrics) beside rigbench's prediction for the same rig."""
+    log, metrics, pred = info.get("kv_pool_tokens_log"), info.get("kv_pool_tokens_metrics"), info.get("kv_prediction")
+    if log is None and metrics is None:
+        return None
+    parts = [f"{log:,} tokens (server log)" if log is not None else "log: not printed"]
+    if metrics is not None:
+        parts.append(f"{metrics:,} (server /metrics, block {info.get('block_size')})")
+    if isinstance(pred, dict) and pred.get("tokens") is not None:
+        err = pred.get("error_vs_server")
+        parts.append(f"rigbench predicts {pred['tokens']:,} (estimated from config.json and "
+                     f"{pred.get('budget_gib')} GiB{'' if err is None else f', {err:+.2%}'})")
+    return "; ".join(parts)
 
 
 def render_terminal(a: RunAnalysis, console: Console) -> None:
