@@ -1,17 +1,18 @@
 """What vLLM itself does with each configuration rigbench's preflight warns about (docs/engines.md).
 
-Starts the real vLLM (managed CPU venv, SmolLM2-135M converted from the embedded GGUF) twice, one
-server at a time, --enforce-eager for a faster start (the traps are scheduler and API behaviour,
-not compiled kernels):
+Starts the real vLLM (managed CPU venv, SmolLM2-135M converted from the embedded GGUF) once,
+--enforce-eager for a faster start (the traps are scheduler and API behaviour, not compiled
+kernels), configured with all three traps at once:
 
 1. token budget below max_num_seqs x (1 + speculative tokens): ngram k=4, max_num_seqs 8,
    max_num_batched_tokens 16 (vLLM's own check only asks budget >= max_num_seqs). Eight
    concurrent greedy requests; their text is compared with the same prompt served alone, and
    the drafted/accepted counters are read from /metrics.
-2. context and tool parser: max_model_len 512, no --enable-auto-tool-choice. A prompt over the
-   context, a prompt + max_tokens over it, then tool_choice auto / required / named.
+2. context: max_model_len 512. A prompt over the context, a prompt + max_tokens over it.
+3. tool parser: no --enable-auto-tool-choice / --tool-call-parser; tool_choice auto / required /
+   named / absent.
 
-    python benchmarks/vllm_preflight_traps.py > traps.json
+    python benchmarks/vllm_preflight_traps.py > benchmarks/results/vllm_preflight_traps.json
 """
 
 from __future__ import annotations
@@ -56,12 +57,13 @@ async def _chat(c: ChatClient, model: str, **body: Any) -> dict[str, Any]:
     return out
 
 
-async def budget_trap(log: Path) -> dict[str, Any]:
-    spec = VLLMLaunch(model="embedded", dtype="bfloat16", max_model_len=2048, max_num_seqs=8,
+async def traps(log: Path) -> dict[str, Any]:
+    spec = VLLMLaunch(model="embedded", dtype="bfloat16", max_model_len=512, max_num_seqs=8,
                       max_num_batched_tokens=16, speculative_config=NGRAM, cpu_kvcache_space_gib=1,
                       enforce_eager=True, generation_config="auto")
     rig = VLLMRig(spec, log)
-    result: dict[str, Any] = {"config": "ngram k=4, max_num_seqs 8, max_num_batched_tokens 16 (needs 40)"}
+    result: dict[str, Any] = {"config": "ngram k=4, max_num_seqs 8, max_num_batched_tokens 16 (needs 40), "
+                                        "max_model_len 512, no tool parser"}
     result["preflight"] = [f.id + ": " + f.severity for f in preflight(rig.argv).findings]
     try:
         await rig.start()
@@ -90,42 +92,36 @@ async def budget_trap(log: Path) -> dict[str, Any]:
             "draft_tokens": d.get("spec_draft_tokens_total"), "accepted": d.get("spec_accepted_tokens_total"),
         }
         result["log"] = _log_lines(rig, r"max_num_scheduled_tokens", r"max_num_batched_tokens", r"WARNING")[:12]
+        result.update(await context_and_tools(c, model))
     finally:
         await rig.stop()
     return result
 
 
-async def context_and_tools_trap(log: Path) -> dict[str, Any]:
-    spec = VLLMLaunch(model="embedded", dtype="bfloat16", max_model_len=512, max_num_seqs=2,
-                      cpu_kvcache_space_gib=1, enforce_eager=True, generation_config="auto")
-    rig = VLLMRig(spec, log)
-    result: dict[str, Any] = {"config": "max_model_len 512, no --enable-auto-tool-choice / --tool-call-parser"}
-    await rig.start()
-    try:
-        c, model = rig.client, rig.served_name or ""
-        long_prompt = "word " * 700
-        result["prompt_over_context"] = await _chat(c, model, messages=[{"role": "user", "content": long_prompt}],
-                                                    max_tokens=8)
-        result["prompt_plus_max_tokens_over_context"] = await _chat(
-            c, model, messages=[{"role": "user", "content": "word " * 400}], max_tokens=300)
-        ask = [{"role": "user", "content": "What's the weather in Tokyo? Use the get_weather tool."}]
-        result["tool_choice_auto"] = await _chat(c, model, messages=ask, tools=[WEATHER], tool_choice="auto",
-                                                 max_tokens=64)
-        result["tool_choice_required"] = await _chat(c, model, messages=ask, tools=[WEATHER],
-                                                     tool_choice="required", max_tokens=64)
-        result["tool_choice_named"] = await _chat(
-            c, model, messages=ask, tools=[WEATHER], max_tokens=64,
-            tool_choice={"type": "function", "function": {"name": "get_weather"}})
-        result["tools_no_choice"] = await _chat(c, model, messages=ask, tools=[WEATHER], max_tokens=64)
-    finally:
-        await rig.stop()
+async def context_and_tools(c: ChatClient, model: str) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    long_prompt = "word " * 700
+    result["prompt_over_context"] = await _chat(c, model, messages=[{"role": "user", "content": long_prompt}],
+                                                max_tokens=8)
+    result["prompt_plus_max_tokens_over_context"] = await _chat(
+        c, model, messages=[{"role": "user", "content": "word " * 400}], max_tokens=300)
+    ask = [{"role": "user", "content": "What's the weather in Tokyo? Use the get_weather tool."}]
+    result["tool_choice_auto"] = await _chat(c, model, messages=ask, tools=[WEATHER], tool_choice="auto",
+                                             max_tokens=64)
+    result["tool_choice_required"] = await _chat(c, model, messages=ask, tools=[WEATHER],
+                                                 tool_choice="required", max_tokens=64)
+    result["tool_choice_named"] = await _chat(
+        c, model, messages=ask, tools=[WEATHER], max_tokens=64,
+        tool_choice={"type": "function", "function": {"name": "get_weather"}})
+    result["tools_no_choice"] = await _chat(c, model, messages=ask, tools=[WEATHER], max_tokens=64)
     return result
+
+
 
 
 async def main() -> None:
     with tempfile.TemporaryDirectory() as d:
-        out = {"budget": await budget_trap(Path(d) / "budget.log"),
-               "context_and_tools": await context_and_tools_trap(Path(d) / "ctx.log")}
+        out = await traps(Path(d) / "engine.log")
     json.dump(out, sys.stdout, indent=2)
     print()
 
