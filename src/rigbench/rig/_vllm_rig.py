@@ -89,6 +89,21 @@ def pool_from_metrics(text: str) -> dict[str, Any]:
     return {}
 
 
+def _chat_template(model_dir: Path) -> str | None:
+    """The chat template vLLM loads from a Hugging Face directory (chat_template.jinja, else tokenizer_config)."""
+    jinja = model_dir / "chat_template.jinja"
+    try:
+        if jinja.is_file():
+            return jinja.read_text()
+        cfg = model_dir / "tokenizer_config.json"
+        if cfg.is_file():
+            t = json.loads(cfg.read_text()).get("chat_template")
+            return t if isinstance(t, str) else None
+    except (OSError, ValueError):
+        return None
+    return None
+
+
 class VLLMRig(LaunchedRig):
     """vLLM started by rigbench from a `VLLMLaunch` spec (plan rigs and `rigbench run --engine vllm`)."""
 
@@ -173,6 +188,11 @@ class VLLMRig(LaunchedRig):
         except Exception:  # /metrics is a cross-check; the log figure stands alone without it
             pass
         facts.update(self._argv_facts())
+        if self.spec.max_num_seqs is not None:  # launched by rigbench: the flag is the slot count
+            facts["slots"] = self.spec.max_num_seqs
+        template = _chat_template(Path(self.spec.model))
+        if template and not self._facts.get("chat_template"):
+            facts["chat_template"] = template  # what vLLM renders with (its own API does not expose it)
         self._facts.update(facts)
         self._facts["kv_prediction"] = self._kv_prediction()
         self.startup = startup.model_copy(update={"compile_cache": facts.get("compile_cache"),
