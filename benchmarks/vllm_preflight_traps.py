@@ -2,7 +2,8 @@
 
 Starts the real vLLM (managed CPU venv, SmolLM2-135M converted from the embedded GGUF) once,
 --enforce-eager for a faster start (the traps are scheduler and API behaviour, not compiled
-kernels), configured with all three traps at once:
+kernels), configured with all three traps at once, then again with a budget that satisfies the
+budget rule (64), as the control:
 
 1. token budget below max_num_seqs x (1 + speculative tokens): ngram k=4, max_num_seqs 8,
    max_num_batched_tokens 16 (vLLM's own check only asks budget >= max_num_seqs). Eight
@@ -12,7 +13,7 @@ kernels), configured with all three traps at once:
 3. tool parser: no --enable-auto-tool-choice / --tool-call-parser; tool_choice auto / required /
    named / absent.
 
-    python benchmarks/vllm_preflight_traps.py > benchmarks/results/vllm_preflight_traps.json
+    python benchmarks/vllm_preflight_traps.py /tmp/traps-logs > benchmarks/results/vllm_preflight_traps.json
 """
 
 from __future__ import annotations
@@ -57,42 +58,49 @@ async def _chat(c: ChatClient, model: str, **body: Any) -> dict[str, Any]:
     return out
 
 
-async def traps(log: Path) -> dict[str, Any]:
+async def serve_trap(log: Path, budget: int) -> dict[str, Any]:
+    """One server: ngram k=4, max_num_seqs 8, max_num_batched_tokens `budget`, max_model_len 512, no tool parser."""
     spec = VLLMLaunch(model="embedded", dtype="bfloat16", max_model_len=512, max_num_seqs=8,
-                      max_num_batched_tokens=16, speculative_config=NGRAM, cpu_kvcache_space_gib=1,
+                      max_num_batched_tokens=budget, speculative_config=NGRAM, cpu_kvcache_space_gib=1,
                       enforce_eager=True, generation_config="auto")
     rig = VLLMRig(spec, log)
-    result: dict[str, Any] = {"config": "ngram k=4, max_num_seqs 8, max_num_batched_tokens 16 (needs 40), "
-                                        "max_model_len 512, no tool parser"}
-    result["preflight"] = [f.id + ": " + f.severity for f in preflight(rig.argv).findings]
+    result: dict[str, Any] = {"config": f"ngram k=4, max_num_seqs 8, max_num_batched_tokens {budget} "
+                                        f"(rigbench's rule needs 8 x 5 = 40), max_model_len 512, no tool parser"}
+    result["preflight"] = [f"{f.id}: {f.severity}" for f in preflight(rig.argv).findings]
     try:
         await rig.start()
     except Exception as e:
         result["started"] = False
-        result["error"] = str(e)[:1500]
+        result["error"] = str(e)[-1500:]
         return result
+    result["started"] = True
     try:
-        result["started"] = True
-        result["preflight_on_real_argv"] = [f.id + ": " + f.severity for f in preflight(rig.argv).findings]
         c, model = rig.client, rig.served_name or ""
         adapter = VLLMAdapter()
-        alone = await _chat(c, model, messages=[{"role": "user", "content": PROMPT}], max_tokens=64,
-                            min_tokens=64, ignore_eos=True)
-        _, m0 = await c.get_text(c.server_root + "/metrics")
-        many = await asyncio.gather(*[_chat(c, model, messages=[{"role": "user", "content": PROMPT}], max_tokens=64,
-                                            min_tokens=64, ignore_eos=True) for _ in range(8)])
-        _, m1 = await c.get_text(c.server_root + "/metrics")
-        a, b = canonical_values(adapter, m0), canonical_values(adapter, m1)
-        d = {k: b[k] - a.get(k, 0.0) for k in b}
-        result["concurrent"] = {
-            "ok": sum(1 for r in many if r["http_status"] == 200),
-            "same_text_as_alone": sum(1 for r in many if r.get("content") == alone.get("content")),
-            "completion_tokens": [r.get("usage", {}).get("completion_tokens") for r in many],
-            "generated": d.get("generation_tokens_total"), "drafts": d.get("spec_drafts_total"),
-            "draft_tokens": d.get("spec_draft_tokens_total"), "accepted": d.get("spec_accepted_tokens_total"),
-        }
-        result["log"] = _log_lines(rig, r"max_num_scheduled_tokens", r"max_num_batched_tokens", r"WARNING")[:12]
-        result.update(await context_and_tools(c, model))
+        try:
+            alone = await _chat(c, model, messages=[{"role": "user", "content": PROMPT}], max_tokens=64,
+                                min_tokens=64, ignore_eos=True)
+            result["alone"] = {k: alone.get(k) for k in ("http_status", "finish_reason", "usage", "error")}
+            _, m0 = await c.get_text(c.server_root + "/metrics")
+            many = await asyncio.gather(*[_chat(c, model, messages=[{"role": "user", "content": PROMPT}],
+                                                max_tokens=64, min_tokens=64, ignore_eos=True) for _ in range(8)])
+            _, m1 = await c.get_text(c.server_root + "/metrics")
+            a, b = canonical_values(adapter, m0), canonical_values(adapter, m1)
+            d = {k: b[k] - a.get(k, 0.0) for k in b}
+            result["concurrent"] = {
+                "ok": sum(1 for r in many if r["http_status"] == 200),
+                "same_text_as_alone": sum(1 for r in many if r.get("content") == alone.get("content")),
+                "completion_tokens": [(r.get("usage") or {}).get("completion_tokens") for r in many],
+                "generated": d.get("generation_tokens_total"), "drafts": d.get("spec_drafts_total"),
+                "draft_tokens": d.get("spec_draft_tokens_total"), "accepted": d.get("spec_accepted_tokens_total"),
+            }
+            result.update(await context_and_tools(c, model))
+        except Exception as e:  # the engine died under the requests: that is the finding
+            await asyncio.sleep(3)
+            result["request_error"] = f"{type(e).__name__}: {e}"
+            result["engine_exit_code"] = rig.process.exit_code()
+        result["log"] = _log_lines(rig, r"max_num_scheduled_tokens", r"Error", r"error", r"assert", r"died",
+                                   r"Traceback")[-25:]
     finally:
         await rig.stop()
     return result
@@ -120,8 +128,11 @@ async def context_and_tools(c: ChatClient, model: str) -> dict[str, Any]:
 
 
 async def main() -> None:
-    with tempfile.TemporaryDirectory() as d:
-        out = await traps(Path(d) / "engine.log")
+    logs = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp(prefix="vllm-traps-"))
+    logs.mkdir(parents=True, exist_ok=True)
+    out = {"logs": str(logs),
+           "trap_budget_16": await serve_trap(logs / "budget16.log", 16),
+           "control_budget_64": await serve_trap(logs / "budget64.log", 64)}
     json.dump(out, sys.stdout, indent=2)
     print()
 
