@@ -113,3 +113,14 @@ def test_report_shows_the_reported_pool_beside_the_prediction() -> None:
     row = dict(_fingerprint_rows(fp))["KV pool"]
     assert "46,592 tokens (server log)" in row and "rigbench predicts 46,592" in row and "+0.00%" in row
     assert "KV pool" not in dict(_fingerprint_rows({"engine": "llamacpp", "server_info": {}}))
+
+
+def test_plan_rig_of_kind_vllm_is_a_vllm_rig_prepared_only_when_started(tmp_path: Path) -> None:
+    """Building the rig installs nothing: vLLM is found (or installed) and the model converted in start()."""
+    from rigbench.plan._rigs import launched_rig
+    from rigbench.rig._vllm_rig import VLLMRig
+
+    rig = launched_rig(VLLMLaunch(model="embedded", cpu_kvcache_space_gib=2), tmp_path / "e.log")
+    assert isinstance(rig, VLLMRig) and rig.engine == "vllm" and rig.health_path == "/health"
+    assert rig.process._env == {"VLLM_CPU_KVCACHE_SPACE": "2"}
+    assert not rig._prepared and rig.argv[:3] == ["vllm", "serve", "embedded"]
