@@ -124,3 +124,16 @@ def test_plan_rig_of_kind_vllm_is_a_vllm_rig_prepared_only_when_started(tmp_path
     assert isinstance(rig, VLLMRig) and rig.engine == "vllm" and rig.health_path == "/health"
     assert rig.process._env == {"VLLM_CPU_KVCACHE_SPACE": "2"}
     assert not rig._prepared and rig.argv[:3] == ["vllm", "serve", "embedded"]
+
+
+def test_vllm_preflight_texts_say_what_vllm_itself_does() -> None:
+    from rigbench.rig._preflight import PreflightInput, ScenarioLength, preflight
+
+    argv = ["python", "-m", VLLM_API_SERVER_MODULE, "--model", "/m", "--max-model-len", "512",
+            "--max-num-seqs", "8", "--max-num-batched-tokens", "16", "--generation-config", "auto",
+            "--speculative-config", '{"method":"ngram","num_speculative_tokens":4}']
+    given = PreflightInput(uses_tools=True, scenarios=[ScenarioLength(name="s", input_tokens=2048, output_tokens=32)])
+    found = {f.id: f for f in preflight(argv, given).findings}
+    assert "does not refuse" in found["vllm_spec_token_budget"].problem and "40" in found["vllm_spec_token_budget"].problem
+    assert "HTTP 400" in found["tools_without_parser"].problem and "silently" in found["tools_without_parser"].problem
+    assert "HTTP 400" in found["scenario_over_context"].problem
