@@ -130,9 +130,10 @@ async def context_and_tools(c: ChatClient, model: str) -> dict[str, Any]:
 async def main() -> None:
     logs = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp(prefix="vllm-traps-"))
     logs.mkdir(parents=True, exist_ok=True)
-    out = {"logs": str(logs),
-           "trap_budget_16": await serve_trap(logs / "budget16.log", 16),
-           "control_budget_64": await serve_trap(logs / "budget64.log", 64)}
+    out: dict[str, Any] = {"logs": str(logs)}
+    for name, budget in (("trap_budget_16", 16), ("control_budget_64", 64)):
+        out[name] = await serve_trap(logs / f"budget{budget}.log", budget)
+        (logs / "results.json").write_text(json.dumps(out, indent=2))  # kept even if stopped later
     json.dump(out, sys.stdout, indent=2)
     print()
 
