@@ -246,13 +246,12 @@ def _vllm_checks(cmd: ServingCommand, inp: PreflightInput) -> list[PreflightFind
             out.append(PreflightFinding(
                 id="vllm_spec_token_budget", severity="error",
                 problem=(f"speculative decoding needs max_num_seqs x (1 + num_speculative_tokens) = {need} tokens of "
-                         f"scheduler budget but gets {b}. vLLM does not refuse this: 0.32 only refuses a budget at "
-                         "or below the draft slots (K for DFlash, 1 for a draft model, 0 for n-gram) and warns "
-                         "'may lead to suboptimal performance' for any budget under 8192 with speculation. The "
-                         "overrun shows at run time: a CUDA device-side assert that looks like a hardware problem "
-                         "(seed 000); in rigbench's CPU trial (n-gram k=4, budget 16, 8 seqs) the server dropped "
-                         "the first request (docs/engines.md). Lowering the draft depth also 'fixes' it, at up "
-                         "to 2x less speed."),
+                         f"scheduler budget but gets {b}. vLLM does not refuse this: it starts, warns "
+                         "'max_num_scheduled_tokens is set to ... may lead to suboptimal performance', and "
+                         "silently drafts less: verified live on 0.32 CPU (n-gram k=4, 8 seqs, budget 16: "
+                         "correct text, 16 drafts for 512 tokens; docs/engines.md). With DFlash on a GPU the "
+                         "overrun was a device-side assert that looks like a hardware problem (seed 000). "
+                         "Lowering the draft depth also 'fixes' it, at up to 2x less speed."),
                 evidence=(f"method={spec.get('method')!r}, num_speculative_tokens={k}; max_num_seqs={s}"
                           f"{'' if seqs is not None else ' (default)'}; max_num_batched_tokens={b}"
                           f"{'' if budget is not None else ' (default)'}"),
@@ -275,10 +274,10 @@ def _vllm_checks(cmd: ServingCommand, inp: PreflightInput) -> list[PreflightFind
         missing = [f for f in ("--enable-auto-tool-choice", "--tool-call-parser") if f not in o]
         out.append(PreflightFinding(
             id="tools_without_parser", severity="error",
-            problem="the run sends tools, but vLLM will not parse tool calls. vLLM 0.32 refuses tool_choice "
-                    "\"auto\" (HTTP 400: it requires --enable-auto-tool-choice and --tool-call-parser) and "
-                    "\"required\"/named (HTTP 400: requires --tool-call-parser); tools sent without tool_choice "
-                    "are rendered into the prompt and any call comes back as plain text, silently.",
+            problem="the run sends tools, but vLLM has no tool-call parser, so it refuses them: verified live on "
+                    "0.32, every request with tools is HTTP 400 (tool_choice auto or absent: '\"auto\" tool "
+                    "choice requires --enable-auto-tool-choice and --tool-call-parser'; required or named: "
+                    "'requires --tool-call-parser').",
             evidence=f"missing {' and '.join(missing)}",
             fix="--enable-auto-tool-choice --tool-call-parser <the model's parser> (see the model's recipe)"))
     return out
@@ -371,8 +370,10 @@ def _context_checks(cmd: ServingCommand | None, inp: PreflightInput) -> list[Pre
     if not over:
         return []
     listing = ", ".join(f"{s.name} ({s.input_tokens}+{s.output_tokens})" for s in over)
-    refuses = (" vLLM refuses such a request with HTTP 400 (verified live on 0.32: prompt past "
-               "--max-model-len)." if cmd is not None and cmd.engine == "vllm" else "")
+    refuses = (" vLLM (verified live on 0.32) refuses a prompt past --max-model-len with HTTP 400, but when "
+               "only prompt + output is over it answers 200 with the output cut short and finish_reason "
+               "'stop' (431 + 300 tokens at 512: 1 token), silently." if cmd is not None and cmd.engine == "vllm"
+               else "")
     return [PreflightFinding(
         id="scenario_over_context", severity="error",
         problem="scenarios need more tokens than the server serves per request: they would fail or be "
