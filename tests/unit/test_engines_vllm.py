@@ -135,6 +135,6 @@ def test_vllm_preflight_texts_say_what_vllm_itself_does() -> None:
     given = PreflightInput(uses_tools=True, scenarios=[ScenarioLength(name="s", input_tokens=2048, output_tokens=32)])
     found = {f.id: f for f in preflight(argv, given).findings}
     assert "does not refuse" in found["vllm_spec_token_budget"].problem and "40" in found["vllm_spec_token_budget"].problem
-    assert "silently drafts less" in found["vllm_spec_token_budget"].problem
+    assert "does not single this out" in found["vllm_spec_token_budget"].problem
     assert "HTTP 400" in found["tools_without_parser"].problem and "refuses" in found["tools_without_parser"].problem
     assert "HTTP 400" in found["scenario_over_context"].problem and "cut short" in found["scenario_over_context"].problem
