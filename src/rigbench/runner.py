@@ -111,7 +111,8 @@ async def execute_run(cfg: RunConfig, progress: Progress | None = None,
         elif cfg.launch is not None:
             from rigbench.plan._rigs import launched_rig
 
-            rig = launched_rig(cfg.launch, writer.log_path, api_key=cfg.api_key)
+            rig = launched_rig(cfg.launch, writer.log_path, api_key=cfg.api_key, note=prog.note,
+                               build_progress=build_progress)
         else:
             rig = prepare_llamacpp_rig(cfg.llamacpp or LlamaCppConfig(), writer.log_path,
                                        build_progress=build_progress, note=prog.note)

@@ -86,3 +86,73 @@ def test_missing_shape_is_a_usage_error(tmp_path: Path) -> None:
     (tmp_path / "config.json").write_text("{}")
     with pytest.raises(UsageError):
         kv_architecture_from_path(tmp_path)
+
+
+# -- vLLM's block accounting and the server pool -------------------------------------------------
+
+
+def test_server_pool_alone_gives_sessions_without_an_architecture() -> None:
+    from rigbench.analysis._kvcache import sessions_from_pool
+
+    cap = sessions_from_pool(4_819_435, 65_536)  # the second seed's vLLM log
+    assert round(cap.sessions, 2) == 73.54
+    with pytest.raises(UsageError):
+        sessions_from_pool(0, 65_536)
+
+
+def test_vllm_accounting_reproduces_the_seeds_pool_with_the_configs_head_dim() -> None:
+    """Seed 003: 76.6 GiB of KV, 52 layers (3 sliding of 2048 per global), GQA 32:2 -> 4,819,435 tokens, 73.54x.
+
+    With head_dim = hidden/heads (208) the estimate is far off; with the config's head_dim (128)
+    and vLLM's blocks (16 tokens; a sliding layer keeps ceil((2048 - 1 + 2 x 2048) / 16) + 1 = 385
+    blocks, not 2048/16 = 128) it lands on the reported pool.
+    """
+    from rigbench.analysis._kvcache import VLLMAccounting
+
+    arch = KVArchitecture.with_pattern(layers=52, kv_heads=2, head_dim=128, window=2048, local_per_global=3)
+    acc = VLLMAccounting(block_size=16, max_num_batched_tokens=2048, batches_in_flight=2)
+    assert acc.blocks_per_request(2048, 65536) == 385
+    assert acc.blocks_per_request(None, 65536) == 4096
+    cap = kv_capacity(arch, budget_bytes=int(76.6 * GIB), context_tokens=65536, vllm=acc,
+                      server_pool_tokens=4_819_435)
+    assert round(cap.sessions, 2) == 73.54
+    assert cap.prediction_error is not None and abs(cap.prediction_error) < 1e-4
+    # the window alone (what the per-token estimate keeps) overstates sessions by 8%
+    plain = kv_capacity(arch, budget_bytes=int(76.6 * GIB), context_tokens=65536)
+    assert plain.sessions > cap.sessions * 1.05
+    wrong_dim = KVArchitecture.with_pattern(layers=52, kv_heads=2, head_dim=208, window=2048, local_per_global=3)
+    assert kv_capacity(wrong_dim, budget_bytes=int(76.6 * GIB), context_tokens=65536, vllm=acc).sessions < 50
+
+
+def test_vllm_accounting_rounds_the_pool_to_blocks() -> None:
+    """SmolLM2-135M on vLLM CPU with VLLM_CPU_KVCACHE_SPACE=1: the pool is whole 16-token blocks."""
+    from rigbench.analysis._kvcache import VLLMAccounting
+
+    arch = KVArchitecture(layers=30, kv_heads=3, head_dim=64)
+    cap = kv_capacity(arch, budget_bytes=GIB, context_tokens=2048, vllm=VLLMAccounting())
+    assert cap.blocks_total == GIB // (30 * 16 * 2 * 3 * 64 * 2)  # 2912
+    assert cap.tokens == cap.blocks_total * 16 == 46_592  # what the live server logs (docs/engines.md)
+    assert cap.sessions == pytest.approx(2912 / 128)
+
+
+def test_head_dim_is_read_from_the_config_when_given(tmp_path: Path) -> None:
+    cfg = {"num_hidden_layers": 4, "num_attention_heads": 32, "num_key_value_heads": 2, "hidden_size": 6656,
+           "head_dim": 128}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    assert kv_architecture_from_path(tmp_path).head_dim == 128
+    del cfg["head_dim"]
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    assert kv_architecture_from_path(tmp_path).head_dim == 208
+
+
+def test_kv_command_with_only_the_server_pool() -> None:
+    from typer.testing import CliRunner
+
+    from rigbench.cli import app
+
+    res = CliRunner().invoke(app, ["kv", "--server-pool", "4819435", "--context", "65536"],
+                             env={"COLUMNS": "120"})
+    assert res.exit_code == 0, res.output
+    assert "73.54" in res.output and "4,819,435" in res.output
+    res = CliRunner().invoke(app, ["kv", "--context", "65536"], env={"COLUMNS": "120"})
+    assert isinstance(res.exception, UsageError) and "--server-pool alone" in str(res.exception)

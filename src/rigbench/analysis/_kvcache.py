@@ -14,6 +14,18 @@ layer and 2 KV heads (seed 003: 52 layers, GQA 32:2, window 2048) fits several t
 long-context sessions than a model of the same size without them. Engines reserve some of the
 pool for their own bookkeeping and round to blocks, so a server-reported pool is shown beside
 the estimate, never replaced by it.
+
+`vllm_accounting` models how vLLM (0.32, `vllm/v1/kv_cache_interface.py` and
+`v1/core/kv_cache_utils.py`) sizes the pool and the sessions it prints:
+
+- memory is cut into blocks of `block_size` tokens; a full-attention layer needs
+  ceil(max_model_len / block) blocks per request;
+- a sliding-window layer keeps ceil((window − 1 + in-flight tokens) / block) + 1 blocks, where the
+  in-flight tokens are max_num_batched_tokens x the batches in flight (2 with async scheduling,
+  vLLM's default, else 1), capped at max_model_len; not just the window;
+- "Maximum concurrency" = pool blocks / blocks per request, and the "KV cache size" it logs is that
+  concurrency x max_model_len, so pool / context = sessions exactly (the second seed: 4,819,435
+  tokens at 65,536 is 73.54).
 """
 
 from __future__ import annotations
@@ -26,7 +38,15 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rigbench.errors import AnalysisError, UsageError
 
-__all__ = ["KV_DTYPE_BYTES", "KVArchitecture", "KVCapacity", "kv_architecture_from_path", "kv_capacity"]
+__all__ = [
+    "KV_DTYPE_BYTES",
+    "KVArchitecture",
+    "KVCapacity",
+    "VLLMAccounting",
+    "kv_architecture_from_path",
+    "kv_capacity",
+    "sessions_from_pool",
+]
 
 GIB = 1024**3
 
@@ -70,6 +90,22 @@ class KVArchitecture(BaseModel):
         return sum(1 for w in self.windows() if w is None)
 
 
+class VLLMAccounting(BaseModel):
+    """vLLM's block bookkeeping (defaults: vLLM 0.32 on a GPU with async scheduling)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    block_size: int = Field(default=16, ge=1)
+    max_num_batched_tokens: int = Field(default=2048, ge=1)
+    batches_in_flight: int = Field(default=2, ge=1)  # 2 with async scheduling, else 1 (x pipeline stages)
+
+    def blocks_per_request(self, window: int | None, context: int) -> int:
+        if window is None:
+            return -(-context // self.block_size)
+        tokens = min(window - 1 + self.max_num_batched_tokens * self.batches_in_flight, context)
+        return -(-tokens // self.block_size) + 1
+
+
 class KVCapacity(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -85,10 +121,32 @@ class KVCapacity(BaseModel):
     tokens_without_windows: int  # budget / bytes_per_token_all_layers: the same model, all layers global
     server_pool_tokens: int | None = None  # what the engine reported, when known
     server_pool_source: str | None = None
+    accounting: str = "per-token"  # "per-token" | "vllm" (blocks) | "server pool" (no architecture)
+    block_size: int | None = None
+    blocks_total: int | None = None  # vllm: pool blocks the budget makes
+    blocks_per_session: int | None = None  # vllm: blocks one session of context_tokens reserves
+    server_sessions: float | None = None  # server pool / context (exact for vLLM's printed pool)
+    prediction_error: float | None = None  # (estimate - server) / server, when both pools are known
+
+
+def sessions_from_pool(pool_tokens: int, context_tokens: int, *, source: str = "given") -> KVCapacity:
+    """Sessions from a server-reported pool alone (no architecture needed).
+
+    vLLM prints its pool as concurrency x max_model_len, so at context = max_model_len this is
+    exactly the concurrency it prints.
+    """
+    if pool_tokens <= 0 or context_tokens <= 0:
+        raise UsageError(f"the pool ({pool_tokens}) and the context ({context_tokens}) must be positive.")
+    sessions = pool_tokens / context_tokens
+    return KVCapacity(budget_bytes=0, kv_dtype="n/a", context_tokens=context_tokens, bytes_per_token_per_layer=0,
+                      bytes_per_token_all_layers=0, bytes_per_session=0, sessions=sessions, tokens=pool_tokens,
+                      tokens_without_windows=pool_tokens, server_pool_tokens=pool_tokens,
+                      server_pool_source=source, accounting="server pool", server_sessions=sessions)
 
 
 def kv_capacity(arch: KVArchitecture, *, budget_bytes: int, context_tokens: int, kv_dtype: str = "bf16",
-                server_pool_tokens: int | None = None, server_pool_source: str | None = None) -> KVCapacity:
+                server_pool_tokens: int | None = None, server_pool_source: str | None = None,
+                vllm: VLLMAccounting | None = None) -> KVCapacity:
     key = kv_dtype.casefold()
     if key not in KV_DTYPE_BYTES:
         raise UsageError(f"unknown KV dtype {kv_dtype!r}; known: {', '.join(sorted(KV_DTYPE_BYTES))}.")
@@ -99,15 +157,49 @@ def kv_capacity(arch: KVArchitecture, *, budget_bytes: int, context_tokens: int,
         raise UsageError(f"{len(windows)} layer windows given for {arch.layers} layers.")
     per_layer = 2 * arch.kv_heads * arch.head_dim * KV_DTYPE_BYTES[key]
     all_layers = per_layer * arch.layers
-    per_session = sum(per_layer * (context_tokens if w is None else min(context_tokens, w)) for w in windows)
-    sessions = budget_bytes / per_session
+    extra: dict[str, Any] = {}
+    if vllm is None:
+        per_session = sum(per_layer * (context_tokens if w is None else min(context_tokens, w)) for w in windows)
+        sessions = budget_bytes / per_session
+    else:
+        blocks_total, blocks_per_session = _vllm_blocks(windows, per_layer, budget_bytes, context_tokens, vllm)
+        per_session = sum(vllm.blocks_per_request(w, context_tokens) * vllm.block_size * per_layer for w in windows)
+        sessions = blocks_total / blocks_per_session
+        extra = {"accounting": "vllm", "block_size": vllm.block_size, "blocks_total": blocks_total,
+                 "blocks_per_session": blocks_per_session}
+    tokens = int(sessions * context_tokens)
+    if server_pool_tokens:
+        extra["server_sessions"] = server_pool_tokens / context_tokens
+        extra["prediction_error"] = (tokens - server_pool_tokens) / server_pool_tokens
     return KVCapacity(
         budget_bytes=budget_bytes, kv_dtype=key, context_tokens=context_tokens,
         bytes_per_token_per_layer=per_layer, bytes_per_token_all_layers=all_layers,
-        bytes_per_session=per_session, sessions=sessions, tokens=int(sessions * context_tokens),
+        bytes_per_session=per_session, sessions=sessions, tokens=tokens,
         tokens_without_windows=int(budget_bytes / all_layers),
-        server_pool_tokens=server_pool_tokens, server_pool_source=server_pool_source,
+        server_pool_tokens=server_pool_tokens, server_pool_source=server_pool_source, **extra,
     )
+
+
+def _vllm_blocks(windows: list[int | None], per_layer: float, budget: int, context: int,
+                 acc: VLLMAccounting) -> tuple[int, int]:
+    """(pool blocks, blocks per session) the way vLLM groups layers.
+
+    Layers of one kind (full, or one window size) are split into KV-cache groups of equal size
+    (the gcd of the kinds' layer counts); one pool block holds a page for every layer of a group,
+    and a request draws its blocks from each group.
+    """
+    from math import gcd
+
+    kinds: dict[int | None, int] = {}
+    for w in windows:
+        kinds[w] = kinds.get(w, 0) + 1
+    group = 0
+    for n in kinds.values():
+        group = gcd(group, n)
+    block_bytes = group * acc.block_size * per_layer
+    blocks_total = int(budget // block_bytes)
+    per_session = sum((n // group) * acc.blocks_per_request(w, context) for w, n in kinds.items())
+    return blocks_total, per_session
 
 
 def kv_architecture_from_hf_config(cfg: dict[str, Any], *, source: str = "config.json") -> KVArchitecture:

@@ -8,7 +8,13 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from rigbench.analysis._kvcache import KVArchitecture, kv_architecture_from_path, kv_capacity
+from rigbench.analysis._kvcache import (
+    KVArchitecture,
+    VLLMAccounting,
+    kv_architecture_from_path,
+    kv_capacity,
+    sessions_from_pool,
+)
 from rigbench.cli._app import app
 from rigbench.errors import UsageError
 from rigbench.report._honesty import kv_terminal
@@ -18,8 +24,9 @@ __all__ = ["kv"]
 
 @app.command()
 def kv(
-    budget_gib: Annotated[float, typer.Option("--budget-gib", help="Memory given to the KV cache, GiB.")],
-    context: Annotated[int, typer.Option(help="Tokens per session (prompt + output).")],
+    budget_gib: Annotated[float | None, typer.Option("--budget-gib", help="Memory given to the KV cache, GiB "
+                                                    "(not needed with --server-pool alone).")] = None,
+    context: Annotated[int, typer.Option(help="Tokens per session (prompt + output).")] = 0,
     model: Annotated[Path | None, typer.Option(help="A .gguf, a config.json or a model directory.")] = None,
     layers: Annotated[int | None, typer.Option(help="Attention layers.")] = None,
     kv_heads: Annotated[int | None, typer.Option(help="KV heads (GQA).")] = None,
@@ -27,31 +34,53 @@ def kv(
     window: Annotated[int | None, typer.Option(help="Sliding-window size, tokens.")] = None,
     local_per_global: Annotated[int, typer.Option(help="Sliding-window layers per global layer (3 -> L L L G).")] = 0,
     kv_dtype: Annotated[str, typer.Option(help="bf16, f16, fp8, q8_0, q4_0...")] = "bf16",
-    server_pool: Annotated[int | None, typer.Option(help="The pool (tokens) the server reported, shown beside.")] = None,
+    server_pool: Annotated[int | None, typer.Option(help="The pool (tokens) the server reported, shown beside; "
+                                                    "alone, it gives sessions = pool / context.")] = None,
+    engine: Annotated[str | None, typer.Option(help="vllm: model vLLM's block accounting (block size, "
+                                               "sliding-window blocks) instead of plain per-token bytes.")] = None,
+    block_size: Annotated[int, typer.Option(help="--engine vllm: KV block size, tokens.")] = 16,
+    max_num_batched_tokens: Annotated[int, typer.Option(help="--engine vllm: scheduler token budget.")] = 2048,
+    batches_in_flight: Annotated[int, typer.Option(help="--engine vllm: 2 with async scheduling (vLLM's default), "
+                                                   "else 1.")] = 2,
 ) -> None:
     """Tokens of KV cache and concurrent sessions at a context length, from the model's attention shape."""
     from rigbench.cli._checks import check_finite
 
     check_finite(budget_gib, "--budget-gib", high=1e9)  # a billion GiB: far above any machine
     if context < 1:
-        raise UsageError(f"--context must be a positive number of tokens; got {context}.")
+        raise UsageError(f"--context must be a positive number of tokens per session; got {context}.")
     for value, option in ((layers, "--layers"), (kv_heads, "--kv-heads"), (head_dim, "--head-dim"),
-                          (server_pool, "--server-pool")):
+                          (server_pool, "--server-pool"), (block_size, "--block-size"),
+                          (max_num_batched_tokens, "--max-num-batched-tokens"),
+                          (batches_in_flight, "--batches-in-flight")):
         if value is not None and value < 1:
             raise UsageError(f"{option} must be a positive integer; got {value}.")
     if window is not None and window < 0:
         raise UsageError(f"--window must be 0 or more tokens (0: no sliding window); got {window}.")
     if local_per_global < 0:
         raise UsageError(f"--local-per-global must be 0 or more; got {local_per_global}.")
+    if engine not in (None, "vllm"):
+        raise UsageError(f"--engine {engine!r}: only vllm's block accounting is modelled; omit it for per-token bytes.")
+    have_arch = model is not None or bool(layers and kv_heads and head_dim)
+    if server_pool is not None and not have_arch and budget_gib is None:
+        cap = sessions_from_pool(server_pool, context)
+        kv_terminal(cap, Console())
+        return
     if model is not None:
         arch = _read_model(model)
+        if head_dim:  # a config's head_dim wins over hidden/heads; an explicit flag wins over both
+            arch = arch.model_copy(update={"head_dim": head_dim, "source": f"{arch.source}, --head-dim"})
     elif layers and kv_heads and head_dim:
         arch = KVArchitecture.with_pattern(layers=layers, kv_heads=kv_heads, head_dim=head_dim, window=window,
                                            local_per_global=local_per_global)
     else:
-        raise UsageError("give --model, or all of --layers, --kv-heads and --head-dim.")
+        raise UsageError("give --model, or all of --layers, --kv-heads and --head-dim (or --server-pool alone).")
+    if budget_gib is None:
+        raise UsageError("--budget-gib is needed to estimate from the architecture (e.g. --budget-gib 1).")
+    acc = VLLMAccounting(block_size=block_size, max_num_batched_tokens=max_num_batched_tokens,
+                         batches_in_flight=batches_in_flight) if engine == "vllm" else None
     cap = kv_capacity(arch, budget_bytes=int(budget_gib * 1024**3), context_tokens=context, kv_dtype=kv_dtype,
-                      server_pool_tokens=server_pool, server_pool_source="given" if server_pool else None)
+                      server_pool_tokens=server_pool, server_pool_source="given" if server_pool else None, vllm=acc)
     Console().print(f"{arch.layers} layers ({arch.global_layers} global), {arch.kv_heads} KV heads x {arch.head_dim} "
                     f"(from {arch.source})")
     kv_terminal(cap, Console())

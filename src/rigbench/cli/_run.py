@@ -108,13 +108,19 @@ def run(
     request_timeout: Annotated[float | None, typer.Option(help="Fail a request (typed record `total_timeout`) "
                                                           "that runs longer than this many seconds "
                                                           "(default 3600).")] = None,
-
     ray: Annotated[str | None, typer.Option("--ray", help="Run on a Ray cluster (needs the ray extra: pip install rigbench\\[ray]): auto, "
                                             "local, or the head's HOST:PORT. A plan's rigs become tasks "
                                             "placed by their resources; with --endpoint, --clients N "
                                             "spreads the speed load (docs/scale-out.md).")] = None,
     clients: Annotated[int, typer.Option(min=1, help="Client actors driving the speed suite's load "
                                          "(with --ray and --endpoint).")] = 1,
+    engine: Annotated[str, typer.Option(help="Engine rigbench launches: llamacpp (the embedded default) or vllm "
+                                        "(found, or installed once into a managed CPU venv; the model is "
+                                        "converted from the GGUF to a Hugging Face directory).")] = "llamacpp",
+    vllm_python: Annotated[Path | None, typer.Option(help="--engine vllm: the Python interpreter of an environment "
+                                                     "with vLLM (default: vllm on PATH, else the managed venv).")] = None,
+    kv_cache_gib: Annotated[float | None, typer.Option(min=0.125, help="--engine vllm: KV pool in GiB on a CPU build "
+                                                       "(VLLM_CPU_KVCACHE_SPACE; default 1).")] = None,
 ) -> None:
     """Measure a rig: set up (or attach), check it answers correctly, run the suites, report.
 
@@ -183,7 +189,18 @@ def run(
 
         require_confinement(allow_unconfined)  # before the engine starts
     llama_cfg = None
-    if not endpoint:
+    launch = None
+    if engine not in ("llamacpp", "llama.cpp", "vllm"):
+        raise UsageError(f"--engine {engine!r}: rigbench launches llamacpp or vllm. For SGLang or Ollama, start the "
+                         "server yourself and attach with --endpoint, or use a plan rig (docs/plans.md).")
+    if engine == "vllm" and not endpoint:
+        launch = _vllm_launch(settings, conc, model_file=model_file, draft_model=draft_model, spec_type=spec_type,
+                              draft_max=draft_max, spec_synth_len=spec_synth_len, ctx_per_slot=ctx_per_slot,
+                              port=port, extra=list(engine_arg or []), vllm_python=vllm_python,
+                              kv_cache_gib=kv_cache_gib, llama_server=llama_server, threads=threads)
+    elif vllm_python or kv_cache_gib:
+        raise UsageError("--vllm-python and --kv-cache-gib apply to --engine vllm only.")
+    if not endpoint and launch is None:
         need = max((sc["input_tokens"] + sc["output_tokens"]
                     for sc in settings.get("speed", {}).get("scenarios", {}).values()), default=4096)
         llama_cfg = LlamaCppConfig(
@@ -197,6 +214,7 @@ def run(
         if isinstance(llama_cfg.model, LocalFile):
             llama_cfg.model.resolve()  # fail early with a clear message
     cfg = RunConfig(suites=suites, suite_settings=settings, out_dir=out, llamacpp=llama_cfg, endpoint=endpoint,
+                    launch=launch,
                     model=model, api_key=api_key, allow_untrusted=allow_untrusted, sanity=not no_sanity,
                     sanity_max_tokens=sanity_max_tokens, sanity_seed=sanity_seed, bandwidth_gb_s=bandwidth_gbs,
                     seed=seed, label=label, resume=resume, idle_timeout_s=idle_timeout,
@@ -223,3 +241,54 @@ def run(
         Console(stderr=True).print("[bold red]The run is UNTRUSTED (reasons above); exiting 1. "
                                    "Pass --allow-untrusted to exit 0 anyway.[/]")
         raise typer.Exit(1)
+
+
+def _vllm_launch(settings: dict[str, Any], conc: list[int], *, model_file: str | None, draft_model: str | None,
+                 spec_type: str | None, draft_max: int | None, spec_synth_len: float | None,
+                 ctx_per_slot: int | None, port: int | None, extra: list[str], vllm_python: Path | None,
+                 kv_cache_gib: float | None, llama_server: Path | None, threads: int | None) -> Any:
+    """`rigbench run --engine vllm`: the VLLMLaunch spec (model converted and vLLM found when it starts)."""
+    from rigbench.rig._launch_spec import VLLMLaunch
+    from rigbench.rig._vllm_env import find_vllm, vllm_serve_argv
+
+    for flag, value in (("--llama-server", llama_server), ("--draft-model", draft_model),
+                        ("--spec-synth-len", spec_synth_len), ("--threads", threads)):
+        if value is not None:
+            raise UsageError(f"{flag} is a llama.cpp option; with --engine vllm use --spec-type ngram "
+                             "[--draft-max N], or pass vLLM flags with --engine-arg.")
+    spec_cfg = None
+    if spec_type is not None:
+        if spec_type != "ngram":
+            raise UsageError(f"--spec-type {spec_type!r} with --engine vllm: rigbench builds vLLM's ngram "
+                             "speculation only (--spec-type ngram). For a draft model or EAGLE, pass "
+                             "--engine-arg=--speculative-config='{...}' or use a plan rig.")
+        spec_cfg = {"method": "ngram", "num_speculative_tokens": draft_max or 4,
+                    "prompt_lookup_max": 4, "prompt_lookup_min": 2}
+    elif draft_max is not None:
+        raise UsageError("--draft-max needs --spec-type ngram with --engine vllm.")
+    model = "embedded"
+    if model_file:
+        p = Path(model_file).expanduser()
+        if model_file.startswith(("hf://", "pypi://")):
+            raise UsageError(f"--model-file {model_file!r} with --engine vllm: give a local .gguf or a Hugging Face "
+                             "model directory (or a hub id vLLM can fetch itself).")
+        if p.exists():
+            if p.is_dir() and not (p / "config.json").is_file():
+                raise UsageError(f"--model-file {p} is a directory without config.json: vLLM needs a Hugging Face "
+                                 "model directory (config.json, weights, tokenizer) or a .gguf file.")
+            model = str(p.resolve())
+        elif model_file.endswith(".gguf") or "/" not in model_file or model_file.startswith((".", "/", "~")):
+            raise UsageError(f"--model-file {model_file}: no such file or directory.")
+        else:
+            model = model_file  # a hub id, e.g. HuggingFaceTB/SmolLM2-135M-Instruct
+    need = max((sc["input_tokens"] + sc["output_tokens"]
+                for sc in settings.get("speed", {}).get("scenarios", {}).values()), default=1792)
+    executable = None
+    if vllm_python is not None:
+        found = find_vllm(vllm_python)  # checks that it imports vllm; errors name the fix
+        assert found is not None
+        executable = vllm_serve_argv(found.python)
+    return VLLMLaunch(model=model, port=port, executable=executable, dtype="bfloat16",
+                      max_model_len=ctx_per_slot or max(2048, need + 256), max_num_seqs=max(conc), generation_config="auto",
+                      speculative_config=spec_cfg, cpu_kvcache_space_gib=kv_cache_gib or 1.0,
+                      extra_args=extra)

@@ -13,7 +13,7 @@ from typing import Any
 
 from rigbench.errors import RigStartError, UsageError
 from rigbench.rig import LaunchedRig, ModelInfo, StartupTiming, free_port
-from rigbench.rig._launch_spec import CommandLaunch, ContainerLaunch, EndpointSpec, command_for
+from rigbench.rig._launch_spec import CommandLaunch, ContainerLaunch, EndpointSpec, VLLMLaunch, command_for
 from rigbench.rig._process import EngineProcess
 from rigbench.rig.engines import get_adapter
 
@@ -72,10 +72,15 @@ class ContainerRig(SpecRig):
         await super().stop()
 
 
-def launched_rig(spec: Any, log_path: Path, *, api_key: str | None = None) -> LaunchedRig:
+def launched_rig(spec: Any, log_path: Path, *, api_key: str | None = None,
+                 note: Any = None, build_progress: Any = None) -> LaunchedRig:
     """The rig that `spec` starts; a free port is chosen when the spec names none."""
     if isinstance(spec, EndpointSpec):
         raise UsageError(f"{spec.base_url} is an already-running endpoint: attach to it, do not launch it.")
+    if isinstance(spec, VLLMLaunch):  # finds or installs vLLM and converts the model when it starts
+        from rigbench.rig._vllm_rig import VLLMRig
+
+        return VLLMRig(spec, log_path, api_key=api_key, note=note or (lambda msg: None), progress=build_progress)
     if not isinstance(spec, CommandLaunch) and getattr(spec, "port", None) is None:
         spec = spec.model_copy(update={"port": free_port(getattr(spec, "host", "127.0.0.1"))})
     cmd = command_for(spec)

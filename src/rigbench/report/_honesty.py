@@ -212,14 +212,24 @@ def speedup_markdown(preds: Sequence[SpeedupPrediction]) -> str:
 
 
 def _kv_rows(c: KVCapacity) -> list[tuple[str, str]]:
+    if c.accounting == "server pool":  # no architecture: the pool alone
+        return [(f"server-reported pool ({c.server_pool_source or 'server'})", f"{c.tokens:,} tokens"),
+                (f"sessions at {c.context_tokens:,} tokens", f"{c.sessions:.2f}")]
     rows = [("budget", f"{c.budget_bytes / 1024**3:.2f} GiB"), ("KV dtype", c.kv_dtype),
             ("bytes / token (all layers)", f"{c.bytes_per_token_all_layers:,.0f}"),
             (f"bytes / session at {c.context_tokens:,} tokens", f"{c.bytes_per_session:,.0f}"),
             (f"sessions at {c.context_tokens:,} tokens", f"{c.sessions:.2f}"),
             ("pool (tokens)", f"{c.tokens:,}"),
             ("pool if every layer were global", f"{c.tokens_without_windows:,}")]
+    if c.accounting == "vllm":
+        rows.append(("accounting", f"vLLM blocks of {c.block_size} tokens: {c.blocks_total:,} in the pool, "
+                                   f"{c.blocks_per_session:,} per session"))
     if c.server_pool_tokens is not None:
         rows.append((f"server-reported pool ({c.server_pool_source or 'server'})", f"{c.server_pool_tokens:,}"))
+        if c.server_sessions is not None:
+            rows.append(("server pool / context (sessions)", f"{c.server_sessions:.2f}"))
+        if c.prediction_error is not None:
+            rows.append(("estimate vs server pool", f"{c.prediction_error:+.2%}"))
     return rows
 
 

@@ -66,9 +66,27 @@ def _fingerprint_rows(fp: dict[str, Any]) -> list[tuple[str, str]]:
         *([("memory bandwidth", _bandwidth_row(host["memory_bandwidth"], host.get("cpu_cores_logical")))] if host.get("memory_bandwidth") else []),
         ("command", " ".join(fp["argv"]) if fp.get("argv") else "not recorded (server started outside rigbench)"),
     ]
+    kv = _kv_pool_row(fp.get("server_info") or {})
+    if kv:
+        rows.insert(6, ("KV pool", kv))
     if fp.get("unknown"):
         rows.append(("unknown", "; ".join(fp["unknown"])))
     return rows
+
+
+def _kv_pool_row(info: dict[str, Any]) -> str | None:
+    """vLLM: the pool it reported (log, /metrics) beside rigbench's prediction for the same rig."""
+    log, metrics, pred = info.get("kv_pool_tokens_log"), info.get("kv_pool_tokens_metrics"), info.get("kv_prediction")
+    if log is None and metrics is None:
+        return None
+    parts = [f"{log:,} tokens (server log)" if log is not None else "log: not printed"]
+    if metrics is not None:
+        parts.append(f"{metrics:,} (server /metrics, block {info.get('block_size')})")
+    if isinstance(pred, dict) and pred.get("tokens") is not None:
+        err = pred.get("error_vs_server")
+        parts.append(f"rigbench predicts {pred['tokens']:,} (estimated from config.json and "
+                     f"{pred.get('budget_gib')} GiB{'' if err is None else f', {err:+.2%}'})")
+    return "; ".join(parts)
 
 
 def render_terminal(a: RunAnalysis, console: Console) -> None:
@@ -94,7 +112,8 @@ def render_terminal(a: RunAnalysis, console: Console) -> None:
     if a.startup:
         s = a.startup
         console.print(f"startup: spawn → healthy {s['spawn_to_healthy_s']:.2f} s, healthy → first completion "
-                      f"{s['healthy_to_first_completion_s']:.2f} s, total {s['spawn_to_first_completion_s']:.2f} s")
+                      f"{s['healthy_to_first_completion_s']:.2f} s, total {s['spawn_to_first_completion_s']:.2f} s"
+                      f"{_compile_note(s)}")
     if a.speed:
         console.print(speed_table(a.speed, compact=console.width < 120))
         if a.speed.rows:
@@ -113,6 +132,17 @@ def render_terminal(a: RunAnalysis, console: Console) -> None:
     console.print(f"[dim]run directory: {a.run_dir}[/]")
 
 
+def _compile_note(s: dict[str, Any]) -> str:
+    """vLLM's compile cache: cold and warm starts differ by a minute, so say which this was."""
+    state = s.get("compile_cache")
+    if not state:
+        return ""
+    what = {"cold": "cold compile cache (torch.compile ran)", "warm": "warm compile cache (graphs loaded)",
+            "off": "no compilation (--enforce-eager)"}.get(state, state)
+    secs = f", {s['compile_s']:.1f} s engine-reported" if s.get("compile_s") is not None else ""
+    return f" — {what}{secs}"
+
+
 def render_markdown(a: RunAnalysis) -> str:
     trust, _ = _trust_line(a)
     out = [f"# rigbench run {a.header.run_id}", "",
@@ -126,7 +156,8 @@ def render_markdown(a: RunAnalysis) -> str:
         s = a.startup
         out += ["## Startup", "",
                 f"spawn → healthy {s['spawn_to_healthy_s']:.2f} s · healthy → first completion "
-                f"{s['healthy_to_first_completion_s']:.2f} s · total {s['spawn_to_first_completion_s']:.2f} s", ""]
+                f"{s['healthy_to_first_completion_s']:.2f} s · total {s['spawn_to_first_completion_s']:.2f} s"
+                f"{_compile_note(s)}", ""]
     if a.speed:
         out += ["## Speed", "", "Median ± standard deviation over requests (warm-up excluded); n = requests.",
                 "", speed_markdown(a.speed), ""]

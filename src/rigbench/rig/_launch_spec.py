@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from rigbench.errors import UsageError
 
 __all__ = [
+    "VLLM_API_SERVER_MODULE",
     "CommandLaunch",
     "ContainerLaunch",
     "EndpointSpec",
@@ -48,7 +49,12 @@ class _EngineSpec(_Spec):
 
 
 class VLLMLaunch(_EngineSpec):
-    """`vllm serve MODEL ...`"""
+    """`vllm serve MODEL ...`
+
+    `model` is a Hugging Face id or directory, a .gguf (converted once to a bf16 directory), or
+    "embedded" (the bundled SmolLM2-135M, converted). With no `executable`, the launched rig finds
+    vLLM (`vllm` on PATH or importable) or installs the managed CPU venv (rig/_vllm_env.py).
+    """
 
     kind: Literal["vllm"] = "vllm"
     model: str
@@ -63,6 +69,9 @@ class VLLMLaunch(_EngineSpec):
     tool_call_parser: str | None = None  # also turns on --enable-auto-tool-choice
     reasoning_parser: str | None = None
     generation_config: str | None = None  # "auto" | "vllm" | a folder
+    dtype: str | None = None  # --dtype (CPU: bfloat16)
+    enforce_eager: bool = False  # --enforce-eager: no torch.compile (faster start, slower decode)
+    cpu_kvcache_space_gib: float | None = None  # VLLM_CPU_KVCACHE_SPACE: the KV pool on a CPU build
 
 
 class SGLangSpeculative(_Spec):
@@ -189,7 +198,8 @@ def command_for(spec: Any) -> LaunchCommand:
             raise UsageError(f"the {spec.kind} rig has an empty command: give the full command line to run")
         return LaunchCommand(list(spec.argv), {})
     if isinstance(spec, VLLMLaunch):
-        return LaunchCommand(_vllm_argv(spec), {})
+        env = {} if spec.cpu_kvcache_space_gib is None else {"VLLM_CPU_KVCACHE_SPACE": f"{spec.cpu_kvcache_space_gib:g}"}
+        return LaunchCommand(_vllm_argv(spec), env)
     if isinstance(spec, SGLangLaunch):
         return LaunchCommand(_sglang_argv(spec), {})
     if isinstance(spec, LlamaCppLaunch):
@@ -216,9 +226,14 @@ def _finish(engine: str, spec: _EngineSpec, argv: list[str]) -> list[str]:
     return argv + list(spec.extra_args)
 
 
+VLLM_API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
+
+
 def _vllm_argv(s: VLLMLaunch) -> list[str]:
-    argv = [*(s.executable or ["vllm", "serve"]), s.model,
-            "--host", s.host, "--port", str(s.port or _DEFAULT_PORT["vllm"])]
+    exe = s.executable or ["vllm", "serve"]
+    # `vllm serve` takes the model as its first argument; the api_server module only as --model
+    model = ["--model", s.model] if exe[-1] == VLLM_API_SERVER_MODULE else [s.model]
+    argv = [*exe, *model, "--host", s.host, "--port", str(s.port or _DEFAULT_PORT["vllm"])]
     _opt(argv, "--served-model-name", s.served_model_name)
     _opt(argv, "--tensor-parallel-size", s.tensor_parallel_size)
     _opt(argv, "--max-model-len", s.max_model_len)
@@ -232,6 +247,9 @@ def _vllm_argv(s: VLLMLaunch) -> list[str]:
         argv += ["--enable-auto-tool-choice", "--tool-call-parser", s.tool_call_parser]
     _opt(argv, "--reasoning-parser", s.reasoning_parser)
     _opt(argv, "--generation-config", s.generation_config)
+    _opt(argv, "--dtype", s.dtype)
+    if s.enforce_eager:
+        argv.append("--enforce-eager")
     return _finish("vllm", s, argv)
 
 

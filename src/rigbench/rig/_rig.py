@@ -30,6 +30,10 @@ class StartupTiming(BaseModel):
     spawn_to_healthy_s: float
     healthy_to_first_completion_s: float
     spawn_to_first_completion_s: float
+    # vLLM: "cold" (torch.compile ran), "warm" (compiled graphs loaded from its cache), "off"
+    # (--enforce-eager); None where the engine compiles nothing or did not say
+    compile_cache: str | None = None
+    compile_s: float | None = None  # the engine's own figure for compiling or loading the graphs
 
 
 async def _served_model_name(client: ChatClient) -> str | None:

@@ -1,0 +1,236 @@
+"""A launched vLLM rig: find or install vLLM, make the model servable, start, and read its facts.
+
+What vLLM decides at start-up and tells only in its log (the KV pool in tokens, the engine
+configuration, whether torch.compile ran or loaded its cache) is read from the log rigbench
+captures; the pool is cross-checked with `vllm:cache_config_info` on /metrics.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from rigbench.rig._fingerprint import ModelInfo, model_info
+from rigbench.rig._launch_spec import VLLMLaunch, command_for
+from rigbench.rig._models import EMBEDDED_MODEL, LocalFile
+from rigbench.rig._process import EngineProcess, free_port
+from rigbench.rig._rig import LaunchedRig, StartupTiming
+from rigbench.rig._vllm_env import Progress, find_vllm, hf_copy_of_gguf, install_vllm, vllm_serve_argv
+
+__all__ = ["VLLMRig", "parse_vllm_log", "pool_from_metrics"]
+
+_POOL = re.compile(r"KV cache size: ([\d,]+) tokens")
+_CONCURRENCY = re.compile(r"Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x")
+# vllm/compilation/backends.py, decorators.py and monitor.py (0.32): a warm start loads the graphs (or a
+# whole AOT artifact) from VLLM_CACHE_ROOT/torch_compile_cache; a cold one compiles them.
+_COMPILE_WARM = re.compile(r"Directly load the compiled graph\(s\) for .*? from the cache, took ([\d.]+) s"
+                           r"|Directly load AOT compilation from path")
+_COMPILE_COLD = re.compile(r"Compiling a graph for .*? takes ([\d.]+) s")
+_COMPILE_TOTAL = re.compile(r"torch\.compile (?:takes|took) ([\d.]+) s in total")
+_BATCHED = re.compile(r"max_num_batched_tokens=(\d+)")
+_ASYNC = re.compile(r"[Aa]synchronous scheduling is enabled")
+_ENGINE_CONFIG = re.compile(r"Initializing a V1 LLM engine \(v([^)]+)\) with config: (.*)$")
+_CONFIG_KEYS = ("dtype", "max_seq_len", "enforce_eager", "kv_cache_dtype", "enable_prefix_caching",
+                "speculative_config")
+
+
+def parse_vllm_log(text: str) -> dict[str, Any]:
+    """Facts vLLM prints while starting (absent keys: not printed by this version)."""
+    out: dict[str, Any] = {}
+    if m := _POOL.search(text):
+        out["kv_pool_tokens_log"] = int(m.group(1).replace(",", ""))
+    if m := _CONCURRENCY.search(text):
+        out["max_concurrency_log"] = {"tokens_per_request": int(m.group(1).replace(",", "")),
+                                      "sessions": float(m.group(2))}
+    warm = [float(x) for x in _COMPILE_WARM.findall(text) if x]
+    warm_any = _COMPILE_WARM.search(text) is not None
+    cold = [float(x) for x in _COMPILE_COLD.findall(text)]
+    if cold:
+        out["compile_cache"] = "cold"
+    elif warm_any:
+        out["compile_cache"] = "warm"
+    elif "enforce_eager=True" in text:
+        out["compile_cache"] = "off"
+    if m := _BATCHED.search(text):
+        out["max_num_batched_tokens_log"] = int(m.group(1))
+    out["async_scheduling_log"] = bool(_ASYNC.search(text))
+    if m := _COMPILE_TOTAL.search(text):
+        out["compile_s"] = float(m.group(1))
+    elif cold or warm:
+        out["compile_s"] = round(sum(cold) + sum(warm), 3)
+    for line in text.splitlines():
+        if m := _ENGINE_CONFIG.search(line):
+            out["version_log"] = m.group(1)
+            cfg = m.group(2)
+            for key in _CONFIG_KEYS:
+                km = re.search(rf"(?:^|, ){key}=(.*?)(?=, [a-z_]+=|$)", cfg)
+                if km:
+                    out[f"engine_{key}"] = km.group(1)
+            break
+    return out
+
+
+def pool_from_metrics(text: str) -> dict[str, Any]:
+    """`vllm:cache_config_info` labels: block_size x num_gpu_blocks (the CPU pool uses the same label)."""
+    from rigbench.rig.engines import parse_prometheus
+
+    for s in parse_prometheus(text).get("vllm:cache_config_info", []):
+        labels = dict(s.labels)
+        try:
+            block = int(labels["block_size"])
+            blocks = int(labels["num_gpu_blocks"])
+        except (KeyError, ValueError):
+            return {"cache_config_info": labels}
+        return {"block_size": block, "num_blocks": blocks, "kv_pool_tokens_metrics": block * blocks,
+                "cache_config_info": labels}
+    return {}
+
+
+def _chat_template(model_dir: Path) -> str | None:
+    """The chat template vLLM loads from a Hugging Face directory (chat_template.jinja, else tokenizer_config)."""
+    jinja = model_dir / "chat_template.jinja"
+    try:
+        if jinja.is_file():
+            return jinja.read_text()
+        cfg = model_dir / "tokenizer_config.json"
+        if cfg.is_file():
+            t = json.loads(cfg.read_text()).get("chat_template")
+            return t if isinstance(t, str) else None
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+class VLLMRig(LaunchedRig):
+    """vLLM started by rigbench from a `VLLMLaunch` spec (plan rigs and `rigbench run --engine vllm`)."""
+
+    def __init__(self, spec: VLLMLaunch, log_path: Path, *, api_key: str | None = None,
+                 note: Callable[[str], None] = lambda msg: None, progress: Progress | None = None,
+                 start_timeout_s: float = 1800.0) -> None:
+        if spec.port is None:
+            spec = spec.model_copy(update={"port": free_port(spec.host)})
+        self.spec = spec
+        self._note = note
+        self._progress = progress
+        self._prepared = False
+        cmd = command_for(spec)
+        model = ModelInfo(path=spec.model, served_name=spec.served_model_name, source="as given to vllm")
+        assert spec.port is not None
+        super().__init__(cmd.argv, engine="vllm", port=spec.port, log_path=log_path, model=model, host=spec.host,
+                         health_path="/health", start_timeout_s=start_timeout_s, api_key=api_key)
+        self.process = EngineProcess(cmd.argv, log_path, env=cmd.env)
+        self.vllm_python: Path | None = None
+
+    def prepare(self) -> None:
+        """Find or install vLLM and convert the model if needed (slow once, cached); idempotent."""
+        if self._prepared:
+            return
+        spec = self.spec
+        updates: dict[str, Any] = {}
+        install = None
+        if spec.executable is None:
+            install = find_vllm()
+            if install is None:
+                self._note("vLLM not found: installing the managed CPU venv once (about 3 min and 3.4 GB "
+                           "under the user cache; cached afterwards)")
+                install = install_vllm(self._progress)
+            self._note(f"vLLM {install.version or '?'} ({install.origin}): {install.python}")
+            self.vllm_python = install.python
+            updates["executable"] = vllm_serve_argv(install.python)
+        gguf: Path | None = None
+        source = None
+        if spec.model == "embedded":
+            gguf = EMBEDDED_MODEL.resolve()
+            source = f"converted from {EMBEDDED_MODEL.describe()} (sha256 {EMBEDDED_MODEL.sha256[:16]}…)"
+        elif spec.model.endswith(".gguf"):
+            gguf = LocalFile(Path(spec.model)).resolve()
+            source = f"converted from {gguf}"
+        if gguf is not None:
+            if install is None:
+                install = find_vllm() or install_vllm(self._progress)
+            hf_dir = hf_copy_of_gguf(gguf, install, self._progress)
+            updates["model"] = str(hf_dir)
+            if spec.served_model_name is None:
+                updates["served_model_name"] = hf_dir.name
+        self.spec = spec.model_copy(update=updates)
+        cmd = command_for(self.spec)
+        self.argv = cmd.argv
+        self.process = EngineProcess(cmd.argv, self.process.log_path, env=cmd.env)
+        served = self.spec.served_model_name
+        model_dir = Path(self.spec.model)
+        weights = model_dir / "model.safetensors"
+        if weights.is_file():
+            self.model = model_info(weights, source=source or "local Hugging Face directory", served_name=served)
+        else:
+            self.model = ModelInfo(path=self.spec.model, served_name=served, source=source or "as given to vllm")
+        self.served_name = served
+        self._prepared = True
+
+    async def start(self) -> StartupTiming:
+        import asyncio
+
+        if not self._prepared:
+            await asyncio.to_thread(self.prepare)
+        log_start = self.process.log_path.stat().st_size if self.process.log_path.exists() else 0
+        startup = await super().start()
+        try:
+            text = self.process.log_path.read_bytes()[log_start:].decode(errors="replace")
+        except OSError:
+            text = ""
+        facts = parse_vllm_log(text)
+        try:
+            status, metrics = await self.client.get_text(self.client.server_root + "/metrics", timeout_s=10)
+            if status == 200:
+                facts.update(pool_from_metrics(metrics))
+        except Exception:  # /metrics is a cross-check; the log figure stands alone without it
+            pass
+        facts.update(self._argv_facts())
+        if self.spec.max_num_seqs is not None:  # launched by rigbench: the flag is the slot count
+            facts["slots"] = self.spec.max_num_seqs
+        template = _chat_template(Path(self.spec.model))
+        if template and not self._facts.get("chat_template"):
+            facts["chat_template"] = template  # what vLLM renders with (its own API does not expose it)
+        self._facts.update(facts)
+        self._facts["kv_prediction"] = self._kv_prediction()
+        self.startup = startup.model_copy(update={"compile_cache": facts.get("compile_cache"),
+                                                  "compile_s": facts.get("compile_s")})
+        return self.startup
+
+    def _kv_prediction(self) -> dict[str, Any] | None:
+        """rigbench's KV planner for this rig (vLLM's block accounting), to set beside the pool vLLM reports."""
+        from rigbench.analysis._kvcache import VLLMAccounting, kv_architecture_from_path, kv_capacity
+
+        f = self._facts
+        gib = self.spec.cpu_kvcache_space_gib
+        context = f.get("context_length")
+        config = Path(self.spec.model) / "config.json"
+        if gib is None or not context or not config.is_file():
+            return None  # on a GPU the budget is what vLLM measured free, which only its log tells
+        try:
+            arch = kv_architecture_from_path(config)
+            acc = VLLMAccounting(block_size=int(f.get("block_size") or 16),
+                                 max_num_batched_tokens=int(f.get("max_num_batched_tokens_log") or 2048),
+                                 batches_in_flight=2 if f.get("async_scheduling_log") else 1)
+            dtype = str(self.spec.dtype or "bf16")
+            cap = kv_capacity(arch, budget_bytes=int(gib * 1024**3), context_tokens=int(context), vllm=acc,
+                              kv_dtype=dtype if dtype != "auto" else "bf16",
+                              server_pool_tokens=f.get("kv_pool_tokens_log"), server_pool_source="vLLM log")
+        except Exception as e:  # a config the planner cannot read: say so, do not fail the run
+            return {"error": f"{type(e).__name__}: {e}"}
+        return {"tokens": cap.tokens, "sessions": round(cap.sessions, 3), "budget_gib": gib,
+                "context": int(context), "block_size": acc.block_size, "architecture": arch.source,
+                "server_pool_tokens": cap.server_pool_tokens, "error_vs_server": cap.prediction_error}
+
+    def _argv_facts(self) -> dict[str, Any]:
+        s = self.spec
+        out: dict[str, Any] = {"argv": list(self.argv), "dtype": s.dtype or "auto",
+                               "max_model_len_flag": s.max_model_len, "max_num_seqs": s.max_num_seqs,
+                               "max_num_batched_tokens": s.max_num_batched_tokens,
+                               "cpu_kvcache_space_gib": s.cpu_kvcache_space_gib,
+                               "tool_call_parser": s.tool_call_parser}
+        if s.speculative_config is not None:
+            out["speculative_config"] = json.loads(json.dumps(s.speculative_config))
+        return out

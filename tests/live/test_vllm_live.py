@@ -1,0 +1,270 @@
+"""vLLM for real: the adapter, streaming timing, speculation, tool calls and resume against a live
+vLLM (CPU build, the managed venv of `rigbench setup --engine vllm`) serving SmolLM2-135M converted
+from the embedded GGUF.
+
+One server is shared by the class below (vLLM takes a minute or more to start and 3.8 GiB); the
+CLI tests after it start their own, one at a time. Without vLLM the tests skip locally and fail
+under CI (CI=true), where .ci/run installs it first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from rigbench.analysis._timing import request_timing
+from rigbench.client import ChatClient
+from rigbench.rig._launch_spec import VLLMLaunch
+from rigbench.rig._vllm_env import find_vllm
+from rigbench.rig._vllm_rig import VLLMRig
+from rigbench.rig.engines import VLLMAdapter, canonical_values, detect_engine, parse_prometheus
+from rigbench.store import RunReader
+
+# vLLM's start is minutes on a busy 2-core machine (more with torch.compile): the servers here run
+# --enforce-eager, and the per-test limit leaves room for a start.
+pytestmark = [pytest.mark.live, pytest.mark.vllm, pytest.mark.timeout(1800)]
+
+NGRAM = {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4, "prompt_lookup_min": 2}
+REPETITIVE = ("Copy this list exactly, again and again, without stopping: alpha beta gamma delta epsilon "
+              "zeta eta theta; alpha beta gamma delta epsilon zeta eta theta; alpha beta gamma delta "
+              "epsilon zeta eta theta;")
+ENV = {**os.environ, "COLUMNS": "200"}
+
+
+def _need_vllm() -> None:
+    if find_vllm() is None:
+        msg = "vLLM is not installed: run `rigbench setup --engine vllm` (the managed CPU venv, cached)"
+        if os.environ.get("CI"):
+            pytest.fail(msg)
+        pytest.skip(msg)
+
+
+def _vllm_processes() -> list[psutil.Process]:
+    out = []
+    for p in psutil.process_iter(["cmdline"]):
+        cmd = " ".join(p.info.get("cmdline") or [])
+        if "vllm.entrypoints.openai.api_server" in cmd or "VLLM::EngineCore" in cmd:
+            out.append(p)
+    return out
+
+
+@pytest.fixture(scope="class")
+def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VLLMRig]:
+    _need_vllm()
+    log = tmp_path_factory.mktemp("vllm") / "engine.log"
+    spec = VLLMLaunch(model="embedded", dtype="bfloat16", max_model_len=2048, max_num_seqs=4,
+                      cpu_kvcache_space_gib=1, speculative_config=NGRAM, tool_call_parser="hermes",
+                      generation_config="auto", enforce_eager=True)
+    r = VLLMRig(spec, log)
+    try:
+        asyncio.run(_start(r))
+        yield r
+    finally:
+        r.process.stop(timeout_s=30)
+
+
+async def _start(r: VLLMRig) -> None:
+    await r.start()
+    await r.client.aclose()  # tests use their own clients (one event loop each)
+
+
+def _client(r: VLLMRig) -> ChatClient:
+    return ChatClient(r.base_url)
+
+
+async def _metrics(c: ChatClient) -> str:
+    status, text = await c.get_text(c.server_root + "/metrics")
+    assert status == 200
+    return text
+
+
+class TestSharedServer:
+    async def test_launch_fingerprint_and_pool(self, rig: VLLMRig) -> None:
+        """vLLM's version, the full argv, the KV pool from both the log and /metrics, dtype, context."""
+        fp = rig.fingerprint()
+        installed = find_vllm()
+        assert installed is not None and fp.engine == "vllm" and fp.engine_version == installed.version
+        assert fp.argv is not None and "--speculative-config" in fp.argv and fp.context_length == 2048
+        assert json.loads(fp.argv[fp.argv.index("--speculative-config") + 1]) == NGRAM
+        info = fp.server_info
+        assert info["kv_pool_tokens_log"] == info["kv_pool_tokens_metrics"] > 0
+        assert info["dtype"] == "bfloat16" and info["engine_dtype"] == "torch.bfloat16"
+        assert rig.startup is not None and rig.startup.compile_cache == "off"  # --enforce-eager, read from the log
+        # the planner's prediction for this rig, beside the pool vLLM reports (docs/engines.md)
+        pred = info["kv_prediction"]
+        assert abs(pred["tokens"] - info["kv_pool_tokens_log"]) / info["kv_pool_tokens_log"] < 0.02
+
+    async def test_adapter_endpoints_and_metric_names(self, rig: VLLMRig) -> None:
+        c = _client(rig)
+        try:
+            adapter = VLLMAdapter()
+            assert await detect_engine(c) == "vllm"
+            info = await adapter.server_info(c)
+            assert info["context_length"] == 2048 and info["model"] == rig.served_name
+            tokens = await adapter.tokenize(c, "The capital of France is Paris.")
+            assert tokens and await adapter.detokenize(c, tokens) == "The capital of France is Paris."
+            messages = [{"role": "user", "content": "What is two plus two? Reply with a number."}]
+            counted = await adapter.count_chat_tokens(c, rig.served_name or "", messages)
+            before = canonical_values(adapter, await _metrics(c))
+            res = await c.stream_chat({"model": rig.served_name, "messages": messages, "temperature": 0,
+                                       **adapter.forced_length_fields(24)})
+            assert res.ok, res.error
+            assert counted == res.prompt_tokens and res.completion_tokens == 24 and res.finish_reason == "length"
+            after = canonical_values(adapter, await _metrics(c))
+            # every canonical name rigbench reads exists on this vLLM (speculation is on here)
+            assert set(adapter.metric_names) <= set(after), set(adapter.metric_names) - set(after)
+            assert after["generation_tokens_total"] - before["generation_tokens_total"] == 24
+            assert after["prompt_tokens_total"] - before["prompt_tokens_total"] == counted
+        finally:
+            await c.aclose()
+
+    async def test_role_only_first_chunk_is_not_ttft(self, rig: VLLMRig) -> None:
+        """vLLM opens the stream with a role-only chunk (content ""); it is not a generated token.
+
+        On the wire: the first data event is {"delta": {"role": "assistant", "content": ""}}. vLLM
+        sends it in the same step as the first token, so the two often share one read: rigbench
+        must count it as an empty event and time TTFT from the chunk that carries the token.
+        """
+        import aiohttp
+
+        body = {"model": rig.served_name, "temperature": 0, "max_tokens": 1, "stream": True,
+                "messages": [{"role": "user", "content": "Say hello."}]}
+        async with aiohttp.ClientSession() as s, s.post(rig.base_url + "/chat/completions", json=body) as r:
+            raw = (await r.read()).decode()
+        events = [json.loads(ln[5:]) for ln in raw.splitlines() if ln.startswith("data:") and "[DONE]" not in ln]
+        first = events[0]["choices"][0]["delta"]
+        assert first.get("role") == "assistant" and first.get("content", "") == ""
+        c = _client(rig)
+        try:
+            res = await c.stream_chat({k: v for k, v in body.items() if k != "stream"})
+            assert res.ok, res.error
+            assert res.completion_tokens == 1 and len(res.chunk_ns) == 1  # the role chunk is not a token
+            assert res.empty_events >= 1 and res.first_event_ns is not None
+            assert res.first_event_ns <= res.chunk_ns[0]
+            t = request_timing(res)
+            assert t.ttft_s == pytest.approx((res.chunk_ns[0] - res.sent_ns) / 1e9)
+            assert t.first_event_s is not None and t.first_event_s <= t.ttft_s
+        finally:
+            await c.aclose()
+
+    async def test_ngram_chunks_carry_several_tokens_so_ttft_is_withheld(self, rig: VLLMRig) -> None:
+        c = _client(rig)
+        try:
+            res = await c.stream_chat({"model": rig.served_name, "temperature": 0,
+                                       "messages": [{"role": "user", "content": REPETITIVE}],
+                                       **VLLMAdapter().forced_length_fields(128)})
+            assert res.ok, res.error
+            assert res.completion_tokens == 128 and len(res.chunk_ns) < 100  # drafts accepted in bulk
+            t = request_timing(res)
+            assert t.multi_token_chunks and t.ttft_s is None and t.ttft_not_comparable
+            assert t.first_chunk_s is not None  # still recorded, only not called TTFT
+            assert t.tokens_per_chunk_max is not None and t.tokens_per_chunk_max > 1
+            # inter-token latency is spread over the tokens each arrival carried, not one per chunk
+            arrivals = len(set(res.chunk_ns))
+            assert len(t.itl_s) > arrivals
+        finally:
+            await c.aclose()
+
+    async def test_acceptance_from_metrics_matches_the_request(self, rig: VLLMRig) -> None:
+        """Alone on the server, one request's tokens = decode steps + accepted drafts (vLLM's counters)."""
+        c = _client(rig)
+        adapter = VLLMAdapter()
+        try:
+            before = canonical_values(adapter, await _metrics(c))
+            res = await c.stream_chat({"model": rig.served_name, "temperature": 0,
+                                       "messages": [{"role": "user", "content": REPETITIVE}],
+                                       **adapter.forced_length_fields(96)})
+            assert res.ok, res.error
+            text = await _metrics(c)
+            after = canonical_values(adapter, text)
+            d = {k: after[k] - before.get(k, 0.0) for k in after}
+            assert d["generation_tokens_total"] == res.completion_tokens == 96
+            accepted, drafted, drafts = (d["spec_accepted_tokens_total"], d["spec_draft_tokens_total"],
+                                         d["spec_drafts_total"])
+            assert 0 < accepted <= drafted <= 4 * drafts
+            # each step emits 1 + its accepted tokens; the stream carries at most one chunk per step
+            assert len(res.chunk_ns) + accepted <= res.completion_tokens
+            steps = res.completion_tokens - accepted
+            assert steps >= drafts  # a step drafts at most once (none when no n-gram matched)
+            # the per-position counters add up to the total
+            per_pos = parse_prometheus(text).get("vllm:spec_decode_num_accepted_tokens_per_pos_total", [])
+            assert per_pos and sum(s.value for s in per_pos) == after["spec_accepted_tokens_total"]
+        finally:
+            await c.aclose()
+
+    def test_tool_call_probes_on_vllms_parser(self, rig: VLLMRig, tmp_path: Path) -> None:
+        """tool_choice required/named and parallel_tool_calls, through rigbench's probes, attached."""
+        res = subprocess.run(
+            [sys.executable, "-m", "rigbench", "run", "--endpoint", rig.base_url, "--suite", "agent_probes",
+             "--no-sanity", "--allow-untrusted", "--out", str(tmp_path)],
+            capture_output=True, text=True, timeout=900, env=ENV)
+        assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+        (run_dir,) = list(tmp_path.iterdir())
+        reader = RunReader(run_dir)
+        assert reader.header.fingerprint["engine"] == "vllm"
+        verdicts = {r["probe"]: r for r in reader.raw_records("agent_probe")}
+        # vLLM enforces required/named tool_choice with structured outputs: a call always comes back,
+        # even for a model whose template and the hermes parser never produce one on `auto`
+        # (SmolLM2-135M: no call on auto, so the parallel_tool_calls limit cannot be observed)
+        for probe in ("tool_choice_required", "tool_choice_named", "tool_choice_none", "context_overflow"):
+            assert verdicts[probe]["verdict"] == "pass", verdicts[probe]
+        assert verdicts["tool_choice_auto"]["verdict"] == "fail", verdicts["tool_choice_auto"]
+        assert verdicts["parallel_tool_calls_false"]["verdict"] == "not_applicable"
+        assert "no call" in verdicts["parallel_tool_calls_false"]["detail"]
+
+
+def _wait_for_batches(out: Path, n: int, timeout_s: float) -> Path:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for d in out.iterdir() if out.exists() else []:
+            rec = d / "records.jsonl"
+            if rec.exists() and rec.read_text().count('"speed_batch"') >= n:
+                return d
+        time.sleep(0.5)
+    raise AssertionError(f"no run reached {n} speed batches in {timeout_s} s")
+
+
+def test_run_engine_vllm_killed_with_9_leaves_no_server_and_resumes(tmp_path: Path) -> None:
+    """`rigbench run --engine vllm`: launch, gate, speed; kill -9 rigbench; vLLM goes too; --resume finishes."""
+    _need_vllm()
+    assert not _vllm_processes(), "another vLLM is running: these tests start one at a time"
+    out = tmp_path / "runs"
+    args = ["--engine", "vllm", "--scenarios", "chat_short", "--repetitions", "3", "--warmup", "0",
+            "--sanity-max-tokens", "64", "--engine-arg=--enforce-eager"]
+    proc = subprocess.Popen([sys.executable, "-m", "rigbench", "run", *args, "--out", str(out)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=ENV, start_new_session=True)
+    try:
+        run_dir = _wait_for_batches(out, 1, timeout_s=900)
+    except AssertionError:
+        proc.kill()
+        raise
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    deadline = time.monotonic() + 60
+    while _vllm_processes() and time.monotonic() < deadline:
+        time.sleep(1)
+    assert not _vllm_processes(), "vLLM outlived rigbench killed with -9"
+    reader = RunReader(run_dir)
+    fp = reader.header.fingerprint
+    assert fp["engine"] == "vllm" and fp["argv"][1:3] == ["-m", "vllm.entrypoints.openai.api_server"]
+    done_before = {r["unit_id"] for r in reader.raw_records("speed_batch")}
+    assert 1 <= len(done_before) < 3
+    res = subprocess.run([sys.executable, "-m", "rigbench", "run", "--resume", str(run_dir), *args],
+                         capture_output=True, text=True, timeout=900, env=ENV)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    reader = RunReader(run_dir)
+    assert reader.header.status == "complete" and reader.header.trust and reader.header.trust.trusted
+    batches = [r["unit_id"] for r in reader.raw_records("speed_batch")]
+    assert len(batches) == len(set(batches)) == 3 and done_before <= set(batches)
+    assert "startup" in res.stdout and "no compilation (--enforce-eager)" in res.stdout
+    assert not _vllm_processes()
