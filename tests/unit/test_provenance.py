@@ -58,5 +58,5 @@ def test_the_report_shows_the_source_next_to_the_figure_and_the_flag() -> None:
     flagged = _prov(EmulatorScript(usage="none", **FAST), "llamacpp")
     rows = [summary.rows[0].model_copy(update={"provenance": flagged}), *summary.rows[1:]]
     md = speed_markdown(summary.model_copy(update={"rows": rows}))
-    assert "| tokens |" in md.splitlines()[0] and "| est.! |" in md and "| usage |" in md
+    assert "| token counts from |" in md.splitlines()[0] and "| est.! |" in md and "| usage |" in md
     assert "**output tokens of 3 of 3 requests were estimated" in md
