@@ -67,10 +67,12 @@ def test_extraction(q: SanityQuestion, reply: str, extracted: str | None) -> Non
     assert check_answer(q, reply) is (extracted == q.expected)
 
 
-def test_questions_are_generated_from_the_seed_in_five_languages_including_japanese() -> None:
+def test_questions_are_generated_from_the_seed_in_several_languages() -> None:
     a, b = generate_questions(1), generate_questions(2)
     assert a == generate_questions(1) and a != b  # reproducible from the recorded seed, new per seed
-    assert {q.language for q in a} == {"en", "ja", "fr", "es", "de"}
+    assert {q.language for q in a} == {"en", "fr", "de"}
+    every = [("copy", lang) for lang in ("en", "fr", "es", "de", "ja")]  # the generator covers Japanese
+    assert {q.language for q in generate_questions(1, every)} == {"en", "fr", "es", "de", "ja"}
     assert len(a) == len(DEFAULT_MIX) and len({q.id for q in a}) == len(a)
     for qs in (a, b, generate_questions(3)):
         assert len({q.expected for q in qs}) == len(qs)  # distinct answers: identical replies mean a wrong one
@@ -114,14 +116,20 @@ def test_one_miss_by_a_healthy_small_model_is_a_note_not_a_verdict() -> None:
     assert v.trusted and not v.reasons and v.notes == [v.notes[0]] and "add_ja_1" in v.notes[0]
 
 
-def test_most_wrong_or_any_gibberish_or_a_failed_request_untrusts() -> None:
+def test_most_wrong_or_two_gibberish_answers_or_a_failed_request_untrusts() -> None:
     wrong = [_answer(f"q{i}", f"I do not know {i}.", correct=i < 7) for i in range(12)]
     v = judge(wrong)
     assert not v.trusted and v.reasons[0].startswith("7 of 12 known-answer questions right, below the 67% bar")
     assert judge([*wrong[:7], wrong[7].model_copy(update={"correct": True}), *wrong[8:]]).trusted  # 8 of 12
-    salad = [_answer(f"q{i}", f"{i}.", correct=True) for i in range(11)]
-    salad.append(_answer("q11", "the the the the the the the the the the the the the the the the", correct=False))
-    assert not judge(salad).trusted
+    loop = "the the the the the the the the the the the the the the the the"
+    one = [_answer(f"q{i}", f"{i}.", correct=True) for i in range(11)]
+    one.append(_answer("q11", loop, correct=False))
+    v = judge(one)  # a healthy small model loops on one greedy prompt now and then: a note
+    assert v.trusted and any("q11" in n for n in v.notes)
+    two = [_answer(f"q{i}", f"{i}.", correct=True) for i in range(10)]
+    two += [_answer("q10", loop, correct=False), _answer("q11", loop + " the", correct=False)]
+    v = judge(two)
+    assert not v.trusted and v.reasons[0].startswith("2 answers are degenerate text")
     failed = [_answer(f"q{i}", f"{i}.", correct=True) for i in range(11)]
     failed.append(_answer("q11", "", correct=False, error="http_status: HTTP 500"))
     assert not judge(failed).trusted
@@ -136,11 +144,12 @@ def test_two_different_questions_answered_identically_is_a_finding() -> None:
 
 def test_right_answers_to_the_wrong_questions_are_a_finding() -> None:
     qs = generate_questions(7)
-    adds = [q for q in qs if q.check == "add"]
+    caps = [q for q in qs if q.check == "capital"]
     answers = []
-    for q in qs:  # each sum question gets the next sum question's right answer; the rest are right
-        other = adds[(adds.index(q) + 1) % len(adds)] if q in adds else q
-        text = f"= {other.expected}"
+    for q in qs:  # each capital question gets the next one's right answer; the rest are right
+        other = caps[(caps.index(q) + 1) % len(caps)] if q in caps else q
+        text = f"{other.expected}." if q in caps else {"add": f"= {q.expected}", "count": q.expected,
+                                                           "copy": q.expected}[q.check]
         answers.append(_answer(q.id, text, correct=check_answer(q, text), prompt=q.prompt))
     v = judge(answers, questions=qs)
     assert not v.trusted and any("right answers to other questions" in r for r in v.reasons)

@@ -108,14 +108,19 @@ CAPITALS: dict[str, tuple[str, ...]] = {
 }
 _CAPITAL_PROMPT = {"en": "What is the capital of {country}? Answer in one word."}
 
-# The default gate: (kind, language) per question. Chosen on the embedded SmolLM2-135M (see
-# benchmarks/gate_false_alarm.py and docs/benchmarks.md): every kind it answers reliably, in five
-# languages, and enough questions that a guess or an echo cannot reach the bar.
+# The default gate: (kind, language) per question. Chosen on the embedded SmolLM2-135M with
+# benchmarks/gate_false_alarm.py (20 seeds, docs/benchmarks.md). Misses per question kind there:
+# count 0/40, capital 3/60, copy de 6/20, add fr 6/20, add en 8/20, copy en 9/20, copy ja 9/20,
+# copy es 13/20, copy fr 17/20. The first mix (5 copies in 5 languages) left a healthy SmolLM2
+# untrusted in 5 of 20 runs, so the mix leans on the kinds it answers: counts and capitals carry the
+# bar, one each of the harder kinds keeps sums, copies and a second language in every run. A guess
+# or an echo still cannot pass: every answer is random per run and extracted exactly.
 DEFAULT_MIX: tuple[tuple[CheckKind, str], ...] = (
-    ("add", "en"), ("add", "fr"),  # in Japanese it answered "このようならばくない。" (live, seed 1)
-    ("copy", "en"), ("copy", "fr"), ("copy", "es"), ("copy", "de"), ("copy", "ja"),
-    ("count", "en"), ("count", "en"),  # in French it repeats the instruction back
-    ("capital", "en"), ("capital", "en"), ("capital", "en"),
+    ("add", "fr"),  # "What is a + b?" in English: missed 15 of 20 on seeds 21..40 ("The answer is 11.")
+    ("copy", "en"), ("copy", "de"),
+    ("count", "en"), ("count", "en"), ("count", "en"),
+    ("capital", "en"), ("capital", "en"), ("capital", "en"), ("capital", "en"), ("capital", "en"),
+    ("capital", "en"),
 )
 ADD_RANGE = (2, 5)  # each operand: sums without a carry (SmolLM2-135M answers 3 + 9 = 22)
 COPY_WORDS = 3
@@ -357,15 +362,25 @@ ECHO_MIN_FRACTION = 0.5  # this share of answers containing their own prompt: th
 SHUFFLED_MIN = 2  # wrong answers that are right answers to other questions
 
 
+MAX_GARBLED_ANSWERS = 1  # one looping greedy answer is a healthy small model's quirk, two are not
+
+
 def judge(answers: list[SanityAnswer], *, seed: int = 0, max_tokens: int = 1024,
           questions: list[SanityQuestion] | None = None) -> SanityVerdict:
     failed = [a for a in answers if not a.passed]
-    broken = [a for a in failed if a.error is not None or a.gibberish]
+    # A failed request always untrusts. Degenerate text untrusts from the second answer on: a healthy
+    # SmolLM2-135M loops on one greedy prompt now and then ("SHOCK: SHOCK: ...", seeds 7 and 20 of the
+    # false-alarm benchmark), while a broken rig (random tokens, an n-gram loop) garbles most answers.
+    errors = [a for a in failed if a.error is not None]
+    garbled = [a for a in failed if a.error is None and a.gibberish]
+    broken = errors + (garbled if len(garbled) >= MAX_GARBLED_ANSWERS + 1 else [])
     correct = sum(1 for a in answers if a.passed)
     enough = bool(answers) and correct >= MIN_CORRECT_FRACTION * len(answers)
     findings = cross_answer_findings(answers, questions)
     trusted = enough and not broken and not findings
     lines = [_reason(a) for a in failed]
+    if len(garbled) > MAX_GARBLED_ANSWERS:
+        lines.insert(0, f"{len(garbled)} answers are degenerate text (at most {MAX_GARBLED_ANSWERS} tolerated)")
     if not enough and answers:
         lines.insert(0, f"{correct} of {len(answers)} known-answer questions right, below the "
                         f"{MIN_CORRECT_FRACTION:.0%} bar")
