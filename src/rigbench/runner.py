@@ -152,7 +152,7 @@ async def execute_run(cfg: RunConfig, progress: Progress | None = None,
                     async with SelfCheckMonitor(suite.name, emit=writer.append):
                         await suite.run(ctx)
                 except Exception as e:  # e.g. a connection reset while building prompts
-                    if isinstance(suite_writer, _EngineWatch | _EndpointWatch):
+                    if isinstance(suite_writer, _WriterWatch):
                         suite_writer.raise_if_engine_died(e)
                     raise
             reasons += _screen_outputs(RunReader(run_dir), writer)
@@ -198,15 +198,12 @@ def _rig_plan(cfg: RunConfig) -> dict[str, Any]:
             "spec_type": c.spec_type, "draft_max": c.draft_max, "spec_synth_len": c.spec_synth_len}
 
 
-class _EngineWatch:
-    """The run's writer, refusing to record once the launched engine has exited.
+class _WriterWatch:
+    """The run's writer, with a check before each record that the server is still there.
 
-    A request against a dead engine fails for rigbench's setup, not the model's: recording it would
-    mark its unit done, and --resume would never redo it. Raising instead fails the run with the
-    completed units kept, and the engine's exit code and log in the message.
-    """
+    Subclasses say what "still there" means (`raise_if_engine_died`) and when to ask (`_check`)."""
 
-    def __init__(self, writer: RunWriter, rig: LaunchedRig) -> None:
+    def __init__(self, writer: RunWriter, rig: Any) -> None:
         self._writer = writer
         self._rig = rig
 
@@ -214,14 +211,34 @@ class _EngineWatch:
         return getattr(self._writer, name)
 
     def append(self, record: Any) -> None:
-        # A request cut off by the engine's death can be recorded before the exit is reaped:
-        # a transport failure gets the same short grace as an exception does.
         err = getattr(getattr(record, "result", None), "error", None)
         if err is not None and err.kind in _TRANSPORT_KINDS:
             self.raise_if_engine_died(ConnectionError(err.message))
         else:
-            self.raise_if_engine_died()
+            self._check()
         self._writer.append(record)
+
+    def _check(self) -> None:
+        """Before a record without a transport failure; nothing by default."""
+
+    def raise_if_engine_died(self, cause: BaseException | None = None) -> None:
+        raise NotImplementedError
+
+
+class _EngineWatch(_WriterWatch):
+    """The run's writer, refusing to record once the launched engine has exited.
+
+    A request against a dead engine fails for rigbench's setup, not the model's: recording it would
+    mark its unit done, and --resume would never redo it. Raising instead fails the run with the
+    completed units kept, and the engine's exit code and log in the message.
+    """
+
+    _rig: LaunchedRig
+
+    def _check(self) -> None:
+        # A request cut off by the engine's death can be recorded before the exit is reaped:
+        # a transport failure (`append`) gets the same short grace as an exception does.
+        self.raise_if_engine_died()
 
     def raise_if_engine_died(self, cause: BaseException | None = None) -> None:
         """A dead engine explains whatever failed (`cause`): say that, not the symptom."""
@@ -238,7 +255,7 @@ class _EngineWatch:
                 "(with the same options) measures the rest.") from cause
 
 
-class _EndpointWatch:
+class _EndpointWatch(_WriterWatch):
     """The run's writer, refusing to record once the attached server has stopped answering.
 
     Adversary: a server that dies (or is unplugged) mid-run. Its remaining requests would fail in
@@ -247,18 +264,7 @@ class _EndpointWatch:
     stops, marked interrupted, with the resume command.
     """
 
-    def __init__(self, writer: RunWriter, rig: AttachedRig) -> None:
-        self._writer = writer
-        self._rig = rig
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._writer, name)
-
-    def append(self, record: Any) -> None:
-        err = getattr(getattr(record, "result", None), "error", None)
-        if err is not None and err.kind in _TRANSPORT_KINDS:
-            self.raise_if_engine_died(ConnectionError(err.message))
-        self._writer.append(record)
+    _rig: AttachedRig
 
     def raise_if_engine_died(self, cause: BaseException | None = None) -> None:
         """Ask `/models` (5 s); no answer means the server, not the model, failed `cause`."""

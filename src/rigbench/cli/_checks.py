@@ -7,8 +7,9 @@ reach the engine and abort it, run nothing and exit 0, or stall for minutes).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from rigbench.cli._paths import check_output_dir, check_output_file
 from rigbench.errors import UsageError
@@ -16,6 +17,23 @@ from rigbench.errors import UsageError
 __all__ = ["EFFORT_LEVELS", "check_finite", "check_run_options"]
 
 EFFORT_LEVELS = ("none", "minimal", "low", "medium", "high", "xhigh")
+
+
+_T = TypeVar("_T")
+
+
+def read_model_file(read: Callable[[Path], _T], model: Path, what: str, fix: str) -> _T:
+    """`read(model)`, with a foreign or truncated file a usage error naming it (the GGUF, JSON and
+    safetensors parsers raise many types) rather than a traceback from the parser."""
+    from rigbench.errors import RigbenchError
+
+    try:
+        return read(model)
+    except RigbenchError:
+        raise
+    except Exception as e:
+        raise UsageError(f"--model {model}: cannot read {what} from it ({type(e).__name__}: {str(e)[:200]}). "
+                         f"{fix}") from e
 
 
 def check_finite(value: float | None, option: str, *, low: float = 0.0, high: float = math.inf,

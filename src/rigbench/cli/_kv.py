@@ -87,15 +87,8 @@ def kv(
 
 
 def _read_model(model: Path) -> KVArchitecture:
-    """The attention shape from a user's file; a file that is not one (truncated, another format) is a
-    usage error naming it, not a traceback from the parser."""
-    from rigbench.errors import RigbenchError
+    from rigbench.cli._checks import read_model_file
 
-    try:
-        return kv_architecture_from_path(model)
-    except RigbenchError:
-        raise
-    except Exception as e:  # the GGUF/JSON parsers raise many types on foreign or truncated files
-        raise UsageError(f"--model {model}: cannot read an attention shape from it ({type(e).__name__}: "
-                         f"{str(e)[:200]}). Pass a complete .gguf file, a config.json or a model directory, "
-                         "or give --layers, --kv-heads and --head-dim.") from e
+    return read_model_file(kv_architecture_from_path, model, "an attention shape",
+                           "Pass a complete .gguf file, a config.json or a model directory, "
+                           "or give --layers, --kv-heads and --head-dim.")

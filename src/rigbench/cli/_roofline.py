@@ -23,16 +23,10 @@ __all__ = ["roofline_cmd"]
 
 
 def _read_weights(model: Path) -> WeightsInfo:
-    from rigbench.errors import RigbenchError
+    from rigbench.cli._checks import read_model_file
 
-    try:
-        return weights_from_path(model)
-    except RigbenchError:
-        raise
-    except Exception as e:  # the GGUF/safetensors readers raise many types on foreign or truncated files
-        raise UsageError(f"--model {model}: cannot read weight sizes from it ({type(e).__name__}: "
-                         f"{str(e)[:200]}). Pass a complete .gguf or .safetensors file or a model directory, "
-                         "or give --weights-gb.") from e
+    return read_model_file(weights_from_path, model, "weight sizes",
+                           "Pass a complete .gguf or .safetensors file or a model directory, or give --weights-gb.")
 
 
 @app.command("roofline")
