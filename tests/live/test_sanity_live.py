@@ -23,7 +23,7 @@ import pytest
 
 from rigbench.client import ChatClient
 from rigbench.rig._preflight import preflight
-from rigbench.rig._sanity import run_sanity_gate, screen_outputs
+from rigbench.rig._sanity import DEFAULT_MIX, run_sanity_gate, screen_outputs
 from rigbench.rig._telemetry import TelemetrySampler
 from tests.conftest import LiveRig, _embedded_files, start_llama_server
 
@@ -61,7 +61,9 @@ def synth_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str
 def test_healthy_server_passes(live_rig: LiveRig) -> None:
     verdict, screen = asyncio.run(_gate_and_screen(live_rig.info.base_url, live_rig.info.model))
     assert verdict.trusted, verdict.reasons  # type: ignore[attr-defined]
-    assert {a.language for a in verdict.answers} >= {"en", "ja", "fr", "es", "de"}  # type: ignore[attr-defined]
+    # every question of the default mix was asked and answered, in each of its languages
+    assert len(verdict.answers) == len(DEFAULT_MIX)  # type: ignore[attr-defined]
+    assert {a.language for a in verdict.answers} == {lang for _, lang in DEFAULT_MIX}  # type: ignore[attr-defined]
     assert screen.trusted, screen.examples  # type: ignore[attr-defined]
 
 
