@@ -283,3 +283,29 @@ def test_two_concurrent_builders_share_one_build(isolated: Path, monkeypatch: py
     assert len(builds) == 1, builds
     assert len(results) == 2 and results[0] == results[1] and results[0].read_text() == "built"
     assert any("another rigbench is building" in m for m in waits)
+
+
+# -- CPU affinity (taskset, a container's cpuset) ---------------------------------------------------
+def test_confined_process_gives_llama_server_its_own_cpu_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Adversary: a container or `taskset -c 0,1` on a 16-core host. llama.cpp would start 16
+    threads on 2 CPUs and decode several times slower; rigbench passes -t 2 and builds with -j2."""
+    from rigbench.rig import _cpu
+    from rigbench.rig._embedded import LlamaCppConfig, llamacpp_argv
+
+    monkeypatch.setattr(_cpu.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(_cpu.os, "cpu_count", lambda: 16)
+    argv = llamacpp_argv(Path("llama-server"), Path("m.gguf"), 8080, LlamaCppConfig(), None)
+    assert argv[argv.index("-t") + 1] == "2"
+    assert _cpu.usable_cpus() == 2
+    # the user's own --threads wins over the mask
+    argv = llamacpp_argv(Path("llama-server"), Path("m.gguf"), 8080, LlamaCppConfig(threads=5), None)
+    assert argv[argv.index("-t") + 1] == "5"
+
+
+def test_unconfined_process_leaves_threads_to_llama_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rigbench.rig import _cpu
+    from rigbench.rig._embedded import LlamaCppConfig, llamacpp_argv
+
+    monkeypatch.setattr(_cpu.os, "sched_getaffinity", lambda pid: set(range(16)), raising=False)
+    monkeypatch.setattr(_cpu.os, "cpu_count", lambda: 16)
+    assert "-t" not in llamacpp_argv(Path("llama-server"), Path("m.gguf"), 8080, LlamaCppConfig(), None)

@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict
 
 from rigbench.errors import SetupError, UsageError
 from rigbench.rig._cache import cache_dir
-from rigbench.rig._cpu import CpuFeatures, cpu_features, isa_cmake_flags
+from rigbench.rig._cpu import CpuFeatures, cpu_features, isa_cmake_flags, usable_cpus
 from rigbench.rig._pip import pip_download
 
 __all__ = [
@@ -231,7 +231,7 @@ def _build_locked(home: Path, binary: Path, variant: str, cpu: CpuFeatures, repo
         "-DLLAMA_BUILD_UI=OFF", "-DLLAMA_USE_PREBUILT_UI=OFF", "-DLLAMA_OPENSSL=OFF",
         f"-DLLAMA_BUILD_NUMBER={LLAMA_CPP_VERSION.split('.')[0]}", *cpu_flags,
     ]
-    n_jobs = jobs or os.cpu_count() or 2
+    n_jobs = jobs or usable_cpus()
     build = ["cmake", "--build", str(build_dir), "--target", "llama-server", "-j", str(n_jobs)]
     started = time.monotonic()
     with log.open("w") as lf:
