@@ -13,8 +13,8 @@ from rigbench.errors import EndpointError, RigbenchError, RigStartError
 from rigbench.records import StartupTiming
 from rigbench.rig._crash import classify_crash
 from rigbench.rig._fingerprint import EngineBinary, Fingerprint, ModelInfo, host_info, now_iso, sha256_text
+from rigbench.rig._info import RigInfo
 from rigbench.rig._process import EngineProcess
-from rigbench.suites._context import RigInfo
 
 __all__ = ["AttachedRig", "LaunchedRig", "StartupTiming"]
 
