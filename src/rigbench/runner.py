@@ -14,10 +14,16 @@ from pathlib import Path
 from typing import Any, cast
 
 from rigbench._version import __version__
+from rigbench.analysis._compare import fingerprint_differences
 from rigbench.client import SelfCheckMonitor
+from rigbench.client._client import DEFAULT_IDLE_TIMEOUT_S, DEFAULT_TOTAL_TIMEOUT_S
 from rigbench.client._url import redact_url, url_has_userinfo
 from rigbench.errors import EndpointLostError, RigbenchError, RigError, UsageError
-from rigbench.rig import AttachedRig, LaunchedRig, LlamaCppConfig, prepare_llamacpp_rig
+from rigbench.records import SanityVerdict, SpeedBatch, SpeedRequest
+from rigbench.rig import AttachedRig, LaunchedRig, LlamaCppConfig, launched_rig, prepare_llamacpp_rig
+from rigbench.rig._preflight import PreflightInput, ScenarioLength, preflight
+from rigbench.rig._sanity import generate_questions, new_question_seed, run_sanity_gate, screen_outputs
+from rigbench.rig._traffic import check_traffic, requests_from_records
 from rigbench.store import RunHeader, RunReader, RunWriter, TrustVerdict, new_run_id
 from rigbench.store._run import _now
 from rigbench.suites._context import NullProgress, Progress, Suite, SuiteContext
@@ -67,8 +73,6 @@ def _redacted_argv(argv: list[str]) -> list[str]:
 
 async def execute_run(cfg: RunConfig, progress: Progress | None = None,
                       build_progress: Any = None) -> RunHeader:
-    from rigbench.client._client import DEFAULT_IDLE_TIMEOUT_S, DEFAULT_TOTAL_TIMEOUT_S
-
     prog = progress or NullProgress()
     idle_s = cfg.idle_timeout_s if cfg.idle_timeout_s is not None else DEFAULT_IDLE_TIMEOUT_S
     total_s = cfg.total_timeout_s if cfg.total_timeout_s is not None else DEFAULT_TOTAL_TIMEOUT_S
@@ -109,8 +113,6 @@ async def execute_run(cfg: RunConfig, progress: Progress | None = None,
                 prog.note("the credentials in the --endpoint URL were removed: they are never sent, printed or "
                           "stored. Pass an API key with --api-key-env.")
         elif cfg.launch is not None:
-            from rigbench.rig._spec_rig import launched_rig
-
             rig = launched_rig(cfg.launch, writer.log_path, api_key=cfg.api_key, note=prog.note,
                                build_progress=build_progress)
         else:
@@ -336,7 +338,6 @@ class _WrongRig(UsageError):
 def _refuse_changed_rig(run_dir: Path, old: dict[str, Any], new: dict[str, Any]) -> None:
     """The server answering now must be the one measured before (adversary: another model or engine
     behind the same URL and model name, whose numbers would be merged into this run)."""
-    from rigbench.analysis._compare import fingerprint_differences
 
     if not old:
         return  # the earlier session stopped before fingerprinting
@@ -377,7 +378,6 @@ def _done_units(reader: RunReader) -> set[str]:
     (a crash between a request and its batch record), and any unit whose record failed for a
     transport reason (connect, disconnect, deadline). Their records stay in the file as history.
     """
-    from rigbench.suites.speed._records import SpeedBatch, SpeedRequest
 
     done: set[str] = set()
     for r in reader.raw_records():
@@ -409,7 +409,6 @@ def _preflight(cfg: RunConfig, rig: Any, info: Any, writer: RunWriter, done: set
 
     Errors make the run untrusted (with the fix in the report); warnings are only shown.
     """
-    from rigbench.rig._preflight import PreflightInput, ScenarioLength, preflight
 
     if "preflight" in done:
         return []
@@ -429,7 +428,6 @@ def _preflight(cfg: RunConfig, rig: Any, info: Any, writer: RunWriter, done: set
 async def _sanity_gate(client: Any, info: Any, writer: RunWriter, prog: Progress, done: set[str],
                        max_tokens: int, question_seed: int | None = None) -> list[str]:
     """Known-answer questions before any speed number. Returns reasons for distrust (empty: passed)."""
-    from rigbench.rig._sanity import SanityVerdict, generate_questions, new_question_seed, run_sanity_gate
 
     if "sanity" in done:  # resumed run: the gate already ran on this rig
         reader = RunReader(writer.dir)
@@ -448,8 +446,6 @@ async def _sanity_gate(client: Any, info: Any, writer: RunWriter, prog: Progress
 
 async def _traffic_check(reader: RunReader, writer: RunWriter, client: Any, info: Any, done: set[str]) -> list[str]:
     """The measured traffic: prompt dependence, reported token counts, server timings (rig/_traffic.py)."""
-    from rigbench.rig._sanity import SanityVerdict
-    from rigbench.rig._traffic import check_traffic, requests_from_records
 
     reqs = requests_from_records(reader.raw_records("speed_request"))
     if not reqs:
@@ -463,7 +459,6 @@ async def _traffic_check(reader: RunReader, writer: RunWriter, client: Any, info
 
 def _screen_outputs(reader: RunReader, writer: RunWriter) -> list[str]:
     """Screen every speed output for gibberish; one that no working model would write untrusts the run."""
-    from rigbench.rig._sanity import screen_outputs
 
     outputs = [(r["unit_id"], r["result"]["content"]) for r in reader.raw_records("speed_request")
                if r["result"].get("error") is None]

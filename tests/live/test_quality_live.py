@@ -13,10 +13,11 @@ import pytest
 from rich.console import Console
 
 from rigbench.analysis._quality import summarize_quality
+from rigbench.records import MMLUProAnswer, PackAnswer
 from rigbench.report._quality import render_quality_markdown, render_quality_terminal
 from rigbench.store import RunHeader, RunReader, RunWriter
 from rigbench.suites._context import SuiteContext
-from rigbench.suites.quality import EffortSweepSuite, MMLUProAnswer, MMLUProSuite, PackAnswer, PackSuite
+from rigbench.suites.quality import EffortSweepSuite, MMLUProSuite, PackSuite
 
 pytestmark = pytest.mark.live
 

@@ -113,8 +113,7 @@ def test_merged_run_aggregate_is_the_actors_sum_and_an_unpinnable_clock_untrusts
     assert sum(a.requests for a in actors) == 8 + 128
     assert sum(a.output_tokens for a in actors) == (8 + 128) * 64  # every token counted once
     # aggregate throughput of the c=64 level equals the sum of what the four actors drove
-    from rigbench.scale._clients import ClientShare
-    from rigbench.suites.speed import SpeedBatch
+    from rigbench.records import ClientShare, SpeedBatch
 
     batches = [b for b in reader.records("speed_batch", SpeedBatch) if b.concurrency == 64 and not b.warmup]
     shares = reader.records("client_share", ClientShare)

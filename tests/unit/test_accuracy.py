@@ -29,7 +29,8 @@ from typing import Any
 
 import pytest
 
-from rigbench.client import ChatClient, SelfCheck, SelfCheckMonitor, StreamResult, _http
+from rigbench.client import ChatClient, SelfCheckMonitor, _http
+from rigbench.records import SelfCheck, StreamResult
 from rigbench.testing import Delay, EmulatorProcess, EmulatorScript, compare_with_truth
 from rigbench.testing._accuracy import AccuracyReport
 from rigbench.testing._accuracy_check import (

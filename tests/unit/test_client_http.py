@@ -9,7 +9,8 @@ from contextlib import asynccontextmanager
 
 import pytest
 
-from rigbench.client import ChatClient, StreamResult, _http, _sse
+from rigbench.client import ChatClient, _http, _sse
+from rigbench.records import StreamResult
 
 BODY = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
 

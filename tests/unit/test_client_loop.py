@@ -29,6 +29,5 @@ def test_client_public_surface() -> None:
     import rigbench.client as c
 
     assert sorted(c.__all__) == [
-        "ChatClient", "ChunkKind", "RequestError", "RequestErrorKind", "SelfCheck", "SelfCheckMonitor",
-        "StreamResult", "current_monitor", "event_loop_name", "run",
+        "ChatClient", "SelfCheckMonitor", "current_monitor", "event_loop_name", "run",
     ]

@@ -6,7 +6,8 @@ import asyncio
 import time
 
 from rigbench.analysis._selfcheck import assess_selfcheck
-from rigbench.client import ChatClient, SelfCheck, SelfCheckMonitor
+from rigbench.client import ChatClient, SelfCheckMonitor
+from rigbench.records import SelfCheck
 from rigbench.testing import Delay, Emulator, EmulatorScript
 
 

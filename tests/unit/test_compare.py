@@ -8,10 +8,9 @@ import pytest
 
 from rigbench.analysis._compare import compare_runs, compare_stats, fingerprint_differences
 from rigbench.analysis._stats import Stat
-from rigbench.client import StreamResult
 from rigbench.errors import UsageError
+from rigbench.records import SpeedBatch, SpeedRequest, StreamResult
 from rigbench.store import RunHeader, RunReader, RunWriter
-from rigbench.suites.speed._records import SpeedBatch, SpeedRequest
 
 
 def stat(mean: float, std: float, n: int) -> Stat:

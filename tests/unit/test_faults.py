@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from rigbench.client import ChatClient
+from rigbench.records import SpeedRequest
 from rigbench.store import RunHeader, RunReader, RunWriter
-from rigbench.suites.speed._records import SpeedRequest
 from rigbench.testing import Delay, Emulator, EmulatorScript, Fault
 
 FAST = EmulatorScript(ttft=Delay(mean_ms=1), itl=Delay(mean_ms=0.5), output_tokens=8)

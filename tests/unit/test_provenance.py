@@ -9,7 +9,8 @@ from pathlib import Path
 from rigbench.analysis import summarize_speed
 from rigbench.analysis._speed import token_provenance
 from rigbench.analysis._timing import request_timing
-from rigbench.client import ChatClient, StreamResult
+from rigbench.client import ChatClient
+from rigbench.records import StreamResult
 from rigbench.report._speed import speed_markdown
 from rigbench.store import RunReader
 from rigbench.testing import Emulator, EmulatorScript

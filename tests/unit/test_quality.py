@@ -14,15 +14,14 @@ from rigbench.analysis._quality import (
     summarize_mmlu_pro,
 )
 from rigbench.analysis._reasoning import split_reasoning, split_tokens
-from rigbench.client import StreamResult
+from rigbench.records import GradeResult, MMLUProAnswer, PackAnswer, PackConfig, StreamResult
 from rigbench.report._quality import (
     render_mmlu_comparison_markdown,
     render_mmlu_comparison_terminal,
     render_quality_markdown,
     render_quality_terminal,
 )
-from rigbench.suites.quality import PackConfig, effort_request_fields
-from rigbench.suites.quality._records import GradeResult, MMLUProAnswer, PackAnswer
+from rigbench.suites.quality import effort_request_fields
 
 
 def _stream(reasoning_chunks: list[str], content_chunks: list[str], *, field: str = "reasoning_content",
@@ -140,8 +139,8 @@ def test_public_surface_of_the_quality_package() -> None:
     import rigbench.suites.quality as q
 
     assert sorted(q.__all__) == sorted([
-        "EffortSettings", "EffortSweepSuite", "MMLUProAnswer", "MMLUProConfig", "MMLUProData",
-        "MMLUProSettings", "MMLUProSuite", "Pack", "PackAnswer", "PackConfig", "PackSettings", "PackSuite",
+        "EffortSettings", "EffortSweepSuite", "MMLUProData",
+        "MMLUProSettings", "MMLUProSuite", "Pack", "PackSettings", "PackSuite",
         "effort_request_fields", "load_mmlu_pro", "load_pack", "shipped_packs",
     ])
     assert (q.MMLUProSuite().name, q.PackSuite().name, q.EffortSweepSuite().name) == ("mmlu_pro", "packs", "effort")

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import asyncio
 
-from rigbench.client import ChatClient, StreamResult
-from rigbench.rig._traffic import TrafficCheck, check_traffic
+from rigbench.client import ChatClient
+from rigbench.records import StreamResult, TrafficCheck
+from rigbench.rig._traffic import check_traffic
 from rigbench.testing import Emulator, EmulatorScript
 from rigbench.testing._script import Delay
 

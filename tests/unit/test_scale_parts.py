@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from rigbench.client import StreamResult
+from rigbench.records import StreamResult
 from rigbench.scale._clients import shift_result
 from rigbench.scale._clock import ClockEcho, best_sample, ping_udp
 from rigbench.scale._stream import Delta, DirTailer, apply_delta, snapshot_dir

@@ -9,8 +9,9 @@ import pytest
 from aiohttp import web
 
 from rigbench.analysis._telemetry import cross_check_timings, summarize_telemetry
-from rigbench.client import ChatClient, StreamResult
-from rigbench.rig._telemetry import TelemetryRecord, TelemetrySample, TelemetrySampler
+from rigbench.client import ChatClient
+from rigbench.records import StreamResult, TelemetryRecord, TelemetrySample
+from rigbench.rig._telemetry import TelemetrySampler
 
 # The shape of a real llama-server --metrics scrape (build 11434), counters driven by the test.
 LLAMACPP = """# TYPE llamacpp:tokens_predicted_total counter

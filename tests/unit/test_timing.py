@@ -12,7 +12,7 @@ import pytest
 
 from rigbench.analysis import analyze_run, request_timing, summarize_speed
 from rigbench.analysis._timing import chunk_token_counts
-from rigbench.client import StreamResult
+from rigbench.records import StreamResult
 from rigbench.report import render_json, render_markdown
 from rigbench.store import RunReader
 from rigbench.testing import Delay, EmulatorProcess, EmulatorScript

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from rigbench.client import ChatClient
+from rigbench.records import SpeedRequest
 from rigbench.report._vllm_export import VLLM_DETAILED_COLUMNS, vllm_detailed_result, vllm_request_rows
-from rigbench.suites.speed._records import SpeedRequest
 from rigbench.testing import Delay, Emulator, EmulatorScript, Fault
 
 

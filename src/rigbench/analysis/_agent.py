@@ -12,14 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rigbench.analysis._quality import Proportion, proportion
 from rigbench.analysis._stats import Stat, describe
+from rigbench.records import BFCLItemRecord, ProbeRecord, ProbeVerdict, TaskTrialRecord, ToolTrialRecord
 from rigbench.store import RunReader
-from rigbench.suites.agent._records import (
-    BFCLItemRecord,
-    ProbeRecord,
-    ProbeVerdict,
-    TaskTrialRecord,
-    ToolTrialRecord,
-)
 
 __all__ = [
     "AgentSummary",

@@ -25,9 +25,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rigbench.records import GibberishFinding, GibberishKind
+from rigbench.records import GibberishFinding
 
-__all__ = ["GibberishFinding", "GibberishKind", "GibberishScreen", "screen_text"]
+__all__ = ["GibberishScreen", "screen_text"]
 
 
 # -- thresholds (documented in docs/honesty.md) -------------------------------------------------

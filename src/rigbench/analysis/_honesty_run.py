@@ -18,12 +18,15 @@ from rigbench.analysis._telemetry import (
     summarize_telemetry,
 )
 from rigbench.errors import RigbenchError
-from rigbench.rig._preflight import PreflightReport
-from rigbench.rig._sanity import OutputScreen, SanityVerdict
-from rigbench.rig._telemetry import TelemetryRecord
-from rigbench.rig._traffic import TrafficCheck
+from rigbench.records import (
+    OutputScreen,
+    PreflightReport,
+    SanityVerdict,
+    SpeedRequest,
+    TelemetryRecord,
+    TrafficCheck,
+)
 from rigbench.store import RunReader
-from rigbench.suites.speed import SpeedRequest
 
 __all__ = ["RowEfficiency", "RunRoofline", "honesty_sections"]
 

@@ -18,10 +18,8 @@ from pydantic import BaseModel, ConfigDict
 from scipy import stats
 
 from rigbench.analysis._stats import Stat, describe
-from rigbench.client import StreamResult
+from rigbench.records import OFF_LEVELS, MMLUProAnswer, MMLUProConfig, PackAnswer, PackConfig, StreamResult
 from rigbench.store import RunReader
-from rigbench.suites.quality._knobs import OFF_LEVELS
-from rigbench.suites.quality._records import MMLUProAnswer, MMLUProConfig, PackAnswer, PackConfig
 
 __all__ = [
     "ALPHA",

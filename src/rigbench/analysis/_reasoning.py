@@ -11,17 +11,9 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from rigbench.client import StreamResult
-from rigbench.records import ReasoningForm, TokenSplitMethod
+from rigbench.records import ReasoningForm, StreamResult, TokenSplitMethod
 
-__all__ = [
-    "ReasoningForm",
-    "ReasoningSplit",
-    "TokenSplit",
-    "TokenSplitMethod",
-    "split_reasoning",
-    "split_tokens",
-]
+__all__ = ["ReasoningSplit", "TokenSplit", "split_reasoning", "split_tokens"]
 
 
 _THINK_OPEN = "<think>"

@@ -6,7 +6,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from rigbench.analysis._agent import summarize_agent
+from rigbench.analysis._honesty_run import honesty_sections
+from rigbench.analysis._quality import summarize_quality
+from rigbench.analysis._selfcheck import assess_selfcheck
 from rigbench.analysis._speed import SpeedSummary, summarize_speed
+from rigbench.records import SelfCheck
 from rigbench.store import RunHeader, RunReader
 
 __all__ = ["RunAnalysis", "analyze_run"]
@@ -44,15 +49,11 @@ def analyze_run(reader: RunReader) -> RunAnalysis:
         warnings[:0] = [f"UNTRUSTED: {r}" for r in h.trust.reasons]
     if speed:
         warnings.extend(speed.warnings)
-    from rigbench.analysis._honesty_run import honesty_sections
-    from rigbench.analysis._quality import summarize_quality
 
     sections: dict[str, Any] = honesty_sections(reader, speed)
     quality = summarize_quality(reader)
     if not quality.empty:
         sections["quality"] = quality
-    from rigbench.analysis._selfcheck import assess_selfcheck
-    from rigbench.client import SelfCheck
 
     checks = reader.records("selfcheck", SelfCheck)
     if checks:
@@ -63,7 +64,6 @@ def analyze_run(reader: RunReader) -> RunAnalysis:
         if verdict.client_bound:
             warnings.append("CLIENT-BOUND: rigbench itself may have limited these numbers: "
                             + "; ".join(verdict.reasons) + (f". Remedy: {verdict.remedy}" if verdict.remedy else ""))
-    from rigbench.analysis._agent import summarize_agent
 
     agent = summarize_agent(reader)
     if not agent.empty:

@@ -24,7 +24,7 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rigbench.client import SelfCheck
+from rigbench.records import SelfCheck
 
 __all__ = [
     "CPU_FRACTION_MAX",

@@ -14,8 +14,8 @@ from pydantic import BaseModel, ConfigDict
 
 from rigbench.analysis._roofline import SpeedupPrediction, predict_speedup
 from rigbench.analysis._speed import summarize_speed
+from rigbench.records import SpeedRequest
 from rigbench.store import RunReader
-from rigbench.suites.speed import SpeedRequest
 
 __all__ = ["SpeculationFit", "acceptance_by_scenario", "acceptance_samples", "fit_speculation"]
 

@@ -7,11 +7,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from rigbench.analysis._reasoning import split_tokens
 from rigbench.analysis._stats import Stat, describe
 from rigbench.analysis._timing import RequestTiming, request_timing
-from rigbench.client import StreamResult
+from rigbench.records import SpeedBatch, SpeedRequest, SpeedSkip, StreamResult
 from rigbench.store import RunReader
-from rigbench.suites.speed import SpeedBatch, SpeedRequest, SpeedSkip
 
 __all__ = ["ScenarioSpeed", "SpeedSummary", "TokenProvenance", "summarize_speed", "token_provenance"]
 
@@ -86,8 +86,6 @@ class TokenProvenance(BaseModel):
 
 
 def token_provenance(results: list[tuple[StreamResult, RequestTiming]], engine: str | None) -> TokenProvenance:
-    from rigbench.analysis._reasoning import split_tokens
-
     sources: dict[str, int] = defaultdict(int)
     for _, t in results:
         sources["estimated" if t.output_tokens_source == "chunks" else t.output_tokens_source] += 1

@@ -20,9 +20,8 @@ from rigbench.analysis._quality import (
     pair_test,
     proportion,
 )
+from rigbench.records import BFCLItemRecord, MMLUProAnswer, PackAnswer, ToolTrialRecord
 from rigbench.store import RunReader
-from rigbench.suites.agent._records import BFCLItemRecord, ToolTrialRecord
-from rigbench.suites.quality._records import MMLUProAnswer, PackAnswer
 
 __all__ = ["AccuracyDiff", "ProbeDiff", "SuiteComparison", "TaskDiff", "compare_suites"]
 

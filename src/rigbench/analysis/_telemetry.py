@@ -21,8 +21,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from rigbench.analysis._timing import request_timing
-from rigbench.client import StreamResult
-from rigbench.rig._telemetry import TelemetryRecord, TelemetrySample
+from rigbench.records import StreamResult, TelemetryRecord, TelemetrySample
 
 __all__ = [
     "TIMING_AGREEMENT_TOLERANCE",

@@ -24,7 +24,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rigbench.client import StreamResult
+from rigbench.records import StreamResult
 
 __all__ = ["MULTI_TOKEN_CHUNK_THRESHOLD", "RequestTiming", "chunk_token_counts", "mean_itl_s", "request_timing",
            "token_gaps_s"]

@@ -76,8 +76,8 @@ def report(
     if vllm_json:
         import json
 
+        from rigbench.records import SpeedRequest
         from rigbench.report._vllm_export import vllm_detailed_result
-        from rigbench.suites.speed import SpeedRequest
 
         reqs = RunReader(runs[0]).records("speed_request", SpeedRequest)
         vllm_json.write_text(json.dumps(vllm_detailed_result(reqs), indent=1))

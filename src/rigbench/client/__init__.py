@@ -2,18 +2,6 @@
 
 from rigbench.client._client import ChatClient
 from rigbench.client._loop import event_loop_name, run
-from rigbench.client._records import ChunkKind, RequestError, RequestErrorKind, StreamResult
-from rigbench.client._selfcheck import SelfCheck, SelfCheckMonitor, current_monitor
+from rigbench.client._selfcheck import SelfCheckMonitor, current_monitor
 
-__all__ = [
-    "ChatClient",
-    "ChunkKind",
-    "RequestError",
-    "RequestErrorKind",
-    "SelfCheck",
-    "SelfCheckMonitor",
-    "StreamResult",
-    "current_monitor",
-    "event_loop_name",
-    "run",
-]
+__all__ = ["ChatClient", "SelfCheckMonitor", "current_monitor", "event_loop_name", "run"]

@@ -17,9 +17,9 @@ from urllib.parse import urlsplit
 import aiohttp
 
 from rigbench.client._http import ConnectionPool, HttpConnection, ResponseHead
-from rigbench.client._records import RequestError, StreamResult
 from rigbench.client._selfcheck import current_monitor
 from rigbench.client._sse import COMMENT, SSEParser, decode_json
+from rigbench.records import RequestError, StreamResult
 
 __all__ = ["DEFAULT_IDLE_TIMEOUT_S", "DEFAULT_TOTAL_TIMEOUT_S", "ChatClient"]
 

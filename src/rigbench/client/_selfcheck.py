@@ -22,7 +22,7 @@ import numpy as np
 
 from rigbench.records import SelfCheck
 
-__all__ = ["SelfCheck", "SelfCheckMonitor", "current_monitor"]
+__all__ = ["SelfCheckMonitor", "current_monitor"]
 
 _perf_ns = time.perf_counter_ns
 _thread_ns = time.thread_time_ns

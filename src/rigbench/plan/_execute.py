@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rigbench.client._url import redact_text
 from rigbench.errors import RigbenchError, UsageError
 from rigbench.plan._index import (
     PLAN_FILE,
@@ -25,6 +26,7 @@ from rigbench.plan._load import LoadedPlan, PlanError, ResolvedRig
 from rigbench.plan._models import EmbeddedRig
 from rigbench.rig import EMBEDDED_MODEL, LlamaCppConfig, ModelSource, model_source_from_spec
 from rigbench.rig._launch_spec import EndpointSpec
+from rigbench.runner import RunConfig, check_concurrency, execute_run
 from rigbench.store import RunReader, new_run_id
 from rigbench.store._run import _now
 from rigbench.suites import build_suites
@@ -40,7 +42,6 @@ def _source(spec: str) -> ModelSource:
 def run_config_for(loaded: LoadedPlan, rig: ResolvedRig, plan_dir: Path, *, run_id: str,
                    resume: Path | None) -> Any:
     """The `RunConfig` that measures one rig of the plan."""
-    from rigbench.runner import RunConfig
 
     p = loaded.plan
     sp = p.speed
@@ -83,7 +84,6 @@ def check_plan(loaded: LoadedPlan) -> None:
     Adversary: a plan whose third rig names a suite that does not exist, found only after the
     first two rigs spent an hour measuring.
     """
-    from rigbench.runner import check_concurrency
 
     sp = loaded.plan.speed
     for rig in loaded.rigs:
@@ -112,7 +112,6 @@ def _open_index(loaded: LoadedPlan, plan_dir: Path, resume: bool) -> PlanIndex:
         raise UsageError(f"plan directory {plan_dir} already exists and is not empty; choose another --out, "
                          f"or continue it with `rigbench run {loaded.path} --resume {plan_dir}`.")
     plan_dir.mkdir(parents=True, exist_ok=True)
-    from rigbench.client._url import redact_text
 
     (plan_dir / PLAN_FILE).write_text(redact_text(loaded.text))  # URL credentials are never stored
     index = PlanIndex(name=loaded.plan.name, plan_file=str(loaded.path), config_sha256=loaded.config_sha256,
@@ -131,7 +130,6 @@ async def execute_plan(
     on_rig: Callable[[str, int, int], None] = lambda name, i, n: None,
 ) -> PlanIndex:
     """Measure every rig not yet complete; returns the final index (also in plan_dir/plan.json)."""
-    from rigbench.runner import execute_run
 
     prog = progress or NullProgress()
     check_plan(loaded)

@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from rigbench.client._url import redact_text
 from rigbench.errors import UsageError
 from rigbench.plan._models import EmbeddedRig, Plan, PlanRig
 from rigbench.rig._launch_spec import EndpointSpec
@@ -53,7 +54,6 @@ class LoadedPlan(NamedTuple):
         skip = {"rigs", "description"} | ({"deadlines"} if self.plan.deadlines is None else set())
         body = {"plan": self.plan.model_dump(mode="json", exclude=skip),
                 "rigs": [r.key() for r in self.rigs]}
-        from rigbench.client._url import redact_text
 
         # credentials in a URL are never used nor stored: the copy in the plan directory must hash the same
         return hashlib.sha256(redact_text(json.dumps(body, sort_keys=True)).encode()).hexdigest()[:16]

@@ -20,6 +20,7 @@ from rigbench.records._clients import ClientClock, ClientShare
 from rigbench.records._gibberish import GibberishFinding, GibberishKind, GibberishSeverity, OutputScreen
 from rigbench.records._preflight import PreflightFinding, PreflightReport, PreflightSeverity, ServingCommand
 from rigbench.records._quality import (
+    OFF_LEVELS,
     Extraction,
     GradeResult,
     MMLUProAnswer,
@@ -39,6 +40,7 @@ from rigbench.records._traffic import TrafficCheck
 from rigbench.records._union import RECORD_TYPES, AnyRecord, record_adapter
 
 __all__ = [
+    "OFF_LEVELS",
     "RECORD_TYPES",
     "AnyRecord",
     "BFCLItemRecord",

@@ -10,6 +10,7 @@ from rigbench.records._base import Frozen, Record
 from rigbench.records._stream import StreamResult
 
 __all__ = [
+    "OFF_LEVELS",
     "Extraction",
     "GradeResult",
     "MMLUProAnswer",
@@ -32,6 +33,10 @@ ReasoningForm = Literal["reasoning_content", "reasoning", "think_tags", "none"]
 #   none: the server reported no completion token count
 TokenSplitMethod = Literal["no_reasoning", "usage_details", "chunks", "chars", "none"]
 
+
+# Effort levels that mean "no thinking" (PackConfig.efforts, PackAnswer.effort): the sweep asks the
+# engine to turn thinking off, and reasoning seen at these levels means it did not turn off.
+OFF_LEVELS = frozenset({"none", "off"})
 
 # Which official pattern found the letter (1: "answer is (X)", 2: "Answer: X", 3: last lone
 # letter), "failed" when none did (scored wrong, never guessed), "request_failed" when the

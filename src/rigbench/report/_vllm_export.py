@@ -25,7 +25,7 @@ from typing import Any, Literal
 import numpy as np
 
 from rigbench.analysis import request_timing
-from rigbench.suites.speed._records import SpeedRequest
+from rigbench.records import SpeedRequest
 
 __all__ = ["VLLM_DETAILED_COLUMNS", "vllm_detailed_result", "vllm_request_rows"]
 

@@ -20,8 +20,9 @@ from rigbench.rig._models import (
     model_source_from_spec,
 )
 from rigbench.rig._process import EngineProcess, free_port, port_in_use
-from rigbench.rig._rig import AttachedRig, LaunchedRig, StartupTiming
+from rigbench.rig._rig import AttachedRig, LaunchedRig
 from rigbench.rig._smoke import ensure_llama_server
+from rigbench.rig._spec_rig import launched_rig
 
 __all__ = [
     "EMBEDDED_MODEL",
@@ -39,13 +40,13 @@ __all__ = [
     "ModelInfo",
     "ModelSource",
     "RigInfo",
-    "StartupTiming",
     "WheelFile",
     "build_llama_server",
     "ensure_llama_server",
     "find_llama_server",
     "free_port",
     "host_info",
+    "launched_rig",
     "llamacpp_argv",
     "model_source_from_spec",
     "port_in_use",

@@ -20,6 +20,7 @@ import psutil
 from pydantic import BaseModel, ConfigDict, Field
 
 from rigbench._version import __version__
+from rigbench.analysis._bandwidth import machine_bandwidth
 
 __all__ = ["EngineBinary", "Fingerprint", "HostInfo", "MemoryBandwidth", "ModelInfo", "host_info", "model_info"]
 
@@ -127,7 +128,6 @@ def _gpus() -> list[str]:
 def host_info(*, probe_bandwidth: bool = True) -> HostInfo:
     """This host; its memory bandwidth from the per-machine cache, measured once when missing
     (`probe_bandwidth=False`: only a cached figure; RIGBENCH_NO_BANDWIDTH_PROBE=1 disables probing)."""
-    from rigbench.analysis._bandwidth import machine_bandwidth
     from rigbench.rig._cache import cache_dir
     from rigbench.rig._cpu import cpu_features
 

@@ -19,15 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rigbench.records import PreflightFinding, PreflightReport, ServingCommand
 
-__all__ = [
-    "PreflightFinding",
-    "PreflightInput",
-    "PreflightReport",
-    "ScenarioLength",
-    "ServingCommand",
-    "parse_command",
-    "preflight",
-]
+__all__ = ["PreflightInput", "ScenarioLength", "parse_command", "preflight"]
 
 
 # vLLM defaults the checks fall back to when a flag is absent (read from vLLM's EngineArgs /

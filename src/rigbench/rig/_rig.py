@@ -16,7 +16,7 @@ from rigbench.rig._fingerprint import EngineBinary, Fingerprint, ModelInfo, host
 from rigbench.rig._info import RigInfo
 from rigbench.rig._process import EngineProcess
 
-__all__ = ["AttachedRig", "LaunchedRig", "StartupTiming"]
+__all__ = ["AttachedRig", "LaunchedRig"]
 
 
 async def _served_model_name(client: ChatClient) -> str | None:

@@ -38,10 +38,7 @@ from rigbench.records import OutputScreen, SanityAnswer, SanityVerdict
 
 __all__ = [
     "DEFAULT_MIX",
-    "OutputScreen",
-    "SanityAnswer",
     "SanityQuestion",
-    "SanityVerdict",
     "extract_answer",
     "generate_questions",
     "new_question_seed",

@@ -12,9 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from rigbench.errors import RigStartError, UsageError
-from rigbench.rig import LaunchedRig, ModelInfo, StartupTiming, free_port
+from rigbench.records import StartupTiming
+from rigbench.rig._fingerprint import ModelInfo
 from rigbench.rig._launch_spec import CommandLaunch, ContainerLaunch, EndpointSpec, VLLMLaunch, command_for
-from rigbench.rig._process import EngineProcess
+from rigbench.rig._process import EngineProcess, free_port
+from rigbench.rig._rig import LaunchedRig
 from rigbench.rig.engines import get_adapter
 
 __all__ = ["ContainerRig", "SpecRig", "launched_rig"]

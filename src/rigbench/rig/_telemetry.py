@@ -28,7 +28,7 @@ from rigbench.errors import UsageError
 from rigbench.records import Phase, TelemetryRecord, TelemetrySample
 from rigbench.rig.engines import canonical_values, get_adapter, parse_prometheus
 
-__all__ = ["PER_POSITION_METRICS", "TelemetryRecord", "TelemetrySample", "TelemetrySampler"]
+__all__ = ["PER_POSITION_METRICS", "TelemetrySampler"]
 
 PER_POSITION_METRICS: dict[str, str] = {
     "llamacpp": "llamacpp:spec_decode_num_accepted_tokens_per_pos_total",

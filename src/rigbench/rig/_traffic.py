@@ -21,10 +21,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Literal
 
-from rigbench.client import ChatClient, StreamResult
-from rigbench.records import TrafficCheck
+from rigbench.client import ChatClient
+from rigbench.records import StreamResult, TrafficCheck
+from rigbench.rig.engines import get_adapter
 
-__all__ = ["TrafficCheck", "check_traffic", "count_text_tokens"]
+__all__ = ["check_traffic", "count_text_tokens"]
 
 TOKENIZE_SAMPLE = 8  # requests whose text is re-tokenized (one /tokenize call each)
 USAGE_TOLERANCE = 0.25  # reported may exceed rigbench's count by this share (re-tokenizing merges differently)...
@@ -51,7 +52,6 @@ def _show(text: str, n: int = 50) -> str:
 async def count_text_tokens(client: ChatClient, engine: str, text: str) -> int | None:
     """rigbench's own count of `text` in the served model's tokens, or None where no tokenizer
     answers. An unknown server is tried with llama.cpp's then vLLM's /tokenize body."""
-    from rigbench.rig.engines import get_adapter
 
     names = [engine] if engine in ("llamacpp", "vllm", "sglang") else ["llamacpp", "vllm"]
     for name in names:

@@ -13,11 +13,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rigbench.analysis._kvcache import VLLMAccounting, kv_architecture_from_path, kv_capacity
+from rigbench.records import StartupTiming
 from rigbench.rig._fingerprint import ModelInfo, model_info
 from rigbench.rig._launch_spec import VLLMLaunch, command_for
 from rigbench.rig._models import EMBEDDED_MODEL, LocalFile
 from rigbench.rig._process import EngineProcess, free_port
-from rigbench.rig._rig import LaunchedRig, StartupTiming
+from rigbench.rig._rig import LaunchedRig
 from rigbench.rig._vllm_env import Progress, find_vllm, hf_copy_of_gguf, install_vllm, vllm_serve_argv
 
 __all__ = ["VLLMRig", "parse_vllm_log", "pool_from_metrics"]
@@ -201,7 +203,6 @@ class VLLMRig(LaunchedRig):
 
     def _kv_prediction(self) -> dict[str, Any] | None:
         """rigbench's KV planner for this rig (vLLM's block accounting), to set beside the pool vLLM reports."""
-        from rigbench.analysis._kvcache import VLLMAccounting, kv_architecture_from_path, kv_capacity
 
         f = self._facts
         gib = self.spec.cpu_kvcache_space_gib

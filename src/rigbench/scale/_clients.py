@@ -27,15 +27,15 @@ import time
 from collections.abc import Coroutine
 from typing import Any, Literal, TypeVar
 
-from rigbench.client import ChatClient, SelfCheck, SelfCheckMonitor, StreamResult
+from rigbench.analysis import request_timing
+from rigbench.client import ChatClient, SelfCheckMonitor
 from rigbench.errors import UsageError
-from rigbench.records import ClientShare
-from rigbench.scale._clock import ClientClock, ClockEcho, ClockSample, best_sample, ping_udp
+from rigbench.records import ClientClock, ClientShare, SelfCheck, SpeedBatch, StreamResult
+from rigbench.scale._clock import ClockEcho, ClockSample, best_sample, ping_udp
 from rigbench.suites._context import SuiteContext
-from rigbench.suites.speed import SpeedBatch
 from rigbench.suites.speed._suite import SpeedSuite
 
-__all__ = ["CLOCK_BOUND_NS", "ClientActor", "ClientPool", "ClientShare", "RaySpeedSuite", "shift_result"]
+__all__ = ["CLOCK_BOUND_NS", "ClientActor", "ClientPool", "RaySpeedSuite", "shift_result"]
 
 T = TypeVar("T")
 _perf_ns = time.perf_counter_ns
@@ -226,8 +226,6 @@ class ClientPool:
 
     async def run_batch(self, bodies: list[dict[str, Any]], batch_uid: str) -> tuple[list[StreamResult],
                                                                                        list[ClientShare]]:
-        from rigbench.analysis import request_timing
-
         shares = [list(range(i, len(bodies), self.n)) for i in range(self.n)]
         busy = [(m, idx) for m, idx in zip(self.members, shares, strict=True) if idx]
         for m, _ in busy:

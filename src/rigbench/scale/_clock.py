@@ -17,9 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Literal, NamedTuple
 
-from rigbench.records import ClientClock
-
-__all__ = ["ClientClock", "ClockEcho", "ClockSample", "best_sample", "ping_udp"]
+__all__ = ["ClockEcho", "ClockSample", "best_sample", "ping_udp"]
 
 _perf_ns = time.perf_counter_ns
 _SEQ = struct.Struct("!q")

@@ -48,10 +48,7 @@ class ActorSummary(BaseModel):
 
 
 def summarize_clients(reader: RunReader) -> list[ActorSummary]:
-    from rigbench.client import SelfCheck
-    from rigbench.scale._clients import ClientShare
-    from rigbench.scale._clock import ClientClock
-    from rigbench.suites.speed import SpeedBatch
+    from rigbench.records import ClientClock, ClientShare, SelfCheck, SpeedBatch
 
     measured = {b.unit_id for b in reader.records("speed_batch", SpeedBatch) if not b.warmup}
     shares: dict[str, ClientShare] = {}

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict
 
 from rigbench.analysis import request_timing
 from rigbench.analysis._timing import chunk_token_counts
-from rigbench.client import StreamResult
+from rigbench.records import StreamResult
 from rigbench.testing._truth import RequestTruth
 
 __all__ = ["AccuracyReport", "compare_with_truth", "true_itl_s"]

@@ -2,15 +2,6 @@
 
 from rigbench.suites.agent._bfcl import BFCL_CATEGORIES, BFCL_VERSION, BFCLSuite
 from rigbench.suites.agent._probes import PROBES, ProbesSuite
-from rigbench.suites.agent._records import (
-    BFCLItemRecord,
-    Exchange,
-    ProbeRecord,
-    ProbeVerdict,
-    TaskTrialRecord,
-    ToolTrialRecord,
-    TurnObservation,
-)
 from rigbench.suites.agent._suite import AgentSuite
 from rigbench.suites.agent._tasks import RepoTaskSuite
 from rigbench.suites.agent._toolcalls import TOOL_CASES, ToolCallSuite
@@ -21,15 +12,8 @@ __all__ = [
     "PROBES",
     "TOOL_CASES",
     "AgentSuite",
-    "BFCLItemRecord",
     "BFCLSuite",
-    "Exchange",
-    "ProbeRecord",
-    "ProbeVerdict",
     "ProbesSuite",
     "RepoTaskSuite",
-    "TaskTrialRecord",
     "ToolCallSuite",
-    "ToolTrialRecord",
-    "TurnObservation",
 ]

@@ -22,10 +22,10 @@ from typing import Any
 import platformdirs
 
 from rigbench.errors import SetupError
+from rigbench.records import BFCLItemRecord
 from rigbench.suites._context import SuiteContext
 from rigbench.suites.agent._bfcl_checker import CheckResult, check_item
 from rigbench.suites.agent._exchange import send
-from rigbench.suites.agent._records import BFCLItemRecord
 
 __all__ = [
     "BFCL_CATEGORIES",

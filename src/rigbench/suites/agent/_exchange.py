@@ -7,8 +7,8 @@ import time
 from typing import Any, NamedTuple
 
 from rigbench.client import ChatClient
+from rigbench.records import Exchange
 from rigbench.store import RunWriter
-from rigbench.suites.agent._records import Exchange
 
 __all__ = ["Reply", "canonical_calls", "parse_arguments", "send"]
 

@@ -12,9 +12,9 @@ from typing import Any
 
 import jsonschema
 
+from rigbench.records import Exchange, ProbeRecord, ProbeVerdict
 from rigbench.suites._context import SuiteContext
 from rigbench.suites.agent._exchange import canonical_calls, parse_arguments, send
-from rigbench.suites.agent._records import Exchange, ProbeRecord, ProbeVerdict
 from rigbench.suites.agent._toolcalls import WEATHER, tool
 
 __all__ = ["PROBES", "ProbesSuite"]

@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from rigbench.errors import UsageError
+from rigbench.records import TaskStopReason, TaskTrialRecord, TurnObservation
 from rigbench.sandbox import Limits, PathRefused, TestOutcome, Workdir, require_confinement, run_pytest
 from rigbench.suites._context import SuiteContext
 from rigbench.suites.agent._exchange import canonical_calls, parse_arguments, send
-from rigbench.suites.agent._records import TaskStopReason, TaskTrialRecord, TurnObservation
 from rigbench.suites.agent._toolcalls import tool
 
 __all__ = ["AgentTask", "RepoTaskSuite", "load_task", "shipped_tasks"]

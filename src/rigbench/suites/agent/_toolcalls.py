@@ -14,9 +14,9 @@ from typing import Any
 
 import jsonschema
 
+from rigbench.records import Exchange, ToolTrialRecord
 from rigbench.suites._context import SuiteContext
 from rigbench.suites.agent._exchange import parse_arguments, send
-from rigbench.suites.agent._records import Exchange, ToolTrialRecord
 
 __all__ = ["TOOL_CASES", "ToolCallSuite", "ToolCase", "grade_calls", "tool"]
 

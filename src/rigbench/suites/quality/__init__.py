@@ -13,19 +13,14 @@ from rigbench.suites.quality._mmlu import MMLUProSettings, MMLUProSuite
 from rigbench.suites.quality._mmlu_data import MMLUProData, load_mmlu_pro
 from rigbench.suites.quality._pack_suite import EffortSettings, EffortSweepSuite, PackSettings, PackSuite
 from rigbench.suites.quality._packs import Pack, load_pack, shipped_packs
-from rigbench.suites.quality._records import MMLUProAnswer, MMLUProConfig, PackAnswer, PackConfig
 
 __all__ = [
     "EffortSettings",
     "EffortSweepSuite",
-    "MMLUProAnswer",
-    "MMLUProConfig",
     "MMLUProData",
     "MMLUProSettings",
     "MMLUProSuite",
     "Pack",
-    "PackAnswer",
-    "PackConfig",
     "PackSettings",
     "PackSuite",
     "effort_request_fields",

@@ -9,6 +9,7 @@ import unicodedata
 
 import jsonschema
 
+from rigbench.records import GradeResult
 from rigbench.sandbox import Limits, run_function_tests
 from rigbench.suites.quality._packs import (
     CodeGrader,
@@ -19,7 +20,6 @@ from rigbench.suites.quality._packs import (
     NumericGrader,
     RegexGrader,
 )
-from rigbench.suites.quality._records import GradeResult
 
 __all__ = ["extract_code", "extract_json", "extract_numbers", "grade"]
 

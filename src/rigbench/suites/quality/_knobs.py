@@ -12,12 +12,10 @@ from __future__ import annotations
 from typing import Any
 
 from rigbench.errors import UsageError
+from rigbench.records import OFF_LEVELS
 from rigbench.rig.engines import ENGINE_NAMES, get_adapter
 
-__all__ = ["KNOWN_ENGINES", "OFF_LEVELS", "effort_request_fields"]
-
-OFF_LEVELS = frozenset({"none", "off"})
-
+__all__ = ["KNOWN_ENGINES", "effort_request_fields"]
 
 def _unknown_engine_fields(level: str) -> dict[str, Any]:
     if level in OFF_LEVELS:

@@ -1,7 +1,6 @@
 """The speed suite: the seed's four scenarios with exact input lengths and forced output lengths."""
 
 from rigbench.suites.speed._prompts import ExactPrompt, PromptBuilder
-from rigbench.suites.speed._records import SpeedBatch, SpeedRequest, SpeedSkip
 from rigbench.suites.speed._scenarios import PROFILES, Scenario, scenarios_for
 from rigbench.suites.speed._suite import SpeedSettings, SpeedSuite
 
@@ -10,10 +9,7 @@ __all__ = [
     "ExactPrompt",
     "PromptBuilder",
     "Scenario",
-    "SpeedBatch",
-    "SpeedRequest",
     "SpeedSettings",
-    "SpeedSkip",
     "SpeedSuite",
     "scenarios_for",
 ]

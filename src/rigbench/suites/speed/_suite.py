@@ -7,12 +7,12 @@ import time
 import zlib
 from typing import Any
 
-from rigbench.client import StreamResult
 from rigbench.errors import UsageError
+from rigbench.records import SpeedBatch, SpeedRequest, SpeedSkip, StreamResult
 from rigbench.rig._telemetry import TelemetrySampler
+from rigbench.rig.engines import get_adapter
 from rigbench.suites._context import SuiteContext
 from rigbench.suites.speed._prompts import ExactPrompt, PromptBuilder
-from rigbench.suites.speed._records import SpeedBatch, SpeedRequest, SpeedSkip
 from rigbench.suites.speed._scenarios import Scenario, scenarios_for
 
 __all__ = ["SpeedSettings", "SpeedSuite"]
@@ -51,8 +51,6 @@ class SpeedSettings:
 
 
 def _forced_length_fields(engine: str, max_tokens: int) -> dict[str, Any]:
-    from rigbench.rig.engines import get_adapter
-
     try:
         return get_adapter(engine).forced_length_fields(max_tokens)
     except (KeyError, UsageError):  # an endpoint of an engine rigbench has no adapter for
@@ -66,8 +64,6 @@ class SpeedSuite:
         self.settings = settings
 
     async def run(self, ctx: SuiteContext) -> None:
-        from rigbench.rig.engines import get_adapter
-
         s = self.settings
         try:
             adapter = get_adapter(ctx.rig.engine)

@@ -1,0 +1,152 @@
+"""Imports go one way (docs/design.md, "Layout"): a module may import only from a lower layer than
+its own package's, or from its own package. Every `import` under src/rigbench is read with `ast`,
+function-level ones too (a function-level import dodges a cycle; it does not remove it)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import NamedTuple
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+# Top-level package (or module) of rigbench -> its layer. A package may import from a lower layer
+# only: two packages on one layer know nothing of each other.
+LAYERS: dict[str, int] = {
+    "errors": 0,
+    "_version": 0,
+    "records": 1,
+    "store": 2,
+    "client": 3,
+    "analysis": 3,
+    "sandbox": 3,
+    "rig": 4,
+    "report": 4,
+    "testing": 4,
+    "honesty": 5,  # gate, gibberish screen, generic preflight (issue 13 item 3): checks a rig
+    "suites": 5,
+    "runner": 6,
+    "plan": 7,
+    "scale": 8,
+    "cli": 9,
+    "__main__": 10,
+    "rigbench": 10,  # the package's own __init__ (version and errors only)
+}
+
+
+class Import(NamedTuple):
+    path: Path
+    line: int
+    source: str  # the importing package, a key of LAYERS
+    target: str  # the imported module, dotted
+    function_level: bool
+
+
+def _package(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def _module_name(path: Path, src: Path) -> str:
+    return ".".join(path.relative_to(src).with_suffix("").parts).removesuffix(".__init__")
+
+
+def rigbench_imports(src: Path) -> list[Import]:
+    """Every import of a rigbench module in the tree under `src` (which holds `rigbench/`)."""
+    found: list[Import] = []
+    for path in sorted((src / "rigbench").rglob("*.py")):
+        module = _module_name(path, src)
+        tree = ast.parse(path.read_text(), str(path))
+        in_function = {id(n) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                       for n in ast.walk(f)}
+        for node in ast.walk(tree):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:  # relative: resolve against this module's package
+                    base = module.split(".")[: len(module.split(".")) - node.level + (path.name == "__init__.py")]
+                    targets = [".".join(base + ([node.module] if node.module else []))]
+                elif node.module:
+                    targets = [node.module]
+            for t in targets:
+                if t == "rigbench" or t.startswith("rigbench."):
+                    found.append(Import(path, node.lineno, _package(module), t, id(node) in in_function))
+    return found
+
+
+def upward_imports(src: Path, layers: dict[str, int] = LAYERS) -> list[str]:
+    """One line per import that goes back up (or sideways into a sibling package on its layer)."""
+    bad: list[str] = []
+    for imp in rigbench_imports(src):
+        target = _package(imp.target)
+        if target == imp.source or (target == "rigbench" and imp.target == "rigbench"):
+            continue
+        if layers[target] >= layers[imp.source]:
+            where = "function-level " if imp.function_level else ""
+            bad.append(f"{imp.path.relative_to(src.parent)}:{imp.line}: {where}import {imp.target}: "
+                       f"{imp.source} (layer {layers[imp.source]}) -> {target} (layer {layers[target]}) goes back up")
+    return bad
+
+
+def test_every_package_has_a_layer() -> None:
+    packages = {p.stem if p.is_file() else p.name for p in (SRC / "rigbench").iterdir()
+                if (p.is_dir() and (p / "__init__.py").exists()) or (p.suffix == ".py" and p.name != "__init__.py")}
+    missing = packages - LAYERS.keys()
+    assert not missing, f"give these a layer in LAYERS (and in docs/design.md): {sorted(missing)}"
+
+
+def test_no_import_goes_back_up() -> None:
+    bad = upward_imports(SRC)
+    assert not bad, "imports that go back up:\n" + "\n".join(bad)
+
+
+def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
+    """A synthetic src/rigbench tree holding `files`."""
+    src = tmp_path / "src"
+    for rel, text in files.items():
+        p = src / "rigbench" / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    return src
+
+
+def test_the_check_names_file_line_and_arrow_of_an_upward_import(tmp_path: Path) -> None:
+    src = _tree(tmp_path, {
+        "__init__.py": "",
+        "records/__init__.py": "from rigbench.errors import RigbenchError\n",
+        "records/_speed.py": "import json\n\n\ndef f():\n    from rigbench.report import render\n    return render\n",
+        "report/__init__.py": "from rigbench.records import StreamResult\n",
+    })
+    assert upward_imports(src) == ["src/rigbench/records/_speed.py:5: function-level import rigbench.report: "
+                                   "records (layer 1) -> report (layer 4) goes back up"]
+
+
+@pytest.mark.parametrize("code", [
+    "from rigbench.rig._sanity import SanityVerdict\n",  # analysis reading a producer
+    "import rigbench.suites.speed\n",
+    "from ..rig import RigInfo\n",  # relative imports count too
+])
+def test_the_check_catches_each_form_of_import(tmp_path: Path, code: str) -> None:
+    src = _tree(tmp_path, {"__init__.py": "", "analysis/__init__.py": "", "analysis/_x.py": code})
+    bad = upward_imports(src)
+    assert len(bad) == 1
+    assert bad[0].startswith("src/rigbench/analysis/_x.py:1: ") and "analysis (layer 3) ->" in bad[0]
+
+
+def test_siblings_on_one_layer_may_not_import_each_other(tmp_path: Path) -> None:
+    src = _tree(tmp_path, {"__init__.py": "", "client/__init__.py": "from rigbench.analysis import describe\n"})
+    assert upward_imports(src) == [
+        "src/rigbench/client/__init__.py:1: import rigbench.analysis: client (layer 3) -> analysis (layer 3) goes back up"
+    ]
+
+
+def test_imports_down_and_within_a_package_pass(tmp_path: Path) -> None:
+    src = _tree(tmp_path, {
+        "__init__.py": "",
+        "report/__init__.py": "from rigbench.analysis import describe\nfrom rigbench.report._fmt import f\n",
+        "report/_fmt.py": "from rigbench.records import StreamResult\nfrom . import _labels\n",
+    })
+    assert upward_imports(src) == []
