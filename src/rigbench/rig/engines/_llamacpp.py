@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from rigbench.client import ChatClient
 from rigbench.rig.engines._http import get_json, post_json, require_json
+from rigbench.rig.engines._spec import EngineSpec, LaunchCommand, finish_argv, opt
 
-__all__ = ["LlamaCppAdapter"]
+__all__ = ["LlamaCppAdapter", "LlamaCppLaunch", "llamacpp_command"]
 
 _METRICS = {
     "requests_running": "llamacpp:requests_processing",
@@ -82,3 +83,44 @@ class LlamaCppAdapter:
         # The server maps reasoning_effort "none" to enable_thinking=false and passes any other
         # value to the chat template as `reasoning_effort` (needs --jinja).
         return {} if effort is None else {"reasoning_effort": effort}
+
+
+DEFAULT_PORT = 8080
+
+
+class LlamaCppLaunch(EngineSpec):
+    """`llama-server -m MODEL.gguf ...` (the embedded default rig has its own config in the rig layer)."""
+
+    kind: Literal["llamacpp"] = "llamacpp"
+    model: str  # path to a GGUF file
+    alias: str | None = None
+    ctx_size: int | None = None  # total over all slots
+    parallel: int | None = None
+    n_gpu_layers: int | None = None
+    draft_model: str | None = None
+    spec_type: str | None = None  # e.g. "draft-simple"; defaults to that when draft_model is set
+    draft_max: int | None = None  # --spec-draft-n-max (--draft-max was removed)
+    reasoning_format: str | None = None
+    jinja: bool = True  # needed for tool calls and reasoning_effort
+    metrics: bool = True
+
+
+def llamacpp_command(s: LlamaCppLaunch) -> LaunchCommand:
+    argv = [*(s.executable or ["llama-server"]), "-m", s.model,
+            "--host", s.host, "--port", str(s.port or DEFAULT_PORT)]
+    opt(argv, "--alias", s.alias)
+    opt(argv, "-c", s.ctx_size)
+    opt(argv, "-np", s.parallel)
+    opt(argv, "-ngl", s.n_gpu_layers)
+    if s.draft_model is not None:
+        argv += ["-md", s.draft_model, "--spec-type", s.spec_type or "draft-simple"]
+        opt(argv, "--spec-draft-n-max", s.draft_max)
+    elif s.spec_type is not None:  # draft-free kinds (n-gram) need no draft model
+        argv += ["--spec-type", s.spec_type]
+        opt(argv, "--spec-draft-n-max", s.draft_max)
+    opt(argv, "--reasoning-format", s.reasoning_format)
+    if s.jinja:
+        argv.append("--jinja")
+    if s.metrics:
+        argv.append("--metrics")
+    return LaunchCommand(finish_argv("llamacpp", s, argv), {})

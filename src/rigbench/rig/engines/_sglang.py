@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from rigbench.client import ChatClient
 from rigbench.errors import EndpointError
 from rigbench.rig.engines._http import post_json, probe_json, require_json
 from rigbench.rig.engines._reasoning import template_reasoning_fields
+from rigbench.rig.engines._spec import EngineSpec, LaunchCommand, Spec, finish_argv, opt
 
-__all__ = ["SGLangAdapter"]
+__all__ = ["SGLangAdapter", "SGLangLaunch", "SGLangSpeculative", "sglang_command"]
 
 _METRICS = {
     "kv_cache_usage_ratio": "sglang:token_usage",
@@ -78,3 +79,52 @@ class SGLangAdapter:
 
     def reasoning_fields(self, effort: str | None) -> dict[str, Any]:
         return template_reasoning_fields(effort)
+
+
+DEFAULT_PORT = 30000
+
+
+class SGLangSpeculative(Spec):
+    algorithm: str  # EAGLE, EAGLE3, NEXTN, STANDALONE, NGRAM, ...
+    draft_model_path: str | None = None
+    num_steps: int | None = None
+    eagle_topk: int | None = None
+    num_draft_tokens: int | None = None
+
+
+class SGLangLaunch(EngineSpec):
+    """`python -m sglang.launch_server --model-path MODEL ...`"""
+
+    kind: Literal["sglang"] = "sglang"
+    model: str
+    served_model_name: str | None = None
+    tensor_parallel_size: int | None = None
+    context_length: int | None = None
+    mem_fraction_static: float | None = None
+    max_running_requests: int | None = None
+    speculative: SGLangSpeculative | None = None
+    tool_call_parser: str | None = None
+    reasoning_parser: str | None = None
+    enable_metrics: bool = True  # rigbench reads /metrics; SGLang serves it only with this flag
+
+
+def sglang_command(s: SGLangLaunch) -> LaunchCommand:
+    argv = [*(s.executable or ["python", "-m", "sglang.launch_server"]), "--model-path", s.model,
+            "--host", s.host, "--port", str(s.port or DEFAULT_PORT)]
+    opt(argv, "--served-model-name", s.served_model_name)
+    opt(argv, "--tp-size", s.tensor_parallel_size)
+    opt(argv, "--context-length", s.context_length)
+    opt(argv, "--mem-fraction-static", s.mem_fraction_static)
+    opt(argv, "--max-running-requests", s.max_running_requests)
+    if s.speculative is not None:
+        sp = s.speculative
+        argv += ["--speculative-algorithm", sp.algorithm]
+        opt(argv, "--speculative-draft-model-path", sp.draft_model_path)
+        opt(argv, "--speculative-num-steps", sp.num_steps)
+        opt(argv, "--speculative-eagle-topk", sp.eagle_topk)
+        opt(argv, "--speculative-num-draft-tokens", sp.num_draft_tokens)
+    opt(argv, "--tool-call-parser", s.tool_call_parser)
+    opt(argv, "--reasoning-parser", s.reasoning_parser)
+    if s.enable_metrics:
+        argv.append("--enable-metrics")
+    return LaunchCommand(finish_argv("sglang", s, argv), {})

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from typing import Any, Literal
 
 from rigbench.client import ChatClient
 from rigbench.rig.engines._http import get_json, post_json, probe_json, require_json
 from rigbench.rig.engines._reasoning import template_reasoning_fields
+from rigbench.rig.engines._spec import EngineSpec, LaunchCommand, finish_argv, opt
 
-__all__ = ["VLLMAdapter"]
+__all__ = ["VLLM_API_SERVER_MODULE", "VLLMAdapter", "VLLMLaunch", "vllm_command"]
 
 _METRICS = {
     "kv_cache_usage_ratio": "vllm:kv_cache_usage_perc",  # a 0..1 ratio despite the name
@@ -84,3 +86,59 @@ class VLLMAdapter:
     def reasoning_fields(self, effort: str | None) -> dict[str, Any]:
         return template_reasoning_fields(effort)
 
+
+DEFAULT_PORT = 8000
+
+
+class VLLMLaunch(EngineSpec):
+    """`vllm serve MODEL ...`
+
+    `model` is a Hugging Face id or directory, a .gguf (converted once to a bf16 directory), or
+    "embedded" (the bundled SmolLM2-135M, converted). With no `executable`, the launched rig finds
+    vLLM (`vllm` on PATH or importable) or installs the managed CPU venv (rig/_vllm_env.py).
+    """
+
+    kind: Literal["vllm"] = "vllm"
+    model: str
+    served_model_name: str | None = None
+    tensor_parallel_size: int | None = None
+    max_model_len: int | None = None
+    gpu_memory_utilization: float | None = None
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+    # --speculative-config JSON, e.g. {"method": "eagle3", "model": "...", "num_speculative_tokens": 4}
+    speculative_config: dict[str, Any] | None = None
+    tool_call_parser: str | None = None  # also turns on --enable-auto-tool-choice
+    reasoning_parser: str | None = None
+    generation_config: str | None = None  # "auto" | "vllm" | a folder
+    dtype: str | None = None  # --dtype (CPU: bfloat16)
+    enforce_eager: bool = False  # --enforce-eager: no torch.compile (faster start, slower decode)
+    cpu_kvcache_space_gib: float | None = None  # VLLM_CPU_KVCACHE_SPACE: the KV pool on a CPU build
+
+
+VLLM_API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
+
+
+def vllm_command(s: VLLMLaunch) -> LaunchCommand:
+    exe = s.executable or ["vllm", "serve"]
+    # `vllm serve` takes the model as its first argument; the api_server module only as --model
+    model = ["--model", s.model] if exe[-1] == VLLM_API_SERVER_MODULE else [s.model]
+    argv = [*exe, *model, "--host", s.host, "--port", str(s.port or DEFAULT_PORT)]
+    opt(argv, "--served-model-name", s.served_model_name)
+    opt(argv, "--tensor-parallel-size", s.tensor_parallel_size)
+    opt(argv, "--max-model-len", s.max_model_len)
+    opt(argv, "--gpu-memory-utilization", s.gpu_memory_utilization)
+    opt(argv, "--max-num-seqs", s.max_num_seqs)
+    opt(argv, "--max-num-batched-tokens", s.max_num_batched_tokens)
+    if s.speculative_config is not None:
+        spec_json = json.dumps(s.speculative_config, sort_keys=True, separators=(",", ":"))
+        argv += ["--speculative-config", spec_json]
+    if s.tool_call_parser is not None:
+        argv += ["--enable-auto-tool-choice", "--tool-call-parser", s.tool_call_parser]
+    opt(argv, "--reasoning-parser", s.reasoning_parser)
+    opt(argv, "--generation-config", s.generation_config)
+    opt(argv, "--dtype", s.dtype)
+    if s.enforce_eager:
+        argv.append("--enforce-eager")
+    env = {} if s.cpu_kvcache_space_gib is None else {"VLLM_CPU_KVCACHE_SPACE": f"{s.cpu_kvcache_space_gib:g}"}
+    return LaunchCommand(finish_argv("vllm", s, argv), env)
