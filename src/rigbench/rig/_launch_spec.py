@@ -13,11 +13,12 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator
 
 from rigbench.errors import UsageError
-from rigbench.rig.engines._llamacpp import LlamaCppLaunch, llamacpp_command
-from rigbench.rig.engines._ollama import OllamaLaunch, ollama_command
-from rigbench.rig.engines._sglang import SGLangLaunch, SGLangSpeculative, sglang_command
-from rigbench.rig.engines._spec import LaunchCommand, Spec
-from rigbench.rig.engines._vllm import VLLM_API_SERVER_MODULE, VLLMLaunch, vllm_command
+from rigbench.rig.engines._llamacpp import LlamaCppLaunch
+from rigbench.rig.engines._ollama import OllamaLaunch
+from rigbench.rig.engines._registry import get_engine
+from rigbench.rig.engines._sglang import SGLangLaunch, SGLangSpeculative
+from rigbench.rig.engines._spec import EngineSpec, LaunchCommand, Spec
+from rigbench.rig.engines._vllm import VLLM_API_SERVER_MODULE, VLLMLaunch
 
 __all__ = [
     "VLLM_API_SERVER_MODULE",
@@ -100,12 +101,6 @@ def command_for(spec: Any) -> LaunchCommand:
         if not spec.argv:
             raise UsageError(f"the {spec.kind} rig has an empty command: give the full command line to run")
         return LaunchCommand(list(spec.argv), {})
-    if isinstance(spec, VLLMLaunch):
-        return vllm_command(spec)
-    if isinstance(spec, SGLangLaunch):
-        return sglang_command(spec)
-    if isinstance(spec, LlamaCppLaunch):
-        return llamacpp_command(spec)
-    if isinstance(spec, OllamaLaunch):
-        return ollama_command(spec)
+    if isinstance(spec, EngineSpec):
+        return get_engine(spec.kind).command(spec)
     raise TypeError(f"not a launch spec: {type(spec).__name__}")

@@ -19,6 +19,7 @@ from rigbench.rig._models import EMBEDDED_MODEL, LocalFile
 from rigbench.rig._process import EngineProcess, free_port
 from rigbench.rig._rig import LaunchedRig, StartupTiming
 from rigbench.rig._vllm_env import Progress, find_vllm, hf_copy_of_gguf, install_vllm, vllm_serve_argv
+from rigbench.rig.engines._vllm import VLLM, VLLMAdapter
 
 __all__ = ["VLLMRig", "parse_vllm_log", "pool_from_metrics"]
 
@@ -109,7 +110,7 @@ class VLLMRig(LaunchedRig):
 
     def __init__(self, spec: VLLMLaunch, log_path: Path, *, api_key: str | None = None,
                  note: Callable[[str], None] = lambda msg: None, progress: Progress | None = None,
-                 start_timeout_s: float = 1800.0) -> None:
+                 start_timeout_s: float = VLLM.start_timeout_s) -> None:
         if spec.port is None:
             spec = spec.model_copy(update={"port": free_port(spec.host)})
         self.spec = spec
@@ -120,7 +121,7 @@ class VLLMRig(LaunchedRig):
         model = ModelInfo(path=spec.model, served_name=spec.served_model_name, source="as given to vllm")
         assert spec.port is not None
         super().__init__(cmd.argv, engine="vllm", port=spec.port, log_path=log_path, model=model, host=spec.host,
-                         health_path="/health", start_timeout_s=start_timeout_s, api_key=api_key)
+                         health_path=VLLMAdapter.health_path, start_timeout_s=start_timeout_s, api_key=api_key)
         self.process = EngineProcess(cmd.argv, log_path, env=cmd.env)
         self.vllm_python: Path | None = None
 

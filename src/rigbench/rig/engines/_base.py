@@ -1,4 +1,9 @@
-"""What rigbench needs to know about one serving engine.
+"""What rigbench needs to know about one serving engine: the `Engine` protocol and its adapter.
+
+An `Engine` is one module under `rig/engines/` that owns everything engine-specific: its adapter
+(endpoints, version, metric names, tokenize), its typed launch spec and command-line builder,
+what its speculative-decoding flags mean, and how it starts. The rest of rigbench reaches an
+engine only through `get_engine(name)`, so adding one is adding a module (docs/engines.md).
 
 An adapter holds the engine's facts (endpoints, metric names, request knobs) and the few calls
 that differ between engines. Everything else talks plain OpenAI API through `ChatClient`.
@@ -6,11 +11,13 @@ that differ between engines. Everything else talks plain OpenAI API through `Cha
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from rigbench.client import ChatClient
+from rigbench.rig.engines._spec import EngineSpec, LaunchCommand
 
-__all__ = ["EngineAdapter", "MetricNames"]
+__all__ = ["Engine", "EngineAdapter", "MetricNames"]
 
 
 class MetricNames(Protocol):
@@ -54,4 +61,51 @@ class EngineAdapter(Protocol):
 
     def reasoning_fields(self, effort: str | None) -> dict[str, Any]:
         """Extra request fields for a reasoning effort ("none" turns thinking off; None: model default)."""
+        ...
+
+
+class Engine(Protocol):
+    """One serving engine's knowledge, one module each (rig/engines/_llamacpp.py, ...)."""
+
+    # Read-only facts (properties here so that an engine may declare them as plain class attributes).
+    @property
+    def name(self) -> str:
+        """The launch spec's `kind` and the fingerprint's `engine`."""
+        ...
+
+    @property
+    def aliases(self) -> tuple[str, ...]:
+        """Other spellings a user may type, e.g. "llama.cpp"."""
+        ...
+
+    @property
+    def launch_spec(self) -> type[EngineSpec]:
+        """Its typed launch spec (plan files: `launch: {kind: NAME, ...}`)."""
+        ...
+
+    @property
+    def default_port(self) -> int:
+        """Where it listens when the spec names no port."""
+        ...
+
+    @property
+    def start_timeout_s(self) -> float:
+        """Spawn -> first completion before rigbench gives up on a launch."""
+        ...
+
+    @property
+    def speculative_flags(self) -> Mapping[str, str]:
+        """Command-line flag -> key in the fingerprint's `speculative` facts (which draft, how deep)."""
+        ...
+
+    def adapter(self) -> EngineAdapter:
+        """A fresh adapter (adapters keep per-instance metric tables)."""
+        ...
+
+    def command(self, spec: Any) -> LaunchCommand:
+        """The exact argv and environment that start `spec` (an instance of `launch_spec`)."""
+        ...
+
+    def crash_hint(self, exit_code: int | None, log_text: str) -> str:
+        """For an engine that died while starting: the likely cause and what avoids it ("" if unknown)."""
         ...

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any, Literal
 
 from rigbench.client import ChatClient
+from rigbench.rig._crash import classify_crash
 from rigbench.rig.engines._http import get_json, post_json, require_json
 from rigbench.rig.engines._spec import EngineSpec, LaunchCommand, finish_argv, opt
 
-__all__ = ["LlamaCppAdapter", "LlamaCppLaunch", "llamacpp_command"]
+__all__ = ["LLAMACPP", "LlamaCppAdapter", "LlamaCppEngine", "LlamaCppLaunch", "llamacpp_command"]
 
 _METRICS = {
     "requests_running": "llamacpp:requests_processing",
@@ -38,15 +40,20 @@ class LlamaCppAdapter:
         status, props = await get_json(client, "/props")
         props = require_json(status, props, engine="llama.cpp", what="reading /props", url=url)
         settings = props.get("default_generation_settings") or {}
-        return {
+        info: dict[str, Any] = {
             "engine": self.name,
             "version": props.get("build_info"),
             "model": props.get("model_alias") or props.get("model_path"),
             "context_length": settings.get("n_ctx"),  # per slot
             "slots": props.get("total_slots"),
             "chat_template": props.get("chat_template"),
-            "raw": {"props": props},
         }
+        if props:  # recorded in the fingerprint: what the server loaded and which speculative kinds it runs
+            info["model_path"] = props.get("model_path")
+            info["chat_template_caps"] = props.get("chat_template_caps")
+            info["speculative_types"] = (settings.get("params") or {}).get("speculative.types")
+        info["raw"] = {"props": props}
+        return info
 
     async def tokenize(self, client: ChatClient, text: str) -> list[int] | None:
         url = client.server_root + "/tokenize"
@@ -124,3 +131,30 @@ def llamacpp_command(s: LlamaCppLaunch) -> LaunchCommand:
     if s.metrics:
         argv.append("--metrics")
     return LaunchCommand(finish_argv("llamacpp", s, argv), {})
+
+
+class LlamaCppEngine:
+    name = "llamacpp"
+    aliases = ("llama.cpp", "llama-server", "llama_cpp")
+    launch_spec = LlamaCppLaunch
+    default_port = DEFAULT_PORT
+    start_timeout_s = 300.0
+    # current spellings and the removed ones (--draft-max, --draft, --draft-n) that older argv carries
+    speculative_flags = MappingProxyType({
+        "-md": "draft_model", "--model-draft": "draft_model", "--spec-type": "type",
+        "--draft-max": "draft_max", "--draft": "draft_max", "--draft-n": "draft_max",
+        "--spec-draft-n-max": "draft_max", "--draft-min": "draft_min", "--spec-synth-len": "synthetic_length",
+    })
+
+    def adapter(self) -> LlamaCppAdapter:
+        return LlamaCppAdapter()
+
+    def command(self, spec: LlamaCppLaunch) -> LaunchCommand:
+        return llamacpp_command(spec)
+
+    def crash_hint(self, exit_code: int | None, log_text: str) -> str:
+        crash = classify_crash(exit_code, log_text)
+        return "" if crash is None else f"\n  cause: {crash.cause}\n  avoid it with: {crash.avoided_by}"
+
+
+LLAMACPP = LlamaCppEngine()

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any, Literal
 
 from rigbench.client import ChatClient
 from rigbench.rig.engines._http import get_json, post_json, probe_json, require_json
 from rigbench.rig.engines._spec import EngineSpec, LaunchCommand, finish_argv
 
-__all__ = ["OllamaAdapter", "OllamaLaunch", "ollama_command"]
+__all__ = ["OLLAMA", "OllamaAdapter", "OllamaEngine", "OllamaLaunch", "ollama_command"]
 
 
 class OllamaAdapter:
@@ -89,3 +90,24 @@ def ollama_command(s: OllamaLaunch) -> LaunchCommand:
     if s.kv_cache_type is not None:
         env["OLLAMA_KV_CACHE_TYPE"] = s.kv_cache_type
     return LaunchCommand(finish_argv("ollama", s, [*(s.executable or ["ollama"]), "serve"]), env)
+
+
+class OllamaEngine:
+    name = "ollama"
+    aliases: tuple[str, ...] = ()
+    launch_spec = OllamaLaunch
+    default_port = DEFAULT_PORT
+    start_timeout_s = 300.0
+    speculative_flags: MappingProxyType[str, str] = MappingProxyType({})  # Ollama has no speculative decoding
+
+    def adapter(self) -> OllamaAdapter:
+        return OllamaAdapter()
+
+    def command(self, spec: OllamaLaunch) -> LaunchCommand:
+        return ollama_command(spec)
+
+    def crash_hint(self, exit_code: int | None, log_text: str) -> str:
+        return ""
+
+
+OLLAMA = OllamaEngine()

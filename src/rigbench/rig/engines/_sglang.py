@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any, Literal
 
 from rigbench.client import ChatClient
@@ -10,7 +11,7 @@ from rigbench.rig.engines._http import post_json, probe_json, require_json
 from rigbench.rig.engines._reasoning import template_reasoning_fields
 from rigbench.rig.engines._spec import EngineSpec, LaunchCommand, Spec, finish_argv, opt
 
-__all__ = ["SGLangAdapter", "SGLangLaunch", "SGLangSpeculative", "sglang_command"]
+__all__ = ["SGLANG", "SGLangAdapter", "SGLangEngine", "SGLangLaunch", "SGLangSpeculative", "sglang_command"]
 
 _METRICS = {
     "kv_cache_usage_ratio": "sglang:token_usage",
@@ -128,3 +129,25 @@ def sglang_command(s: SGLangLaunch) -> LaunchCommand:
     if s.enable_metrics:
         argv.append("--enable-metrics")
     return LaunchCommand(finish_argv("sglang", s, argv), {})
+
+
+class SGLangEngine:
+    name = "sglang"
+    aliases: tuple[str, ...] = ()
+    launch_spec = SGLangLaunch
+    default_port = DEFAULT_PORT
+    start_timeout_s = 1800.0  # CUDA graph capture and warm-up take minutes on a large model
+    speculative_flags = MappingProxyType({"--speculative-algorithm": "algorithm",
+                                          "--speculative-num-draft-tokens": "num_draft_tokens"})
+
+    def adapter(self) -> SGLangAdapter:
+        return SGLangAdapter()
+
+    def command(self, spec: SGLangLaunch) -> LaunchCommand:
+        return sglang_command(spec)
+
+    def crash_hint(self, exit_code: int | None, log_text: str) -> str:
+        return ""
+
+
+SGLANG = SGLangEngine()

@@ -22,6 +22,7 @@ class Spec(BaseModel):
 
 
 class EngineSpec(Spec):
+    kind: str  # the engine's name; each engine's spec narrows it to a Literal
     host: str = "127.0.0.1"
     port: int | None = None  # None: the engine's default port
     executable: list[str] | None = None  # None: the engine's usual command

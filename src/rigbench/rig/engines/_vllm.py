@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from types import MappingProxyType
 from typing import Any, Literal
 
 from rigbench.client import ChatClient
@@ -10,7 +11,7 @@ from rigbench.rig.engines._http import get_json, post_json, probe_json, require_
 from rigbench.rig.engines._reasoning import template_reasoning_fields
 from rigbench.rig.engines._spec import EngineSpec, LaunchCommand, finish_argv, opt
 
-__all__ = ["VLLM_API_SERVER_MODULE", "VLLMAdapter", "VLLMLaunch", "vllm_command"]
+__all__ = ["VLLM", "VLLM_API_SERVER_MODULE", "VLLMAdapter", "VLLMEngine", "VLLMLaunch", "vllm_command"]
 
 _METRICS = {
     "kv_cache_usage_ratio": "vllm:kv_cache_usage_perc",  # a 0..1 ratio despite the name
@@ -142,3 +143,24 @@ def vllm_command(s: VLLMLaunch) -> LaunchCommand:
         argv.append("--enforce-eager")
     env = {} if s.cpu_kvcache_space_gib is None else {"VLLM_CPU_KVCACHE_SPACE": f"{s.cpu_kvcache_space_gib:g}"}
     return LaunchCommand(finish_argv("vllm", s, argv), env)
+
+
+class VLLMEngine:
+    name = "vllm"
+    aliases: tuple[str, ...] = ()
+    launch_spec = VLLMLaunch
+    default_port = DEFAULT_PORT
+    start_timeout_s = 1800.0  # a cold torch.compile on a CPU takes minutes
+    speculative_flags = MappingProxyType({"--speculative-config": "config"})
+
+    def adapter(self) -> VLLMAdapter:
+        return VLLMAdapter()
+
+    def command(self, spec: VLLMLaunch) -> LaunchCommand:
+        return vllm_command(spec)
+
+    def crash_hint(self, exit_code: int | None, log_text: str) -> str:
+        return ""
+
+
+VLLM = VLLMEngine()

@@ -1,0 +1,162 @@
+"""The Engine protocol: every engine's knowledge is reached through `get_engine`, and an engine
+rigbench has never heard of works once its one module is registered."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Literal
+
+import pytest
+
+from rigbench.client import ChatClient
+from rigbench.errors import UsageError
+from rigbench.plan._rigs import launched_rig
+from rigbench.rig._launch_spec import LlamaCppLaunch, SGLangLaunch, SGLangSpeculative, VLLMLaunch, command_for
+from rigbench.rig._rig import LaunchedRig, _crash_hint
+from rigbench.rig.engines import (
+    ENGINE_NAMES,
+    EngineSpec,
+    LaunchCommand,
+    get_adapter,
+    get_engine,
+    known_engines,
+    register_engine,
+    speculative_from_argv,
+    unregister_engine,
+)
+
+
+def test_every_builtin_engine_is_reached_by_its_name_and_owns_its_spec() -> None:
+    assert [e.name for e in known_engines()] == list(ENGINE_NAMES)
+    for name in ENGINE_NAMES:
+        engine = get_engine(name)
+        assert engine.name == name and engine.adapter().name == name
+        assert engine.launch_spec.model_fields["kind"].default == name
+    assert get_engine("llama.cpp") is get_engine("llamacpp")
+
+
+def test_launch_waits_longer_for_engines_that_compile_at_start(tmp_path: Path) -> None:
+    assert get_engine("vllm").start_timeout_s == get_engine("sglang").start_timeout_s == 1800.0
+    assert get_engine("llamacpp").start_timeout_s == 300.0
+    rig = launched_rig(SGLangLaunch(model="m"), tmp_path / "e.log")
+    assert rig.start_timeout_s == 1800.0 and rig.health_path == "/health"
+
+
+def test_speculative_facts_are_read_with_the_engines_own_flags() -> None:
+    llama = command_for(LlamaCppLaunch(model="m.gguf", draft_model="d.gguf", draft_max=8)).argv
+    assert speculative_from_argv(llama, "llamacpp") == {"draft_model": "d.gguf", "type": "draft-simple",
+                                                         "draft_max": "8"}
+    vllm = command_for(VLLMLaunch(model="m", speculative_config={"method": "ngram",
+                                                                 "num_speculative_tokens": 4})).argv
+    assert json.loads(speculative_from_argv(vllm, "vllm")["config"])["num_speculative_tokens"] == 4  # type: ignore[index]
+    sgl = command_for(SGLangLaunch(model="m", speculative=SGLangSpeculative(algorithm="EAGLE3",
+                                                                            num_draft_tokens=4))).argv
+    assert speculative_from_argv(sgl, "sglang") == {"algorithm": "EAGLE3", "num_draft_tokens": "4"}
+    assert speculative_from_argv(command_for(LlamaCppLaunch(model="m.gguf")).argv, "llamacpp") is None
+    # another engine's spelling is not that engine's fact...
+    assert speculative_from_argv(["vllm", "serve", "m", "-md", "d"], "vllm") is None
+    # ...but a command whose engine is unknown is read with every engine's spellings
+    assert speculative_from_argv(["./serve.sh", "-md", "d.gguf"], "unknown") == {"draft_model": "d.gguf"}
+
+
+def test_only_llamacpp_explains_a_cpu_crash() -> None:
+    log = "load_tensors: AMX model buffer size = 1.0 MiB\n"
+    assert "AMX" in _crash_hint("llamacpp", -11, log)
+    assert _crash_hint("vllm", -11, log) == ""
+    assert _crash_hint("unknown", -11, log) == ""
+
+
+# -- a fake engine, registered as a plugin would be: no edit anywhere else in rigbench ----------
+
+
+class ToyLaunch(EngineSpec):
+    kind: Literal["toy"] = "toy"
+    model: str
+    depth: int | None = None
+
+
+class ToyAdapter:
+    name = "toy"
+    health_path = "/ready"
+    metrics_path: str | None = None
+    forced_length_exact = False
+
+    def __init__(self) -> None:
+        self.metric_names: dict[str, str] = {}
+
+    async def server_info(self, client: ChatClient) -> dict[str, Any]:
+        return {"engine": self.name}
+
+    async def tokenize(self, client: ChatClient, text: str) -> list[int] | None:
+        return None
+
+    async def detokenize(self, client: ChatClient, tokens: list[int]) -> str | None:
+        return None
+
+    async def count_chat_tokens(self, client: ChatClient, model: str,
+                                messages: list[dict[str, Any]]) -> int | None:
+        return None
+
+    def forced_length_fields(self, max_tokens: int) -> dict[str, Any]:
+        return {"max_tokens": max_tokens}
+
+    def reasoning_fields(self, effort: str | None) -> dict[str, Any]:
+        return {}
+
+
+class ToyEngine:
+    name = "toy"
+    aliases = ("toy-server",)
+    launch_spec = ToyLaunch
+    default_port = 7070
+    start_timeout_s = 42.0
+    speculative_flags = MappingProxyType({"--lookahead": "draft_max"})
+
+    def adapter(self) -> ToyAdapter:
+        return ToyAdapter()
+
+    def command(self, spec: ToyLaunch) -> LaunchCommand:
+        argv = ["toy-server", spec.model, "--port", str(spec.port or self.default_port)]
+        if spec.depth is not None:
+            argv += ["--lookahead", str(spec.depth)]
+        return LaunchCommand(argv, {"TOY_HOST": spec.host})
+
+    def crash_hint(self, exit_code: int | None, log_text: str) -> str:
+        return "\n  cause: the toy ran out of batteries" if "battery" in log_text else ""
+
+
+@pytest.fixture
+def toy() -> Iterator[ToyEngine]:
+    engine = ToyEngine()
+    register_engine(engine)
+    try:
+        yield engine
+    finally:
+        unregister_engine("toy")
+
+
+def test_a_registered_engine_launches_through_the_protocol_only(toy: ToyEngine, tmp_path: Path) -> None:
+    assert get_engine("Toy-Server") is toy and get_adapter("toy").health_path == "/ready"
+    assert command_for(ToyLaunch(model="m", port=1, depth=3)) == LaunchCommand(
+        ["toy-server", "m", "--port", "1", "--lookahead", "3"], {"TOY_HOST": "127.0.0.1"})
+    rig = launched_rig(ToyLaunch(model="m", depth=3), tmp_path / "e.log")
+    assert isinstance(rig, LaunchedRig) and rig.engine == "toy"
+    assert rig.health_path == "/ready" and rig.start_timeout_s == 42.0
+    assert rig.argv[rig.argv.index("--port") + 1] == str(rig.port)  # a free port, not the default
+    assert rig.process._env == {"TOY_HOST": "127.0.0.1"}  # the engine's environment reaches the process
+    assert speculative_from_argv(rig.argv, "toy") == {"draft_max": "3"}
+    assert "batteries" in _crash_hint("toy", 1, "no battery left")
+
+
+def test_a_registered_engine_cannot_take_a_builtin_name(toy: ToyEngine) -> None:
+    class Clash(ToyEngine):
+        name = "other"
+        aliases = ("llama.cpp",)
+
+    with pytest.raises(UsageError, match=r"llama\.cpp already names an engine"):
+        register_engine(Clash())
+    with pytest.raises(UsageError, match="built into rigbench"):
+        unregister_engine("vllm")
