@@ -160,3 +160,36 @@ def test_a_registered_engine_cannot_take_a_builtin_name(toy: ToyEngine) -> None:
         register_engine(Clash())
     with pytest.raises(UsageError, match="built into rigbench"):
         unregister_engine("vllm")
+
+
+# -- one llama.cpp command line for the embedded rig and launched specs ---------------------------
+
+
+def test_embedded_argv_is_the_one_it_has_always_recorded() -> None:
+    """The fingerprint stores this argv; `rigbench compare` against older runs lists any change."""
+    from rigbench.rig._embedded import LlamaCppConfig, llamacpp_argv
+
+    cfg = LlamaCppConfig(slots=2, threads=3, spec_type="draft-simple", draft_max=6, spec_synth_len=0.5,
+                         extra_args=["-fa", "on"])
+    assert llamacpp_argv(Path("/bin/llama-server"), Path("/m/smol.gguf"), 8123, cfg, Path("/d.gguf")) == [
+        "/bin/llama-server", "-m", "/m/smol.gguf", "--host", "127.0.0.1", "--port", "8123", "-c", "8192",
+        "-np", "2", "--kv-unified", "--jinja", "--metrics", "--no-webui", "--alias", "smol", "-t", "3",
+        "-md", "/d.gguf", "--spec-type", "draft-simple", "--spec-draft-n-max", "6", "--spec-synth-len", "0.5",
+        "-fa", "on"]
+    # no draft model: no speculative flags at all, even with a kind and depth set
+    no_draft = llamacpp_argv(Path("s"), Path("m.gguf"), 1, LlamaCppConfig(threads=1, spec_type="x", draft_max=4),
+                             None)
+    assert not {"--spec-type", "--spec-draft-n-max", "-md"} & set(no_draft)
+
+
+def test_a_launched_llamacpp_spec_and_the_embedded_rig_share_one_builder() -> None:
+    from rigbench.rig._embedded import LlamaCppConfig, llamacpp_argv
+
+    embedded = llamacpp_argv(Path("llama-server"), Path("m.gguf"), 8080,
+                             LlamaCppConfig(slots=2, threads=2, draft_max=4), Path("d.gguf"))
+    launched = command_for(LlamaCppLaunch(model="m.gguf", port=8080, alias="m", ctx_size=8192, parallel=2,
+                                          draft_model="d.gguf", draft_max=4)).argv
+    # the embedded rig adds only its own choices (shared KV pool, no web UI, threads) to the same line
+    t = embedded.index("-t")
+    assert embedded[t + 1] == "2"
+    assert [a for a in embedded[:t] + embedded[t + 2:] if a not in ("--kv-unified", "--no-webui")] == launched

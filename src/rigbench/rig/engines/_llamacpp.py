@@ -10,7 +10,7 @@ from rigbench.rig._crash import classify_crash
 from rigbench.rig.engines._http import get_json, post_json, require_json
 from rigbench.rig.engines._spec import EngineSpec, LaunchCommand, finish_argv, opt
 
-__all__ = ["LLAMACPP", "LlamaCppAdapter", "LlamaCppEngine", "LlamaCppLaunch", "llamacpp_command"]
+__all__ = ["LLAMACPP", "LlamaCppAdapter", "LlamaCppEngine", "LlamaCppLaunch", "llamacpp_command", "server_argv"]
 
 _METRICS = {
     "requests_running": "llamacpp:requests_processing",
@@ -112,25 +112,42 @@ class LlamaCppLaunch(EngineSpec):
     metrics: bool = True
 
 
-def llamacpp_command(s: LlamaCppLaunch) -> LaunchCommand:
+def server_argv(s: LlamaCppLaunch, *, kv_unified: bool = False, webui: bool = True, threads: int | None = None,
+                spec_synth_len: float | None = None) -> list[str]:
+    """The one llama-server command line, for launched specs and the embedded rig; extra_args not included.
+
+    The keyword options are the embedded rig's own choices, not plan settings. The order is the one
+    the embedded rig has always recorded in its fingerprint, so `rigbench compare` against older
+    runs shows no argv difference that is only a reordering.
+    """
     argv = [*(s.executable or ["llama-server"]), "-m", s.model,
             "--host", s.host, "--port", str(s.port or DEFAULT_PORT)]
-    opt(argv, "--alias", s.alias)
     opt(argv, "-c", s.ctx_size)
     opt(argv, "-np", s.parallel)
-    opt(argv, "-ngl", s.n_gpu_layers)
-    if s.draft_model is not None:
-        argv += ["-md", s.draft_model, "--spec-type", s.spec_type or "draft-simple"]
-        opt(argv, "--spec-draft-n-max", s.draft_max)
-    elif s.spec_type is not None:  # draft-free kinds (n-gram) need no draft model
-        argv += ["--spec-type", s.spec_type]
-        opt(argv, "--spec-draft-n-max", s.draft_max)
-    opt(argv, "--reasoning-format", s.reasoning_format)
+    if kv_unified:  # one KV pool shared by all slots, so -c is not divided per slot
+        argv.append("--kv-unified")
     if s.jinja:
         argv.append("--jinja")
     if s.metrics:
         argv.append("--metrics")
-    return LaunchCommand(finish_argv("llamacpp", s, argv), {})
+    if not webui:
+        argv.append("--no-webui")
+    opt(argv, "--alias", s.alias)
+    opt(argv, "-t", threads)
+    opt(argv, "-ngl", s.n_gpu_layers)
+    if s.draft_model is not None:
+        argv += ["-md", s.draft_model, "--spec-type", s.spec_type or "draft-simple"]
+    elif s.spec_type is not None:  # draft-free kinds (n-gram) need no draft model
+        argv += ["--spec-type", s.spec_type]
+    if s.draft_model is not None or s.spec_type is not None:
+        opt(argv, "--spec-draft-n-max", s.draft_max)
+        opt(argv, "--spec-synth-len", spec_synth_len)
+    opt(argv, "--reasoning-format", s.reasoning_format)
+    return argv
+
+
+def llamacpp_command(s: LlamaCppLaunch) -> LaunchCommand:
+    return LaunchCommand(finish_argv("llamacpp", s, server_argv(s)), {})
 
 
 class LlamaCppEngine:
