@@ -13,9 +13,9 @@ import pytest
 
 from rigbench.client import ChatClient
 from rigbench.errors import UsageError
-from rigbench.plan._rigs import launched_rig
 from rigbench.rig._launch_spec import LlamaCppLaunch, SGLangLaunch, SGLangSpeculative, VLLMLaunch, command_for
 from rigbench.rig._rig import LaunchedRig, _crash_hint
+from rigbench.rig._spec_rig import launched_rig
 from rigbench.rig.engines import (
     ENGINE_NAMES,
     EngineSpec,
