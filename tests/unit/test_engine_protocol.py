@@ -4,7 +4,7 @@ rigbench has never heard of works once its one module is registered."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
@@ -13,15 +13,20 @@ import pytest
 
 from rigbench.client import ChatClient
 from rigbench.errors import UsageError
+from rigbench.records import PreflightFinding, ServingCommand
 from rigbench.rig._launch_spec import LlamaCppLaunch, SGLangLaunch, SGLangSpeculative, VLLMLaunch, command_for
+from rigbench.rig._preflight import PreflightInput, ScenarioLength, preflight
 from rigbench.rig._rig import LaunchedRig, _crash_hint
 from rigbench.rig._spec_rig import launched_rig
 from rigbench.rig.engines import (
     ENGINE_NAMES,
     EngineSpec,
+    FlagReading,
+    FlagSyntax,
     LaunchCommand,
     get_adapter,
     get_engine,
+    int_flag,
     known_engines,
     register_engine,
     speculative_from_argv,
@@ -30,7 +35,7 @@ from rigbench.rig.engines import (
 
 
 def test_every_builtin_engine_is_reached_by_its_name_and_owns_its_spec() -> None:
-    assert [e.name for e in known_engines()] == list(ENGINE_NAMES)
+    assert sorted(e.name for e in known_engines()) == sorted(ENGINE_NAMES)
     for name in ENGINE_NAMES:
         engine = get_engine(name)
         assert engine.name == name and engine.adapter().name == name
@@ -127,6 +132,27 @@ class ToyEngine:
     def crash_hint(self, exit_code: int | None, log_text: str) -> str:
         return "\n  cause: the toy ran out of batteries" if "battery" in log_text else ""
 
+    flag_syntax = FlagSyntax(markers=("toy-server",), programs=("toy-server",), bare=frozenset({"--fast"}),
+                             aliases=MappingProxyType({"-n": "--slots"}), model_positional=True)
+    context_overrun_note = " The toy wraps around past its window."
+
+    def preflight_rules(self, cmd: ServingCommand, given: PreflightInput) -> list[PreflightFinding]:
+        if "--fast" not in cmd.options:
+            return []
+        return [PreflightFinding(id="toy_fast", severity="warn", problem="--fast skips half the layers",
+                                 evidence="--fast", fix="drop --fast")]
+
+    def served_context(self, options: Mapping[str, str | bool]) -> FlagReading:
+        v = int_flag(options, "--window")
+        return FlagReading(v, f"--window {v}")
+
+    def flag_slots(self, options: Mapping[str, str | bool]) -> FlagReading:
+        v = int_flag(options, "--slots")
+        return FlagReading(v, f"--slots {v}")
+
+    def stop_strings(self, options: Mapping[str, str | bool]) -> list[str]:
+        return [str(options["--halt"])] if isinstance(options.get("--halt"), str) else []
+
 
 @pytest.fixture
 def toy() -> Iterator[ToyEngine]:
@@ -149,6 +175,22 @@ def test_a_registered_engine_launches_through_the_protocol_only(toy: ToyEngine, 
     assert rig.process._env == {"TOY_HOST": "127.0.0.1"}  # the engine's environment reaches the process
     assert speculative_from_argv(rig.argv, "toy") == {"draft_max": "3"}
     assert "batteries" in _crash_hint("toy", 1, "no battery left")
+
+
+def test_a_registered_engine_gets_its_own_and_the_generic_preflight_rules(toy: ToyEngine) -> None:
+    given = PreflightInput(concurrency=[8], scenarios=[ScenarioLength(name="long", input_tokens=900,
+                                                                      output_tokens=200)])
+    report = preflight("toy-server my-model --fast --window 1024 -n 4 --halt '<|eom|>'", given)
+    cmd = report.command
+    assert cmd is not None and (cmd.engine, cmd.model) == ("toy", "my-model")
+    assert cmd.options == {"--fast": True, "--window": "1024", "--slots": "4", "--halt": "<|eom|>"}
+    by_id = {f.id: f for f in report.findings}
+    assert set(by_id) == {"toy_fast", "stop_splits_turn", "scenario_over_context", "concurrency_over_slots"}
+    assert "--window 1024" in by_id["scenario_over_context"].evidence
+    assert by_id["scenario_over_context"].problem.endswith("The toy wraps around past its window.")
+    assert "4 slots (--slots 4)" in by_id["concurrency_over_slots"].evidence
+    # the toy's stop flag is read on every command line, as the built-ins' are
+    assert "stop_splits_turn" in {f.id for f in preflight("vllm serve m --halt '<|eom|>'").findings}
 
 
 def test_a_registered_engine_cannot_take_a_builtin_name(toy: ToyEngine) -> None:

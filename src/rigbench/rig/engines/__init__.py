@@ -1,7 +1,8 @@
 """Engine adapters: what rigbench knows about llama.cpp, vLLM, SGLang and Ollama."""
 
-from rigbench.rig.engines._base import Engine, EngineAdapter
+from rigbench.rig.engines._base import Engine, EngineAdapter, PreflightInput, ScenarioLength
 from rigbench.rig.engines._detect import detect_engine
+from rigbench.rig.engines._flags import FlagReading, FlagSyntax, int_flag
 from rigbench.rig.engines._llamacpp import LlamaCppAdapter
 from rigbench.rig.engines._ollama import OllamaAdapter
 from rigbench.rig.engines._prometheus import MetricSample, canonical_values, parse_prometheus
@@ -25,16 +26,21 @@ __all__ = [
     "EngineAdapter",
     "EngineName",
     "EngineSpec",
+    "FlagReading",
+    "FlagSyntax",
     "LaunchCommand",
     "LlamaCppAdapter",
     "MetricSample",
     "OllamaAdapter",
+    "PreflightInput",
     "SGLangAdapter",
+    "ScenarioLength",
     "VLLMAdapter",
     "canonical_values",
     "detect_engine",
     "get_adapter",
     "get_engine",
+    "int_flag",
     "known_engines",
     "parse_prometheus",
     "register_engine",

@@ -14,10 +14,35 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from rigbench.client import ChatClient
+from rigbench.records import PreflightFinding, ServingCommand
+from rigbench.rig.engines._flags import FlagReading, FlagSyntax
 from rigbench.rig.engines._spec import EngineSpec, LaunchCommand
 
-__all__ = ["Engine", "EngineAdapter", "MetricNames"]
+__all__ = ["Engine", "EngineAdapter", "MetricNames", "PreflightInput", "ScenarioLength"]
+
+
+class ScenarioLength(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    input_tokens: int
+    output_tokens: int
+
+
+class PreflightInput(BaseModel):
+    """What the run is about to ask of the server (all optional)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    uses_tools: bool = False
+    concurrency: list[int] = Field(default_factory=list)
+    scenarios: list[ScenarioLength] = Field(default_factory=list)
+    stop: list[str] = Field(default_factory=list)  # stop strings rigbench's requests will send
+    served_context_tokens: int | None = None  # per request, as the live server reports it
+    server_slots: int | None = None  # as the live server reports it
 
 
 class MetricNames(Protocol):
@@ -108,4 +133,32 @@ class Engine(Protocol):
 
     def crash_hint(self, exit_code: int | None, log_text: str) -> str:
         """For an engine that died while starting: the likely cause and what avoids it ("" if unknown)."""
+        ...
+
+    # -- its command line, as preflight reads it ------------------------------------------------
+
+    @property
+    def flag_syntax(self) -> FlagSyntax:
+        """How to recognise its command lines and split them into flags."""
+        ...
+
+    @property
+    def context_overrun_note(self) -> str:
+        """What this engine does with a request past its context (appended to that finding; "" if untested)."""
+        ...
+
+    def preflight_rules(self, cmd: ServingCommand, given: PreflightInput) -> list[PreflightFinding]:
+        """Its own configuration traps in `cmd`; the engine-independent rules live in rigbench.honesty."""
+        ...
+
+    def served_context(self, options: Mapping[str, str | bool]) -> FlagReading:
+        """Tokens per request its flags serve (None when they do not say)."""
+        ...
+
+    def flag_slots(self, options: Mapping[str, str | bool]) -> FlagReading:
+        """Requests served at once, when its flags say so exactly (None: ask the live server)."""
+        ...
+
+    def stop_strings(self, options: Mapping[str, str | bool]) -> list[str]:
+        """Stop strings its flags set server-side."""
         ...

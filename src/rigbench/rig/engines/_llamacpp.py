@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Literal
 
 from rigbench.client import ChatClient
+from rigbench.records import PreflightFinding, ServingCommand
 from rigbench.rig._crash import classify_crash
+from rigbench.rig.engines._base import PreflightInput
+from rigbench.rig.engines._flags import FlagReading, FlagSyntax, int_flag
 from rigbench.rig.engines._http import get_json, post_json, require_json
 from rigbench.rig.engines._spec import EngineSpec, LaunchCommand, finish_argv, opt
 
@@ -150,6 +154,57 @@ def llamacpp_command(s: LlamaCppLaunch) -> LaunchCommand:
     return LaunchCommand(finish_argv("llamacpp", s, server_argv(s)), {})
 
 
+# -- reading a `llama-server` command line, and its traps -----------------------------------------
+
+LLAMACPP_FLAGS = FlagSyntax(
+    markers=("llama-server", "llama_cpp.server"), programs=("llama-server",),
+    bare=frozenset({"--jinja", "--no-jinja", "--metrics", "--kv-unified", "--no-kv-unified", "--cont-batching",
+                    "--no-cont-batching", "--embeddings", "--no-webui", "--slots", "--no-slots", "-cb", "-kvu"}),
+    aliases=MappingProxyType({
+        "-m": "--model", "-c": "--ctx-size", "-np": "--parallel", "-md": "--spec-draft-model",
+        "--model-draft": "--spec-draft-model", "-ngl": "--n-gpu-layers", "-ctk": "--cache-type-k",
+        "-ctv": "--cache-type-v", "-a": "--alias", "-fa": "--flash-attn", "-b": "--batch-size",
+        "-ub": "--ubatch-size", "-t": "--threads", "-r": "--reverse-prompt",
+    }))
+
+
+def llamacpp_preflight(cmd: ServingCommand, inp: PreflightInput) -> list[PreflightFinding]:
+    out: list[PreflightFinding] = []
+    o = cmd.options
+    synth = [f for f in ("--spec-synth-len", "--spec-synth-rates") if f in o]
+    if synth:
+        out.append(PreflightFinding(
+            id="synthetic_acceptance", severity="error",
+            problem=("synthetic speculative acceptance accepts drafted tokens at random instead of verifying "
+                     "them: the output is invalid by design (llama.cpp: 'benchmarking only'). Speed numbers "
+                     "from it describe no real rig."),
+            evidence=" ".join(f"{f} {o[f]}" for f in synth),
+            fix=f"remove {' and '.join(synth)}"))
+    if inp.uses_tools and "--no-jinja" in o:
+        out.append(PreflightFinding(
+            id="tools_without_parser", severity="error",
+            problem="the run sends tools, but --no-jinja disables the chat-template engine that llama-server "
+                    "needs to format tools and parse tool calls.",
+            evidence="--no-jinja", fix="drop --no-jinja (or pass --jinja on builds where it is not the default)"))
+    return out
+
+
+def _llamacpp_context(o: Mapping[str, str | bool]) -> FlagReading:
+    c = int_flag(o, "--ctx-size")
+    np_ = int_flag(o, "--parallel")
+    if c and np_ and np_ > 0 and "--kv-unified" not in o and "-kvu" not in o:
+        return FlagReading(c // np_, f"--ctx-size {c} / --parallel {np_} slots = {c // np_} per request")
+    return FlagReading(c, f"--ctx-size {c}")
+
+
+def _llamacpp_slots(o: Mapping[str, str | bool]) -> FlagReading:
+    slots = int_flag(o, "--parallel")
+    how = f"--parallel {slots}"
+    if slots is not None and slots <= 0:
+        slots = None  # -1 = auto: the live server reports the real number
+    return FlagReading(slots, how)
+
+
 class LlamaCppEngine:
     name = "llamacpp"
     aliases = ("llama.cpp", "llama-server", "llama_cpp")
@@ -172,6 +227,21 @@ class LlamaCppEngine:
     def crash_hint(self, exit_code: int | None, log_text: str) -> str:
         crash = classify_crash(exit_code, log_text)
         return "" if crash is None else f"\n  cause: {crash.cause}\n  avoid it with: {crash.avoided_by}"
+
+    flag_syntax = LLAMACPP_FLAGS
+    context_overrun_note = ""
+
+    def preflight_rules(self, cmd: ServingCommand, given: PreflightInput) -> list[PreflightFinding]:
+        return llamacpp_preflight(cmd, given)
+
+    def served_context(self, options: Mapping[str, str | bool]) -> FlagReading:
+        return _llamacpp_context(options)
+
+    def flag_slots(self, options: Mapping[str, str | bool]) -> FlagReading:
+        return _llamacpp_slots(options)
+
+    def stop_strings(self, options: Mapping[str, str | bool]) -> list[str]:
+        return [str(options[f]) for f in ("--reverse-prompt", "--stop") if isinstance(options.get(f), str)]
 
 
 LLAMACPP = LlamaCppEngine()

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Literal
 
 from rigbench.client import ChatClient
+from rigbench.records import PreflightFinding, ServingCommand
+from rigbench.rig.engines._base import PreflightInput
+from rigbench.rig.engines._flags import FlagReading, FlagSyntax
 from rigbench.rig.engines._http import get_json, post_json, probe_json, require_json
 from rigbench.rig.engines._spec import EngineSpec, LaunchCommand, finish_argv
 
@@ -108,6 +112,22 @@ class OllamaEngine:
 
     def crash_hint(self, exit_code: int | None, log_text: str) -> str:
         return ""
+
+    # Ollama is configured through its environment, not flags: preflight has no command line to read.
+    flag_syntax = FlagSyntax(markers=(), programs=())
+    context_overrun_note = ""
+
+    def preflight_rules(self, cmd: ServingCommand, given: PreflightInput) -> list[PreflightFinding]:
+        return []
+
+    def served_context(self, options: Mapping[str, str | bool]) -> FlagReading:
+        return FlagReading(None, "")
+
+    def flag_slots(self, options: Mapping[str, str | bool]) -> FlagReading:
+        return FlagReading(None, "")
+
+    def stop_strings(self, options: Mapping[str, str | bool]) -> list[str]:
+        return []
 
 
 OLLAMA = OllamaEngine()

@@ -21,12 +21,14 @@ __all__ = ["ENGINE_NAMES", "EngineName", "get_adapter", "get_engine", "known_eng
 EngineName = Literal["llamacpp", "vllm", "sglang", "ollama"]
 ENGINE_NAMES: tuple[str, ...] = get_args(EngineName)
 
-_BUILTIN: tuple[Engine, ...] = (LLAMACPP, VLLM, SGLANG, OLLAMA)
+# In the order a command line is matched against their markers: vLLM's marker is the bare word
+# "vllm", which an SGLang command line can hold too (a model path), so SGLang is asked first.
+_BUILTIN: tuple[Engine, ...] = (LLAMACPP, SGLANG, VLLM, OLLAMA)
 _engines: dict[str, Engine] = {e.name: e for e in _BUILTIN}
 
 
 def known_engines() -> tuple[Engine, ...]:
-    """Every engine rigbench knows now: the built-ins in ENGINE_NAMES order, then registered ones."""
+    """Every engine rigbench knows now, built-ins first, in the order command lines are matched."""
     return tuple(_engines.values())
 
 
@@ -36,7 +38,8 @@ def get_engine(name: str) -> Engine:
     for engine in _engines.values():
         if key == engine.name or key in engine.aliases:
             return engine
-    raise UsageError(f"unknown engine {name!r}: rigbench knows {', '.join(_engines)}. "
+    names = [*ENGINE_NAMES, *(n for n in _engines if n not in ENGINE_NAMES)]
+    raise UsageError(f"unknown engine {name!r}: rigbench knows {', '.join(names)}. "
                      "For another OpenAI-compatible server, attach to it with --endpoint and no engine.")
 
 

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Literal
 
 from rigbench.client import ChatClient
 from rigbench.errors import EndpointError
+from rigbench.records import PreflightFinding, ServingCommand
+from rigbench.rig.engines._base import PreflightInput
+from rigbench.rig.engines._flags import FlagReading, FlagSyntax, int_flag
 from rigbench.rig.engines._http import post_json, probe_json, require_json
 from rigbench.rig.engines._reasoning import template_reasoning_fields
 from rigbench.rig.engines._spec import EngineSpec, LaunchCommand, Spec, finish_argv, opt
@@ -131,6 +135,25 @@ def sglang_command(s: SGLangLaunch) -> LaunchCommand:
     return LaunchCommand(finish_argv("sglang", s, argv), {})
 
 
+# -- reading a `sglang.launch_server` command line, and its traps --------------------------------
+
+SGLANG_FLAGS = FlagSyntax(
+    markers=("sglang",), programs=("launch_server",),
+    bare=frozenset({"--enable-metrics", "--trust-remote-code", "--disable-radix-cache", "--enable-torch-compile",
+                    "--disable-cuda-graph", "--skip-server-warmup", "--enable-mixed-chunk"}))
+
+
+def sglang_preflight(cmd: ServingCommand, inp: PreflightInput) -> list[PreflightFinding]:
+    out: list[PreflightFinding] = []
+    if inp.uses_tools and "--tool-call-parser" not in cmd.options:
+        out.append(PreflightFinding(
+            id="tools_without_parser", severity="error",
+            problem="the run sends tools, but SGLang has no tool-call parser: calls arrive as plain text.",
+            evidence="no --tool-call-parser on the command line",
+            fix="--tool-call-parser <the model's parser>"))
+    return out
+
+
 class SGLangEngine:
     name = "sglang"
     aliases: tuple[str, ...] = ()
@@ -148,6 +171,22 @@ class SGLangEngine:
 
     def crash_hint(self, exit_code: int | None, log_text: str) -> str:
         return ""
+
+    flag_syntax = SGLANG_FLAGS
+    context_overrun_note = ""
+
+    def preflight_rules(self, cmd: ServingCommand, given: PreflightInput) -> list[PreflightFinding]:
+        return sglang_preflight(cmd, given)
+
+    def served_context(self, options: Mapping[str, str | bool]) -> FlagReading:
+        v = int_flag(options, "--context-length")
+        return FlagReading(v, f"--context-length {v}")
+
+    def flag_slots(self, options: Mapping[str, str | bool]) -> FlagReading:
+        return FlagReading(None, "")  # --max-running-requests caps the batch; the live server's figure is used
+
+    def stop_strings(self, options: Mapping[str, str | bool]) -> list[str]:
+        return []
 
 
 SGLANG = SGLangEngine()
