@@ -13,9 +13,9 @@ import pytest
 
 from rigbench.client import ChatClient
 from rigbench.errors import UsageError
+from rigbench.honesty._preflight import PreflightInput, ScenarioLength, preflight
 from rigbench.records import PreflightFinding, ServingCommand
 from rigbench.rig._launch_spec import LlamaCppLaunch, SGLangLaunch, SGLangSpeculative, VLLMLaunch, command_for
-from rigbench.rig._preflight import PreflightInput, ScenarioLength, preflight
 from rigbench.rig._rig import LaunchedRig, _crash_hint
 from rigbench.rig._spec_rig import launched_rig
 from rigbench.rig.engines import (

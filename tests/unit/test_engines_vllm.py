@@ -127,7 +127,7 @@ def test_plan_rig_of_kind_vllm_is_a_vllm_rig_prepared_only_when_started(tmp_path
 
 
 def test_vllm_preflight_texts_say_what_vllm_itself_does() -> None:
-    from rigbench.rig._preflight import PreflightInput, ScenarioLength, preflight
+    from rigbench.honesty._preflight import PreflightInput, ScenarioLength, preflight
 
     argv = ["python", "-m", VLLM_API_SERVER_MODULE, "--model", "/m", "--max-model-len", "512",
             "--max-num-seqs", "8", "--max-num-batched-tokens", "16", "--generation-config", "auto",
