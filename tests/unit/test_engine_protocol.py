@@ -10,6 +10,8 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
 
 from rigbench.client import ChatClient
 from rigbench.errors import UsageError
@@ -24,6 +26,7 @@ from rigbench.rig.engines import (
     FlagReading,
     FlagSyntax,
     LaunchCommand,
+    detect_engine,
     get_adapter,
     get_engine,
     int_flag,
@@ -123,6 +126,10 @@ class ToyEngine:
     def adapter(self) -> ToyAdapter:
         return ToyAdapter()
 
+    async def identify(self, client: ChatClient) -> bool:
+        status, body = await client.get_json(client.server_root + "/toy/about", timeout_s=5)
+        return status == 200 and isinstance(body, dict) and body.get("toy") is True
+
     def command(self, spec: ToyLaunch) -> LaunchCommand:
         argv = ["toy-server", spec.model, "--port", str(spec.port or self.default_port)]
         if spec.depth is not None:
@@ -191,6 +198,29 @@ def test_a_registered_engine_gets_its_own_and_the_generic_preflight_rules(toy: T
     assert "4 slots (--slots 4)" in by_id["concurrency_over_slots"].evidence
     # the toy's stop flag is read on every command line, as the built-ins' are
     assert "stop_splits_turn" in {f.id for f in preflight("vllm serve m --halt '<|eom|>'").findings}
+
+
+async def test_an_attached_server_is_identified_as_the_registered_engine(toy: ToyEngine) -> None:
+    async def about(request: web.Request) -> web.Response:
+        return web.json_response({"toy": True})
+
+    async def root(request: web.Request) -> web.Response:
+        return web.Response(text="toy")
+
+    app = web.Application()
+    app.router.add_get("/toy/about", about)
+    app.router.add_get("/", root)
+    server = TestServer(app)
+    await server.start_server()
+    client = ChatClient(f"http://127.0.0.1:{server.port}/v1")
+    try:
+        assert await detect_engine(client) == "toy"
+        unregister_engine("toy")
+        assert await detect_engine(client) == "unknown"  # the built-ins' probes all miss
+    finally:
+        register_engine(toy)  # the fixture unregisters it
+        await client.aclose()
+        await server.close()
 
 
 def test_a_registered_engine_cannot_take_a_builtin_name(toy: ToyEngine) -> None:

@@ -127,6 +127,10 @@ class Engine(Protocol):
         """A fresh adapter (adapters keep per-instance metric tables)."""
         ...
 
+    async def identify(self, client: ChatClient) -> bool:
+        """Whether the server behind `client` is this engine, from endpoints only it has."""
+        ...
+
     def command(self, spec: Any) -> LaunchCommand:
         """The exact argv and environment that start `spec` (an instance of `launch_spec`)."""
         ...

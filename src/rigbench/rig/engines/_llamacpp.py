@@ -11,7 +11,7 @@ from rigbench.records import PreflightFinding, ServingCommand
 from rigbench.rig._crash import classify_crash
 from rigbench.rig.engines._base import PreflightInput
 from rigbench.rig.engines._flags import FlagReading, FlagSyntax, int_flag
-from rigbench.rig.engines._http import get_json, post_json, require_json
+from rigbench.rig.engines._http import get_json, post_json, probe_json, require_json
 from rigbench.rig.engines._spec import EngineSpec, LaunchCommand, finish_argv, opt
 
 __all__ = ["LLAMACPP", "LlamaCppAdapter", "LlamaCppEngine", "LlamaCppLaunch", "llamacpp_command", "server_argv"]
@@ -220,6 +220,10 @@ class LlamaCppEngine:
 
     def adapter(self) -> LlamaCppAdapter:
         return LlamaCppAdapter()
+
+    async def identify(self, client: ChatClient) -> bool:
+        props = await probe_json(client, "/props")
+        return isinstance(props, dict) and ("build_info" in props or "default_generation_settings" in props)
 
     def command(self, spec: LlamaCppLaunch) -> LaunchCommand:
         return llamacpp_command(spec)

@@ -107,6 +107,10 @@ class OllamaEngine:
     def adapter(self) -> OllamaAdapter:
         return OllamaAdapter()
 
+    async def identify(self, client: ChatClient) -> bool:
+        version = await probe_json(client, "/api/version")
+        return isinstance(version, dict) and isinstance(version.get("version"), str)
+
     def command(self, spec: OllamaLaunch) -> LaunchCommand:
         return ollama_command(spec)
 

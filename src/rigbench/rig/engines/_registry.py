@@ -21,9 +21,10 @@ __all__ = ["ENGINE_NAMES", "EngineName", "get_adapter", "get_engine", "known_eng
 EngineName = Literal["llamacpp", "vllm", "sglang", "ollama"]
 ENGINE_NAMES: tuple[str, ...] = get_args(EngineName)
 
-# In the order a command line is matched against their markers: vLLM's marker is the bare word
-# "vllm", which an SGLang command line can hold too (a model path), so SGLang is asked first.
-_BUILTIN: tuple[Engine, ...] = (LLAMACPP, SGLANG, VLLM, OLLAMA)
+# In the order a server is identified and a command line matched: vLLM's marker is the bare word
+# "vllm", which an SGLang command line can hold too (a model path), and its /version is a common
+# path, so it is asked last; Ollama has no command-line markers (it is configured by environment).
+_BUILTIN: tuple[Engine, ...] = (LLAMACPP, OLLAMA, SGLANG, VLLM)
 _engines: dict[str, Engine] = {e.name: e for e in _BUILTIN}
 
 

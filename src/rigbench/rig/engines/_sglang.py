@@ -166,6 +166,14 @@ class SGLangEngine:
     def adapter(self) -> SGLangAdapter:
         return SGLangAdapter()
 
+    async def identify(self, client: ChatClient) -> bool:
+        # told apart from vLLM's dev-mode /server_info by its keys; older releases only have the get_ form
+        for path in ("/server_info", "/get_server_info"):
+            info = await probe_json(client, path)
+            if isinstance(info, dict) and "version" in info and {"model_path", "internal_states"} & info.keys():
+                return True
+        return False
+
     def command(self, spec: SGLangLaunch) -> LaunchCommand:
         return sglang_command(spec)
 

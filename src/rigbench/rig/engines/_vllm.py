@@ -11,7 +11,7 @@ from rigbench.client import ChatClient
 from rigbench.records import PreflightFinding, ServingCommand
 from rigbench.rig.engines._base import PreflightInput
 from rigbench.rig.engines._flags import FlagReading, FlagSyntax, int_flag
-from rigbench.rig.engines._http import get_json, post_json, probe_json, require_json
+from rigbench.rig.engines._http import get_json, has_metric_prefix, post_json, probe_json, require_json
 from rigbench.rig.engines._reasoning import template_reasoning_fields
 from rigbench.rig.engines._spec import EngineSpec, LaunchCommand, finish_argv, opt
 
@@ -257,6 +257,16 @@ class VLLMEngine:
 
     def adapter(self) -> VLLMAdapter:
         return VLLMAdapter()
+
+    async def identify(self, client: ChatClient) -> bool:
+        # /version alone is too common a path: confirmed by `owned_by: "vllm"` or vllm: metrics
+        version = await probe_json(client, "/version")
+        if not (isinstance(version, dict) and "version" in version):
+            return False
+        models = await probe_json(client, "/v1/models")
+        owners = {m.get("owned_by") for m in (models or {}).get("data", []) if isinstance(m, dict)} \
+            if isinstance(models, dict) else set()
+        return "vllm" in owners or await has_metric_prefix(client, "vllm:")
 
     def command(self, spec: VLLMLaunch) -> LaunchCommand:
         return vllm_command(spec)
