@@ -218,6 +218,9 @@ class LlamaCppEngine:
         "--spec-draft-n-max": "draft_max", "--draft-min": "draft_min", "--spec-synth-len": "synthetic_length",
     })
 
+    flag_syntax = LLAMACPP_FLAGS
+    context_overrun_note = ""
+
     def adapter(self) -> LlamaCppAdapter:
         return LlamaCppAdapter()
 
@@ -231,9 +234,6 @@ class LlamaCppEngine:
     def crash_hint(self, exit_code: int | None, log_text: str) -> str:
         crash = classify_crash(exit_code, log_text)
         return "" if crash is None else f"\n  cause: {crash.cause}\n  avoid it with: {crash.avoided_by}"
-
-    flag_syntax = LLAMACPP_FLAGS
-    context_overrun_note = ""
 
     def preflight_rules(self, cmd: ServingCommand, given: PreflightInput) -> list[PreflightFinding]:
         return llamacpp_preflight(cmd, given)

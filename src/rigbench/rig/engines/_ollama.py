@@ -104,6 +104,10 @@ class OllamaEngine:
     start_timeout_s = 300.0
     speculative_flags: MappingProxyType[str, str] = MappingProxyType({})  # Ollama has no speculative decoding
 
+    # Ollama is configured through its environment, not flags: preflight has no command line to read.
+    flag_syntax = FlagSyntax(markers=(), programs=())
+    context_overrun_note = ""
+
     def adapter(self) -> OllamaAdapter:
         return OllamaAdapter()
 
@@ -116,10 +120,6 @@ class OllamaEngine:
 
     def crash_hint(self, exit_code: int | None, log_text: str) -> str:
         return ""
-
-    # Ollama is configured through its environment, not flags: preflight has no command line to read.
-    flag_syntax = FlagSyntax(markers=(), programs=())
-    context_overrun_note = ""
 
     def preflight_rules(self, cmd: ServingCommand, given: PreflightInput) -> list[PreflightFinding]:
         return []

@@ -163,6 +163,9 @@ class SGLangEngine:
     speculative_flags = MappingProxyType({"--speculative-algorithm": "algorithm",
                                           "--speculative-num-draft-tokens": "num_draft_tokens"})
 
+    flag_syntax = SGLANG_FLAGS
+    context_overrun_note = ""
+
     def adapter(self) -> SGLangAdapter:
         return SGLangAdapter()
 
@@ -179,9 +182,6 @@ class SGLangEngine:
 
     def crash_hint(self, exit_code: int | None, log_text: str) -> str:
         return ""
-
-    flag_syntax = SGLANG_FLAGS
-    context_overrun_note = ""
 
     def preflight_rules(self, cmd: ServingCommand, given: PreflightInput) -> list[PreflightFinding]:
         return sglang_preflight(cmd, given)

@@ -255,6 +255,12 @@ class VLLMEngine:
     start_timeout_s = 1800.0  # a cold torch.compile on a CPU takes minutes
     speculative_flags = MappingProxyType({"--speculative-config": "config"})
 
+    flag_syntax = VLLM_FLAGS
+    context_overrun_note = (
+        " vLLM (verified live on 0.32) refuses a prompt past --max-model-len with HTTP 400, but when "
+        "only prompt + output is over it answers 200 with the output cut short and finish_reason "
+        "'stop' (431 + 300 tokens at 512: 1 token), silently.")
+
     def adapter(self) -> VLLMAdapter:
         return VLLMAdapter()
 
@@ -273,12 +279,6 @@ class VLLMEngine:
 
     def crash_hint(self, exit_code: int | None, log_text: str) -> str:
         return ""
-
-    flag_syntax = VLLM_FLAGS
-    context_overrun_note = (
-        " vLLM (verified live on 0.32) refuses a prompt past --max-model-len with HTTP 400, but when "
-        "only prompt + output is over it answers 200 with the output cut short and finish_reason "
-        "'stop' (431 + 300 tokens at 512: 1 token), silently.")
 
     def preflight_rules(self, cmd: ServingCommand, given: PreflightInput) -> list[PreflightFinding]:
         return vllm_preflight(cmd, given)
