@@ -79,7 +79,7 @@ Maximum concurrency for 2,048 tokens per request: 22.75x
 
 
 def test_start_up_facts_are_read_from_vllms_log() -> None:
-    from rigbench.rig._vllm_rig import parse_vllm_log
+    from rigbench.rig.engines._vllm import parse_vllm_log
 
     f = parse_vllm_log(LOG)
     assert f["kv_pool_tokens_log"] == 46_592
@@ -95,7 +95,7 @@ def test_start_up_facts_are_read_from_vllms_log() -> None:
 
 
 def test_pool_from_cache_config_info() -> None:
-    from rigbench.rig._vllm_rig import pool_from_metrics
+    from rigbench.rig.engines._vllm import pool_from_metrics
 
     text = ('# TYPE vllm:cache_config_info gauge\nvllm:cache_config_info{block_size="16",cache_dtype="auto",'
             'engine="0",num_cpu_blocks="None",num_gpu_blocks="2912"} 1.0\n')
