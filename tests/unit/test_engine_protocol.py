@@ -15,7 +15,7 @@ from aiohttp.test_utils import TestServer
 
 from rigbench.client import ChatClient
 from rigbench.errors import UsageError
-from rigbench.honesty._preflight import PreflightInput, ScenarioLength, preflight
+from rigbench.honesty import PreflightInput, ScenarioLength, parse_command, preflight
 from rigbench.records import PreflightFinding, ServingCommand
 from rigbench.rig._launch_spec import LlamaCppLaunch, SGLangLaunch, SGLangSpeculative, VLLMLaunch, command_for
 from rigbench.rig._rig import LaunchedRig, _crash_hint
@@ -198,6 +198,16 @@ def test_a_registered_engine_gets_its_own_and_the_generic_preflight_rules(toy: T
     assert "4 slots (--slots 4)" in by_id["concurrency_over_slots"].evidence
     # the toy's stop flag is read on every command line, as the built-ins' are
     assert "stop_splits_turn" in {f.id for f in preflight("vllm serve m --halt '<|eom|>'").findings}
+
+
+def test_a_command_read_for_an_engine_that_is_gone_gets_the_generic_rules_only(toy: ToyEngine) -> None:
+    cmd = parse_command("toy-server m --fast")
+    unregister_engine("toy")
+    try:
+        report = preflight(cmd, PreflightInput(stop=["<|eom|>"]))
+        assert [f.id for f in report.findings] == ["stop_splits_turn"]
+    finally:
+        register_engine(toy)  # the fixture unregisters it
 
 
 async def test_an_attached_server_is_identified_as_the_registered_engine(toy: ToyEngine) -> None:

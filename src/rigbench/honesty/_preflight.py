@@ -18,6 +18,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Sequence
 
+from rigbench.errors import UsageError
 from rigbench.records import PreflightFinding, PreflightReport, ServingCommand
 from rigbench.rig.engines import Engine, PreflightInput, ScenarioLength, get_engine, known_engines
 from rigbench.rig.engines._flags import FlagSyntax, parse_flags
@@ -70,7 +71,12 @@ def _unknown_syntax() -> FlagSyntax:
 
 
 def _engine(cmd: ServingCommand | None) -> Engine | None:
-    return get_engine(cmd.engine) if cmd is not None and cmd.engine != "unknown" else None
+    if cmd is None or cmd.engine == "unknown":
+        return None
+    try:
+        return get_engine(cmd.engine)
+    except UsageError:  # read while an engine was registered that is gone now: its rules are too
+        return None
 
 
 # -- checks -------------------------------------------------------------------------------------
