@@ -1,9 +1,11 @@
 """What rigbench needs to know about one serving engine: the `Engine` protocol and its adapter.
 
 An `Engine` is one module under `rig/engines/` that owns everything engine-specific: its adapter
-(endpoints, version, metric names, tokenize), its typed launch spec and command-line builder,
-what its speculative-decoding flags mean, and how it starts. The rest of rigbench reaches an
-engine only through `get_engine(name)`, so adding one is adding a module (docs/engines.md).
+(endpoints, version, metric names, tokenize), how a running server is identified as it, its typed
+launch spec and command-line builder, how it starts, what its speculative-decoding flags mean,
+and how its command lines read and what traps preflight checks in them. The rest of rigbench
+reaches an engine only through `get_engine(name)` / `known_engines()`, so adding one is adding a
+module (docs/engines.md).
 
 An adapter holds the engine's facts (endpoints, metric names, request knobs) and the few calls
 that differ between engines. Everything else talks plain OpenAI API through `ChatClient`.
