@@ -19,8 +19,7 @@ from rigbench.analysis._kvcache import KVCapacity
 from rigbench.analysis._roofline import Roofline, SpeedupPrediction
 from rigbench.analysis._speculation import SpeculationFit
 from rigbench.analysis._telemetry import ScenarioTelemetry, TimingCrossCheck
-from rigbench.rig._preflight import PreflightReport
-from rigbench.rig._sanity import OutputScreen, SanityVerdict
+from rigbench.records import OutputScreen, PreflightReport, SanityVerdict
 from rigbench.rig._traffic import TrafficCheck
 
 __all__ = [
