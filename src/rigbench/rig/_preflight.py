@@ -17,6 +17,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from rigbench.sizing import fits_in_context
+
 __all__ = [
     "PreflightFinding",
     "PreflightInput",
@@ -367,7 +369,7 @@ def _context_checks(cmd: ServingCommand | None, inp: PreflightInput) -> list[Pre
     ctx, how = _served_context(cmd, inp)
     if not ctx or not inp.scenarios:
         return []
-    over = [s for s in inp.scenarios if s.input_tokens + s.output_tokens > ctx]
+    over = [s for s in inp.scenarios if not fits_in_context(s.input_tokens, s.output_tokens, ctx)]
     if not over:
         return []
     listing = ", ".join(f"{s.name} ({s.input_tokens}+{s.output_tokens})" for s in over)
