@@ -8,8 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from rigbench.suites.agent._settings import AgentSettings
-from rigbench.suites.quality._mmlu import MMLUProSettings
-from rigbench.suites.quality._pack_suite import EffortSettings, PackSettings
+from rigbench.suites.quality._settings import EffortSettings, MMLUProSettings, PackSettings
 from rigbench.suites.speed._settings import SpeedSettings
 
 __all__ = ["SuiteSettings"]
