@@ -22,6 +22,7 @@ from rigbench.errors import UsageError
 from rigbench.records import PreflightFinding, PreflightReport, ServingCommand
 from rigbench.rig.engines import Engine, PreflightInput, ScenarioLength, get_engine, known_engines
 from rigbench.rig.engines._flags import FlagSyntax, parse_flags
+from rigbench.sizing import fits_in_context
 
 __all__ = [
     "PreflightFinding",
@@ -124,7 +125,7 @@ def _context_checks(cmd: ServingCommand | None, engine: Engine | None, inp: Pref
     ctx, how = _served_context(cmd, engine, inp)
     if not ctx or not inp.scenarios:
         return []
-    over = [s for s in inp.scenarios if s.input_tokens + s.output_tokens > ctx]
+    over = [s for s in inp.scenarios if not fits_in_context(s.input_tokens, s.output_tokens, ctx)]
     if not over:
         return []
     listing = ", ".join(f"{s.name} ({s.input_tokens}+{s.output_tokens})" for s in over)
