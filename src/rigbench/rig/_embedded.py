@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rigbench.errors import RigbenchError
+from rigbench.rig._cpu import affinity_threads
 from rigbench.rig._fingerprint import model_info
 from rigbench.rig._models import EMBEDDED_MODEL, LocalFile, ModelSource, WheelFile
 from rigbench.rig._process import free_port
@@ -35,8 +36,9 @@ def llamacpp_argv(binary: Path, model: Path, port: int, cfg: LlamaCppConfig, dra
     argv = [str(binary), "-m", str(model), "--host", "127.0.0.1", "--port", str(port),
             "-c", str(cfg.ctx_per_slot * cfg.slots), "-np", str(cfg.slots), "--kv-unified",
             "--jinja", "--metrics", "--no-webui", "--alias", model.name.removesuffix(".gguf")]
-    if cfg.threads:
-        argv += ["-t", str(cfg.threads)]
+    threads = cfg.threads or affinity_threads()
+    if threads:
+        argv += ["-t", str(threads)]
     if draft is not None:
         argv += ["-md", str(draft)]
         argv += ["--spec-type", cfg.spec_type or "draft-simple"]
