@@ -109,7 +109,7 @@ async def execute_run(cfg: RunConfig, progress: Progress | None = None,
                 prog.note("the credentials in the --endpoint URL were removed: they are never sent, printed or "
                           "stored. Pass an API key with --api-key-env.")
         elif cfg.launch is not None:
-            from rigbench.plan._rigs import launched_rig
+            from rigbench.rig._spec_rig import launched_rig
 
             rig = launched_rig(cfg.launch, writer.log_path, api_key=cfg.api_key, note=prog.note,
                                build_progress=build_progress)

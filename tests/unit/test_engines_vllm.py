@@ -117,7 +117,7 @@ def test_report_shows_the_reported_pool_beside_the_prediction() -> None:
 
 def test_plan_rig_of_kind_vllm_is_a_vllm_rig_prepared_only_when_started(tmp_path: Path) -> None:
     """Building the rig installs nothing: vLLM is found (or installed) and the model converted in start()."""
-    from rigbench.plan._rigs import launched_rig
+    from rigbench.rig._spec_rig import launched_rig
     from rigbench.rig._vllm_rig import VLLMRig
 
     rig = launched_rig(VLLMLaunch(model="embedded", cpu_kvcache_space_gib=2), tmp_path / "e.log")

@@ -13,6 +13,7 @@ from rigbench.analysis._quality import (
     summarize_effort,
     summarize_mmlu_pro,
 )
+from rigbench.analysis._reasoning import split_reasoning, split_tokens
 from rigbench.client import StreamResult
 from rigbench.report._quality import (
     render_mmlu_comparison_markdown,
@@ -21,7 +22,6 @@ from rigbench.report._quality import (
     render_quality_terminal,
 )
 from rigbench.suites.quality import PackConfig, effort_request_fields
-from rigbench.suites.quality._reasoning import split_reasoning, split_tokens
 from rigbench.suites.quality._records import GradeResult, MMLUProAnswer, PackAnswer
 
 

@@ -25,18 +25,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from rigbench.records import GibberishFinding, GibberishKind
+
 __all__ = ["GibberishFinding", "GibberishKind", "GibberishScreen", "screen_text"]
 
-GibberishKind = Literal[
-    "empty",  # nothing but whitespace
-    "invalid_chars",  # U+FFFD replacement characters or control characters
-    "symbol_soup",  # too few letters and digits among the non-space characters
-    "script_salad",  # letters switch writing system far more often than any language does
-    "short_loop",  # a pattern of <= LOOP_MAX_PERIOD chars repeats back to back over much of the text
-    "block_repetition",  # few distinct word/char n-grams: whole phrases repeat
-    "low_compression",  # zlib squeezes the text far below what prose compresses to
-]
-Severity = Literal["fail", "warn"]
 
 # -- thresholds (documented in docs/honesty.md) -------------------------------------------------
 INVALID_CHARS_MAX_FRACTION = 0.01
@@ -51,16 +43,6 @@ NGRAM_MIN_COUNT = 30
 NGRAM_MIN_DISTINCT_RATIO = 0.30
 COMPRESSION_MIN_BYTES = 200
 COMPRESSION_MIN_RATIO = 0.20
-
-
-class GibberishFinding(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    kind: GibberishKind
-    severity: Severity
-    value: float  # the measured statistic
-    threshold: float  # the limit it crossed
-    detail: str  # what was seen, for the report (short excerpt included)
 
 
 class GibberishScreen(BaseModel):

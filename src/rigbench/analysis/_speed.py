@@ -86,7 +86,7 @@ class TokenProvenance(BaseModel):
 
 
 def token_provenance(results: list[tuple[StreamResult, RequestTiming]], engine: str | None) -> TokenProvenance:
-    from rigbench.suites.quality._reasoning import split_tokens
+    from rigbench.analysis._reasoning import split_tokens
 
     sources: dict[str, int] = defaultdict(int)
     for _, t in results:

@@ -10,6 +10,7 @@ from rigbench.rig._fingerprint import (
     ModelInfo,
     host_info,
 )
+from rigbench.rig._info import RigInfo
 from rigbench.rig._models import (
     EMBEDDED_MODEL,
     HubFile,
@@ -37,6 +38,7 @@ __all__ = [
     "MemoryBandwidth",
     "ModelInfo",
     "ModelSource",
+    "RigInfo",
     "StartupTiming",
     "WheelFile",
     "build_llama_server",

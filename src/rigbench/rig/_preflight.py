@@ -17,6 +17,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from rigbench.records import PreflightFinding, PreflightReport, ServingCommand
+
 __all__ = [
     "PreflightFinding",
     "PreflightInput",
@@ -27,7 +29,6 @@ __all__ = [
     "preflight",
 ]
 
-Severity = Literal["error", "warn", "info"]
 
 # vLLM defaults the checks fall back to when a flag is absent (read from vLLM's EngineArgs /
 # SchedulerConfig; the 2048-token budget is what seed 000 ran into).
@@ -38,17 +39,6 @@ VLLM_DEFAULT_MAX_NUM_BATCHED_TOKENS = 2048
 # tools (seed 003: `<|eom|>` ends the thinking channel; Llama 3.1 ends a tool-call message with
 # `<|eom_id|>` and expects the tool result next).
 TURN_SPLITTING_STOPS = ("<|eom|>", "<|eom_id|>", "<|end_of_message|>")
-
-
-class ServingCommand(BaseModel):
-    """What rigbench read from an engine command line."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    engine: Literal["vllm", "sglang", "llamacpp", "unknown"]
-    argv: list[str]
-    model: str | None = None
-    options: dict[str, str | bool] = Field(default_factory=dict)  # canonical long flag -> value (True if bare)
 
 
 class ScenarioLength(BaseModel):
@@ -70,29 +60,6 @@ class PreflightInput(BaseModel):
     stop: list[str] = Field(default_factory=list)  # stop strings rigbench's requests will send
     served_context_tokens: int | None = None  # per request, as the live server reports it
     server_slots: int | None = None  # as the live server reports it
-
-
-class PreflightFinding(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    id: str
-    severity: Severity
-    problem: str
-    evidence: str
-    fix: str
-
-
-class PreflightReport(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    kind: Literal["preflight"] = "preflight"
-    unit_id: str = "preflight"
-    command: ServingCommand | None
-    findings: list[PreflightFinding] = Field(default_factory=list)
-
-    @property
-    def errors(self) -> list[PreflightFinding]:
-        return [f for f in self.findings if f.severity == "error"]
 
 
 # -- parsing ------------------------------------------------------------------------------------

@@ -8,32 +8,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
 from rigbench.client import ChatClient
 from rigbench.errors import EndpointError, RigbenchError, RigStartError
+from rigbench.records import StartupTiming
 from rigbench.rig._crash import classify_crash
 from rigbench.rig._fingerprint import EngineBinary, Fingerprint, ModelInfo, host_info, now_iso, sha256_text
+from rigbench.rig._info import RigInfo
 from rigbench.rig._process import EngineProcess
-from rigbench.suites._context import RigInfo
 
 __all__ = ["AttachedRig", "LaunchedRig", "StartupTiming"]
-
-
-class StartupTiming(BaseModel):
-    """spawn -> healthy -> first successful completion, each on the monotonic clock."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    kind: str = "startup"
-    unit_id: str = "startup"
-    spawn_to_healthy_s: float
-    healthy_to_first_completion_s: float
-    spawn_to_first_completion_s: float
-    # vLLM: "cold" (torch.compile ran), "warm" (compiled graphs loaded from its cache), "off"
-    # (--enforce-eager); None where the engine compiles nothing or did not say
-    compile_cache: str | None = None
-    compile_s: float | None = None  # the engine's own figure for compiling or loading the graphs
 
 
 async def _served_model_name(client: ChatClient) -> str | None:

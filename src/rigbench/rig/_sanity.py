@@ -32,8 +32,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rigbench.analysis._gibberish import GibberishFinding, screen_text
+from rigbench.analysis._gibberish import screen_text
 from rigbench.client import ChatClient
+from rigbench.records import OutputScreen, SanityAnswer, SanityVerdict
 
 __all__ = [
     "DEFAULT_MIX",
@@ -246,46 +247,6 @@ def check_answer(q: SanityQuestion, answer: str) -> bool:
 # -- the gate ---------------------------------------------------------------------------------------
 
 
-class SanityAnswer(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    question_id: str
-    language: str
-    prompt: str
-    answer: str  # the content the rig returned (reasoning is kept separately)
-    reasoning_chars: int
-    finish_reason: str | None
-    error: str | None  # a failed request: the client's typed message
-    correct: bool  # the extracted answer equals the expected one
-    gibberish: list[GibberishFinding] = Field(default_factory=list)  # severity "fail" findings only
-    expected: str | None = None  # absent in runs before generated questions (2026-11-30)
-    extracted: str | None = None
-    max_tokens: int | None = None  # the budget of the try that produced `answer`
-
-    @property
-    def passed(self) -> bool:
-        return self.error is None and self.correct and not self.gibberish
-
-
-class SanityVerdict(BaseModel):
-    """The gate's result, written to the run as one record."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    kind: Literal["sanity"] = "sanity"
-    unit_id: str = "sanity"
-    trusted: bool
-    answers: list[SanityAnswer]
-    reasons: list[str] = Field(default_factory=list)  # why the rig is untrusted (empty when trusted)
-    notes: list[str] = Field(default_factory=list)  # questions missed by a rig that still passed the bar
-    temperature: float = 0.0
-    seed: int = 0  # sampling seed sent with every question
-    max_tokens: int  # the retry budget for replies that spent their first budget reasoning
-    question_seed: int | None = None  # generated the questions (None: the fixed questions of older runs)
-    findings: list[str] = Field(default_factory=list)  # cross-answer findings (identical, shuffled, echo)
-    elapsed_s: float | None = None
-
-
 GATE_CONCURRENCY = 4
 
 
@@ -442,20 +403,6 @@ def _reason(a: SanityAnswer) -> str:
 
 
 # -- the perf-output screen ------------------------------------------------------------------------
-
-
-class OutputScreen(BaseModel):
-    """The gibberish screen over every perf output of a run (one record, kind="output_screen")."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    kind: Literal["output_screen"] = "output_screen"
-    unit_id: str = "output_screen"
-    outputs: int  # outputs screened (failed requests are not outputs)
-    failed_outputs: int  # outputs with at least one "fail" finding
-    warned_outputs: int  # outputs with only "warn" findings
-    examples: list[str] = Field(default_factory=list)  # up to 5 "unit_id: finding" lines
-    trusted: bool
 
 
 # Kinds a healthy small model produces when forced past its natural end (ignore_eos): it loops.

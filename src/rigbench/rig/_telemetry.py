@@ -19,13 +19,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from typing import Any, Literal
+from typing import Any
 
 import aiohttp
-from pydantic import BaseModel, ConfigDict, Field
 
 from rigbench.client import ChatClient
 from rigbench.errors import UsageError
+from rigbench.records import Phase, TelemetryRecord, TelemetrySample
 from rigbench.rig.engines import canonical_values, get_adapter, parse_prometheus
 
 __all__ = ["PER_POSITION_METRICS", "TelemetryRecord", "TelemetrySample", "TelemetrySampler"]
@@ -38,36 +38,6 @@ PER_POSITION_METRICS: dict[str, str] = {
 EXTRA_GAUGES: dict[str, dict[str, str]] = {
     "sglang": {"kv_pool_tokens": "sglang:max_total_num_tokens"},
 }
-
-Phase = Literal["before", "during", "after"]
-
-
-class TelemetrySample(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    t_ns: int  # perf_counter_ns when the response arrived (same clock as StreamResult stamps)
-    phase: Phase
-    scrape_s: float  # how long the scrape took
-    values: dict[str, float] = Field(default_factory=dict)  # canonical name -> value
-    accepted_per_pos: dict[int, float] = Field(default_factory=dict)  # draft position -> accepted tokens (counter)
-    error: str | None = None
-
-
-class TelemetryRecord(BaseModel):
-    """Every scrape around one scenario at one concurrency."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    kind: Literal["telemetry"] = "telemetry"
-    unit_id: str  # "telemetry/<scenario>/c<concurrency>"
-    scenario: str
-    concurrency: int
-    engine: str
-    metrics_url: str
-    interval_s: float
-    samples: list[TelemetrySample] = Field(default_factory=list)
-    metric_names: dict[str, str] = Field(default_factory=dict)  # canonical -> engine name, as used
-    unavailable: str | None = None  # why there are no samples (endpoint off, 404...)
 
 
 class TelemetrySampler:

@@ -21,9 +21,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from rigbench.client import ChatClient, StreamResult
+from rigbench.records import TrafficCheck
 
 __all__ = ["TrafficCheck", "check_traffic", "count_text_tokens"]
 
@@ -38,28 +37,6 @@ DUPLICATE_MIN_CHARS = 16  # outputs shorter than this may legitimately coincide 
 # text twice (SmolLM2-135M's code_generation outputs share their first 60+ characters); a canned or
 # cached server repeats nearly every output. So duplicates untrust at this share of the outputs.
 DUPLICATE_MIN_SHARE = 0.5
-
-
-class TrafficCheck(BaseModel):
-    """One record (kind="traffic_check") per run: what was compared and what was found."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    kind: Literal["traffic_check"] = "traffic_check"
-    unit_id: str = "traffic_check"
-    outputs: int  # measured outputs compared for prompt dependence
-    duplicate_outputs: int  # outputs equal to another prompt's output or to a gate answer
-    usage_checked: int  # requests whose reported output tokens were recounted
-    usage_method: Literal["tokenize", "bytes_bound", "none"]
-    usage_inflated: int
-    timings_checked: int  # requests carrying llama.cpp-style timings
-    timings_inconsistent: int
-    reasons: list[str] = Field(default_factory=list)  # why the traffic is not trusted (empty: fine)
-    examples: list[str] = Field(default_factory=list)
-
-    @property
-    def trusted(self) -> bool:
-        return not self.reasons
 
 
 def _norm(text: str) -> str:

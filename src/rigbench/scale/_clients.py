@@ -27,10 +27,9 @@ import time
 from collections.abc import Coroutine
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict
-
 from rigbench.client import ChatClient, SelfCheck, SelfCheckMonitor, StreamResult
 from rigbench.errors import UsageError
+from rigbench.records import ClientShare
 from rigbench.scale._clock import ClientClock, ClockEcho, ClockSample, best_sample, ping_udp
 from rigbench.suites._context import SuiteContext
 from rigbench.suites.speed import SpeedBatch
@@ -45,25 +44,6 @@ ALIGN_ROUNDS = 40
 BATCH_ALIGN_ROUNDS = 8
 START_MARGIN_NS = 50_000_000  # barrier: every share is sent this long before it is due
 _NS_FIELDS = [n for n in StreamResult.model_fields if n.endswith("_ns")]
-
-
-class ClientShare(BaseModel):
-    """One actor's share of one speed batch, its span on the driver's clock, and the offset used."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    kind: Literal["client_share"] = "client_share"
-    unit_id: str  # "<batch unit id>/<actor>"
-    batch_unit_id: str
-    actor: str
-    node: str
-    indices: list[int]  # request indices of the batch this actor sent
-    output_tokens: int  # as analysis counts them (usage, else chunks)
-    started_ns: int  # driver clock
-    ended_ns: int
-    barrier_late_ns: int  # how long after the common start this actor began (0: on time)
-    offset_ns: int
-    offset_uncertainty_ns: int
 
 
 def shift_result(r: StreamResult, delta_ns: int) -> StreamResult:

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict
+from rigbench.records import ClientClock
 
 __all__ = ["ClientClock", "ClockEcho", "ClockSample", "best_sample", "ping_udp"]
 
@@ -30,23 +30,6 @@ class ClockSample(NamedTuple):
     offset_ns: int  # actor clock minus driver clock
     uncertainty_ns: int  # half the round trip
     rtt_ns: int
-    samples: int
-    method: Literal["udp", "ray"]
-
-
-class ClientClock(BaseModel):
-    """One alignment of one client actor's clock (before the load, after it)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    kind: Literal["client_clock"] = "client_clock"
-    unit_id: str  # "clients/clock/<actor>/<phase>"
-    actor: str
-    node: str
-    phase: Literal["before", "after"]
-    offset_ns: int
-    uncertainty_ns: int
-    rtt_min_ns: int
     samples: int
     method: Literal["udp", "ray"]
 

@@ -9,11 +9,12 @@ import os
 import secrets
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 from pydantic import BaseModel, ValidationError
 
 from rigbench.errors import StoreError
+from rigbench.records import RECORD_TYPES, Record
 from rigbench.store._format import HEADER_FILE, LOG_FILE, RECORDS_FILE, SUPPORTED_VERSIONS
 from rigbench.store._header import RunHeader, RunStatus, TrustVerdict
 
@@ -216,9 +217,21 @@ class RunReader:
                 continue  # superseded by a later record of the same unit
             yield n, obj
 
-    def records(self, kind: str, model: type[M]) -> list[M]:
-        """Records of one kind as `model`; a line that does not fit the model is counted as damaged."""
-        out: list[M] = []
+    @overload
+    def records(self, kind: str) -> list[Record]: ...
+
+    @overload
+    def records(self, kind: str, model: type[M]) -> list[M]: ...
+
+    def records(self, kind: str, model: type[BaseModel] | None = None) -> list[Any]:
+        """Records of one kind as `model` (by default the kind's type in `rigbench.records.AnyRecord`);
+        a line that does not fit the model is counted as damaged."""
+        if model is None:
+            if kind not in RECORD_TYPES:
+                raise StoreError(f"no record type for kind {kind!r}; the kinds a run holds are "
+                                 f"{', '.join(sorted(RECORD_TYPES))}. Pass the model, or read raw_records.")
+            model = RECORD_TYPES[kind]
+        out: list[Any] = []
         for line, r in self._scan(kind, False):
             try:
                 out.append(model.model_validate(r))

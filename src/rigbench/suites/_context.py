@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from rigbench.client import ChatClient
+from rigbench.rig import RigInfo
 from rigbench.store import RunWriter
 
 __all__ = ["NullProgress", "Progress", "RigInfo", "Suite", "SuiteContext"]
@@ -39,19 +40,6 @@ class NullProgress:
 
     def note(self, message: str) -> None:
         pass
-
-
-@dataclass(frozen=True)
-class RigInfo:
-    """What a suite may need to know about the rig under test."""
-
-    engine: str  # "llamacpp" | "vllm" | "sglang" | "ollama" | "unknown"
-    model: str  # the name to put in requests' "model" field
-    base_url: str  # OpenAI base URL, ending in /v1
-    server_root: str  # base URL without /v1: /health, /metrics, /tokenize live here
-    context_length: int | None = None  # served context per request, when known
-    slots: int | None = None  # parallel slots / max concurrent sequences, when known
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

@@ -8,11 +8,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from rigbench.analysis._reasoning import split_reasoning, split_tokens
 from rigbench.client import StreamResult
 from rigbench.suites._context import SuiteContext
 from rigbench.suites.quality._mmlu_data import MMLUProData, MMLUProQuestion, load_mmlu_pro, sample_questions
 from rigbench.suites.quality._mmlu_protocol import PROTOCOL, build_prompt, extract_answer
-from rigbench.suites.quality._reasoning import split_reasoning, split_tokens
 from rigbench.suites.quality._records import Extraction, MMLUProAnswer, MMLUProConfig
 
 __all__ = ["MMLUProSettings", "MMLUProSuite"]

@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from rigbench.analysis._reasoning import split_reasoning, split_tokens
 from rigbench.client import StreamResult
 from rigbench.errors import UsageError
 from rigbench.sandbox import require_confinement
@@ -14,7 +15,6 @@ from rigbench.suites._context import SuiteContext
 from rigbench.suites.quality._graders import grade
 from rigbench.suites.quality._knobs import effort_request_fields
 from rigbench.suites.quality._packs import CodeGrader, Pack, Task, load_pack
-from rigbench.suites.quality._reasoning import split_reasoning, split_tokens
 from rigbench.suites.quality._records import PackAnswer, PackConfig
 
 __all__ = ["EffortSettings", "EffortSweepSuite", "PackSettings", "PackSuite", "grade_task"]

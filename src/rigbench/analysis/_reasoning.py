@@ -9,9 +9,10 @@ graded is always the content with any think block removed, never the reasoning.
 from __future__ import annotations
 
 import re
-from typing import Literal, NamedTuple
+from typing import NamedTuple
 
 from rigbench.client import StreamResult
+from rigbench.records import ReasoningForm, TokenSplitMethod
 
 __all__ = [
     "ReasoningForm",
@@ -22,15 +23,6 @@ __all__ = [
     "split_tokens",
 ]
 
-ReasoningForm = Literal["reasoning_content", "reasoning", "think_tags", "none"]
-# How the reasoning/answer token split was obtained, most to least exact:
-#   no_reasoning: there was no reasoning, so every completion token is an answer token
-#   usage_details: the server's usage.completion_tokens_details.reasoning_tokens
-#   chunks: one token per generating chunk (chunk count within 1 of completion tokens: an end
-#           token may be counted but not streamed), counted by kind; the remainder is answer
-#   chars: completion tokens shared out in proportion to characters (an estimate)
-#   none: the server reported no completion token count
-TokenSplitMethod = Literal["no_reasoning", "usage_details", "chunks", "chars", "none"]
 
 _THINK_OPEN = "<think>"
 _THINK_CLOSE = "</think>"

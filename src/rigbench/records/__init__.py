@@ -1,0 +1,88 @@
+"""The types a run stores, at the bottom of the import graph: everything may import them, they import
+nothing of rigbench's.
+
+`Record` is one line of a run's records file (`kind` + `unit_id`, frozen, unknown fields rejected);
+`AnyRecord` is the union of every kind the store writes, discriminated by `kind`.
+"""
+
+from rigbench.records._agent import (
+    BFCLItemRecord,
+    Exchange,
+    ProbeRecord,
+    ProbeVerdict,
+    TaskStopReason,
+    TaskTrialRecord,
+    ToolTrialRecord,
+    TurnObservation,
+)
+from rigbench.records._base import Frozen, Record
+from rigbench.records._clients import ClientClock, ClientShare
+from rigbench.records._gibberish import GibberishFinding, GibberishKind, GibberishSeverity, OutputScreen
+from rigbench.records._preflight import PreflightFinding, PreflightReport, PreflightSeverity, ServingCommand
+from rigbench.records._quality import (
+    Extraction,
+    GradeResult,
+    MMLUProAnswer,
+    MMLUProConfig,
+    PackAnswer,
+    PackConfig,
+    ReasoningForm,
+    TokenSplitMethod,
+)
+from rigbench.records._sanity import SanityAnswer, SanityVerdict
+from rigbench.records._selfcheck import SelfCheck
+from rigbench.records._speed import SpeedBatch, SpeedRequest, SpeedSkip
+from rigbench.records._startup import StartupTiming
+from rigbench.records._stream import ChunkKind, RequestError, RequestErrorKind, StreamResult
+from rigbench.records._telemetry import Phase, TelemetryRecord, TelemetrySample
+from rigbench.records._traffic import TrafficCheck
+from rigbench.records._union import RECORD_TYPES, AnyRecord, record_adapter
+
+__all__ = [
+    "RECORD_TYPES",
+    "AnyRecord",
+    "BFCLItemRecord",
+    "ChunkKind",
+    "ClientClock",
+    "ClientShare",
+    "Exchange",
+    "Extraction",
+    "Frozen",
+    "GibberishFinding",
+    "GibberishKind",
+    "GibberishSeverity",
+    "GradeResult",
+    "MMLUProAnswer",
+    "MMLUProConfig",
+    "OutputScreen",
+    "PackAnswer",
+    "PackConfig",
+    "Phase",
+    "PreflightFinding",
+    "PreflightReport",
+    "PreflightSeverity",
+    "ProbeRecord",
+    "ProbeVerdict",
+    "ReasoningForm",
+    "Record",
+    "RequestError",
+    "RequestErrorKind",
+    "SanityAnswer",
+    "SanityVerdict",
+    "SelfCheck",
+    "ServingCommand",
+    "SpeedBatch",
+    "SpeedRequest",
+    "SpeedSkip",
+    "StartupTiming",
+    "StreamResult",
+    "TaskStopReason",
+    "TaskTrialRecord",
+    "TelemetryRecord",
+    "TelemetrySample",
+    "TokenSplitMethod",
+    "ToolTrialRecord",
+    "TrafficCheck",
+    "TurnObservation",
+    "record_adapter",
+]
