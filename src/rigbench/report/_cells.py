@@ -58,7 +58,8 @@ class Note:
 @dataclass(frozen=True)
 class Section:
     """One table of a report. `left_cols`: the leading text columns; the rest are right-aligned
-    figures. `short_head`: narrower terminal headers (line breaks allowed), explained in `key`."""
+    figures. `short_head` and `short_title`: the terminal's (narrower; line breaks allowed in
+    headers), explained in `key`."""
 
     title: str
     head: Sequence[str]
@@ -66,6 +67,7 @@ class Section:
     notes: Sequence[Note] = ()
     left_cols: int = 1
     short_head: Sequence[str] | None = None
+    short_title: str | None = None
     key: str | None = None
 
     def __post_init__(self) -> None:
@@ -105,11 +107,12 @@ def section_terminal(console: Console, sec: Section, *, layout: Literal["fitted"
     """`fitted`: a table that turns into cards on a narrow console (report/_layout.py). `simple`: the
     short headers with the key as the caption, the first column never wrapped. `pairs`: a boxed
     two-column table of name and value, no header. `title=False`: the caller prints the title."""
+    shown = (sec.short_title or sec.title) if title else None
     if layout == "fitted":
-        console.print(fitted_table(console, sec.title if title else None, sec.short_head or sec.head,
+        console.print(fitted_table(console, shown, sec.short_head or sec.head,
                                    [[rich_cell(c) for c in r] for r in sec.rows], left_cols=sec.left_cols))
     elif layout == "simple":
-        t = Table(title=sec.title if title else None, title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True,
+        t = Table(title=shown, title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True,
                   pad_edge=False, caption=sec.key, caption_justify="left")
         for i, h in enumerate(sec.short_head or sec.head):
             t.add_column(h, justify="left" if i < sec.left_cols else "right", no_wrap=i == 0)
@@ -117,7 +120,7 @@ def section_terminal(console: Console, sec: Section, *, layout: Literal["fitted"
             t.add_row(*(rich_cell(c) for c in r))
         console.print(t)
     else:
-        t = Table(title=sec.title, show_header=False)
+        t = Table(title=shown, show_header=False)
         t.add_column(style="bold")
         t.add_column(overflow="fold")
         for r in sec.rows:
@@ -131,18 +134,20 @@ def section_terminal(console: Console, sec: Section, *, layout: Literal["fitted"
 # -- Markdown ------------------------------------------------------------------------------------
 
 
-def section_markdown(sec: Section, *, heading: str | None = "###") -> str:
-    """The title as a heading of that level (None: a bold line), the table, then the notes as a list."""
-    lines = [f"{heading} {sec.title}" if heading else f"**{sec.title}**", "", *markdown_table(sec)]
+def section_markdown(sec: Section, *, heading: str | None = "###", align: bool = True) -> str:
+    """The title as a heading of that level (None: a bold line), the table, then the notes as a list.
+    `align=False`: every column left-aligned."""
+    lines = [f"{heading} {sec.title}" if heading else f"**{sec.title}**", "", *markdown_table(sec, align=align)]
     if sec.notes:
         lines += [""] + [f"- {n.text}" for n in sec.notes]
     return "\n".join(lines)
 
 
-def markdown_table(sec: Section) -> list[str]:
+def markdown_table(sec: Section, *, align: bool = True) -> list[str]:
     n = len(sec.head)
+    left = sec.left_cols if align else n
     return ["| " + " | ".join(sec.head) + " |",
-            "|" + "|".join(["---"] * sec.left_cols + ["---:"] * (n - sec.left_cols)) + "|",
+            "|" + "|".join(["---"] * left + ["---:"] * (n - left)) + "|",
             *("| " + " | ".join(_md_cell(c) for c in row) + " |" for row in sec.rows)]
 
 

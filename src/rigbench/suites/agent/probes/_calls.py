@@ -10,7 +10,7 @@ import jsonschema
 
 from rigbench.suites.agent._exchange import canonical_calls, parse_arguments
 from rigbench.suites.agent._toolcalls import WEATHER
-from rigbench.suites.agent.probes._protocol import FunctionProbe, ProbeResult
+from rigbench.suites.agent.probes._protocol import FunctionProbe, ProbeResult, result
 from rigbench.suites.agent.probes._session import ASK, SCHEMAS, ProbeSession
 
 __all__ = ["CALL_MECHANICS"]
@@ -36,11 +36,8 @@ async def _tool_call_id_round_trip(s: ProbeSession) -> ProbeResult:
     cid = call.get("id")
     obs: dict[str, Any] = {"synthetic_call": synthetic, "call_id": cid}
     if not cid:
-        return ProbeResult(
-            verdict="fail",
-            detail="the model's tool call came back without an id, so results cannot be matched",
-            observed=obs,
-            exchanges=[],
+        return result(
+            "fail", "the model's tool call came back without an id, so results cannot be matched", obs
         )
     messages += [
         {"role": "assistant", "content": None, "tool_calls": [call]},
@@ -50,18 +47,8 @@ async def _tool_call_id_round_trip(s: ProbeSession) -> ProbeResult:
     obs["http_status"] = ex.http_status
     who = "a call rigbench wrote (the model made none)" if synthetic else "the model's own call"
     if ex.error:
-        return ProbeResult(
-            verdict="fail",
-            detail=f"a role:tool result for {who} was not accepted: {ex.error[:200]}",
-            observed=obs,
-            exchanges=[ex],
-        )
-    return ProbeResult(
-        verdict="pass",
-        detail=f"a role:tool result carrying the id of {who} was accepted and answered",
-        observed=obs,
-        exchanges=[ex],
-    )
+        return result("fail", f"a role:tool result for {who} was not accepted: {ex.error[:200]}", obs, ex)
+    return result("pass", f"a role:tool result carrying the id of {who} was accepted and answered", obs, ex)
 
 
 async def _stream_matches_non_stream(s: ProbeSession) -> ProbeResult:
@@ -72,32 +59,24 @@ async def _stream_matches_non_stream(s: ProbeSession) -> ProbeResult:
     ca, cb = canonical_calls(a.tool_calls), canonical_calls(b.tool_calls)
     obs = {"non_streamed_calls": ca, "streamed_calls": cb, "content_equal": a.content == b.content}
     if a.error or b.error:
-        return ProbeResult(
-            verdict="fail",
-            detail=f"a request failed: {(a.error or b.error or '')[:200]}",
-            observed=obs,
-            exchanges=[a, b],
-        )
+        return result("fail", f"a request failed: {(a.error or b.error or '')[:200]}", obs, a, b)
     if not ca and not cb:
-        return ProbeResult(
-            verdict="not_applicable",
-            detail="no tool calls in either response; answer text "
-            + ("matched" if a.content == b.content else "differed"),
-            observed=obs,
-            exchanges=[a, b],
+        return result(
+            "not_applicable",
+            (
+                "no tool calls in either response; answer text "
+                + ("matched" if a.content == b.content else "differed")
+            ),
+            obs,
+            a,
+            b,
         )
     if ca == cb:
-        return ProbeResult(
-            verdict="pass",
-            detail="streamed deltas assembled to the same calls as the non-streamed response",
-            observed=obs,
-            exchanges=[a, b],
+        return result(
+            "pass", "streamed deltas assembled to the same calls as the non-streamed response", obs, a, b
         )
-    return ProbeResult(
-        verdict="fail",
-        detail="streamed and non-streamed responses carried different calls at temperature 0",
-        observed=obs,
-        exchanges=[a, b],
+    return result(
+        "fail", "streamed and non-streamed responses carried different calls at temperature 0", obs, a, b
     )
 
 
@@ -111,25 +90,16 @@ async def _finish_reason_consistent(s: ProbeSession) -> ProbeResult:
     with_calls = sum(1 for ex in seen if ex.tool_calls)
     obs = {"responses": len(seen), "with_calls": with_calls, "mismatches": bad}
     if not seen:
-        return ProbeResult(
-            verdict="not_applicable",
-            detail="no successful tool-enabled response to check",
-            observed=obs,
-            exchanges=[],
-        )
+        return result("not_applicable", "no successful tool-enabled response to check", obs)
     if bad:
-        return ProbeResult(
-            verdict="fail",
-            detail=f"{len(bad)} of {len(seen)} responses had a finish_reason that contradicts their calls",
-            observed=obs,
-            exchanges=[],
+        return result(
+            "fail",
+            f"{len(bad)} of {len(seen)} responses had a finish_reason that contradicts their calls",
+            obs,
         )
     note = "" if with_calls else " (no response carried a call, so only the no-call side was checked)"
-    return ProbeResult(
-        verdict="pass",
-        detail=f"finish_reason matched the presence of calls in all {len(seen)} responses{note}",
-        observed=obs,
-        exchanges=[],
+    return result(
+        "pass", f"finish_reason matched the presence of calls in all {len(seen)} responses{note}", obs
     )
 
 
@@ -150,25 +120,12 @@ async def _arguments_match_schema(s: ProbeSession) -> ProbeResult:
                 problems.append(f"{name}: {e.message}")
     obs = {"calls": len(calls), "problems": problems}
     if not calls:
-        return ProbeResult(
-            verdict="not_applicable",
-            detail="the model made no tool call to check",
-            observed=obs,
-            exchanges=[],
-        )
+        return result("not_applicable", "the model made no tool call to check", obs)
     if problems:
-        return ProbeResult(
-            verdict="fail",
-            detail=f"{len(problems)} of {len(calls)} calls had invalid arguments: {problems[0]}",
-            observed=obs,
-            exchanges=[],
+        return result(
+            "fail", f"{len(problems)} of {len(calls)} calls had invalid arguments: {problems[0]}", obs
         )
-    return ProbeResult(
-        verdict="pass",
-        detail=f"all {len(calls)} calls had JSON arguments matching their schema",
-        observed=obs,
-        exchanges=[],
-    )
+    return result("pass", f"all {len(calls)} calls had JSON arguments matching their schema", obs)
 
 
 CALL_MECHANICS = (

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rigbench.suites.agent.probes._protocol import FunctionProbe, ProbeResult
+from rigbench.suites.agent.probes._protocol import FunctionProbe, ProbeResult, result
 from rigbench.suites.agent.probes._session import ProbeSession, rejected
 
 __all__ = ["SAMPLING_CONTROLS"]
@@ -21,7 +21,7 @@ async def _stop_sequence(s: ProbeSession) -> ProbeResult:
     )
     if a.error or stop is None:
         why = a.error[:200] if a.error else "the baseline answer was too short to pick a stop word"
-        return ProbeResult(verdict="not_applicable", detail=why, observed={}, exchanges=[a])
+        return result("not_applicable", why, {}, a)
     b = await s.send(s.body(prompt, stop=[stop]), streamed=True)
     obs = {
         "stop": stop,
@@ -30,25 +30,10 @@ async def _stop_sequence(s: ProbeSession) -> ProbeResult:
         "finish_reason": b.finish_reason,
     }
     if b.error:
-        return ProbeResult(
-            verdict="fail",
-            detail=f"the request with a stop sequence failed: {b.error[:200]}",
-            observed=obs,
-            exchanges=[a, b],
-        )
+        return result("fail", f"the request with a stop sequence failed: {b.error[:200]}", obs, a, b)
     if stop in b.content:
-        return ProbeResult(
-            verdict="silently_ignored",
-            detail=f"the stop sequence {stop!r} appears in the output",
-            observed=obs,
-            exchanges=[a, b],
-        )
-    return ProbeResult(
-        verdict="pass",
-        detail=f"output ended before the stop sequence {stop!r}",
-        observed=obs,
-        exchanges=[a, b],
-    )
+        return result("silently_ignored", f"the stop sequence {stop!r} appears in the output", obs, a, b)
+    return result("pass", f"output ended before the stop sequence {stop!r}", obs, a, b)
 
 
 async def _max_tokens(s: ProbeSession) -> ProbeResult:
@@ -56,36 +41,18 @@ async def _max_tokens(s: ProbeSession) -> ProbeResult:
     n = ex.usage.get("completion_tokens") if ex.usage else None
     obs = {"completion_tokens": n, "finish_reason": ex.finish_reason}
     if ex.error:
-        return ProbeResult(
-            verdict="fail", detail=f"the request failed: {ex.error[:200]}", observed=obs, exchanges=[ex]
-        )
+        return result("fail", f"the request failed: {ex.error[:200]}", obs, ex)
     if not isinstance(n, int):
-        return ProbeResult(
-            verdict="fail",
-            detail="no usage.completion_tokens in the response, so max_tokens cannot be verified",
-            observed=obs,
-            exchanges=[ex],
+        return result(
+            "fail", "no usage.completion_tokens in the response, so max_tokens cannot be verified", obs, ex
         )
     if n > 5:
-        return ProbeResult(
-            verdict="silently_ignored",
-            detail=f"{n} tokens generated with max_tokens=5",
-            observed=obs,
-            exchanges=[ex],
-        )
+        return result("silently_ignored", f"{n} tokens generated with max_tokens=5", obs, ex)
     if n == 5 and ex.finish_reason != "length":
-        return ProbeResult(
-            verdict="fail",
-            detail=f"stopped at the limit but finish_reason is {ex.finish_reason!r}, not 'length'",
-            observed=obs,
-            exchanges=[ex],
+        return result(
+            "fail", f"stopped at the limit but finish_reason is {ex.finish_reason!r}, not 'length'", obs, ex
         )
-    return ProbeResult(
-        verdict="pass",
-        detail=f"{n} tokens with max_tokens=5, finish_reason {ex.finish_reason!r}",
-        observed=obs,
-        exchanges=[ex],
-    )
+    return result("pass", f"{n} tokens with max_tokens=5, finish_reason {ex.finish_reason!r}", obs, ex)
 
 
 async def _seed(s: ProbeSession) -> ProbeResult:
@@ -98,28 +65,22 @@ async def _seed(s: ProbeSession) -> ProbeResult:
     other = ex[0].content != ex[2].content
     obs = {"same_seed_equal": same, "other_seed_differs": other}
     if any(e.error for e in ex):
-        return ProbeResult(verdict="fail", detail="a sampling request failed", observed=obs, exchanges=ex)
+        return result("fail", "a sampling request failed", obs, *ex)
     if not same:
-        return ProbeResult(
-            verdict="silently_ignored",
-            detail="two requests with seed=1234 at temperature 1 gave different text",
-            observed=obs,
-            exchanges=ex,
+        return result(
+            "silently_ignored", "two requests with seed=1234 at temperature 1 gave different text", obs, *ex
         )
     if not other:
-        return ProbeResult(
-            verdict="pass",
-            detail="same seed gave the same text; a different seed also gave the same text, so the "
-            "output may be deterministic regardless of the seed",
-            observed=obs,
-            exchanges=ex,
+        return result(
+            "pass",
+            (
+                "same seed gave the same text; a different seed also gave the same text, so the "
+                "output may be deterministic regardless of the seed"
+            ),
+            obs,
+            *ex,
         )
-    return ProbeResult(
-        verdict="pass",
-        detail="same seed gave the same text and a different seed different text",
-        observed=obs,
-        exchanges=ex,
-    )
+    return result("pass", "same seed gave the same text and a different seed different text", obs, *ex)
 
 
 async def _context_overflow(s: ProbeSession) -> ProbeResult:
@@ -129,11 +90,8 @@ async def _context_overflow(s: ProbeSession) -> ProbeResult:
         if status == 200 and isinstance(props, dict):
             n_ctx = int((props.get("default_generation_settings") or {}).get("n_ctx") or 0)
     if not n_ctx:
-        return ProbeResult(
-            verdict="not_applicable",
-            detail="the served context length is unknown, so no prompt can be sized past it",
-            observed={},
-            exchanges=[],
+        return result(
+            "not_applicable", "the served context length is unknown, so no prompt can be sized past it", {}
         )
     words = int(n_ctx * 1.5) + 256  # "lorem" is at least one token per word in every tokenizer seen
     prompt = "Summarise this: " + "lorem " * words
@@ -145,25 +103,22 @@ async def _context_overflow(s: ProbeSession) -> ProbeResult:
         "prompt_tokens": (ex.usage or {}).get("prompt_tokens"),
     }
     if rejected(ex):
-        return ProbeResult(
-            verdict="pass",
-            detail=f"HTTP {ex.http_status} with an error for a prompt past the {n_ctx}-token context",
-            observed=obs,
-            exchanges=[ex],
+        return result(
+            "pass",
+            f"HTTP {ex.http_status} with an error for a prompt past the {n_ctx}-token context",
+            obs,
+            ex,
         )
     if ex.error:
-        return ProbeResult(
-            verdict="fail",
-            detail=f"an unclear failure for an over-long prompt: {ex.error[:200]}",
-            observed=obs,
-            exchanges=[ex],
-        )
-    return ProbeResult(
-        verdict="silently_ignored",
-        detail="HTTP 200 for a prompt longer than the context: the input was truncated "
-        "or shifted without an error",
-        observed=obs,
-        exchanges=[ex],
+        return result("fail", f"an unclear failure for an over-long prompt: {ex.error[:200]}", obs, ex)
+    return result(
+        "silently_ignored",
+        (
+            "HTTP 200 for a prompt longer than the context: the input was truncated "
+            "or shifted without an error"
+        ),
+        obs,
+        ex,
     )
 
 

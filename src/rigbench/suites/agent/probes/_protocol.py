@@ -18,7 +18,7 @@ from rigbench.suites.agent._records import Exchange, ProbeVerdict
 if TYPE_CHECKING:
     from rigbench.suites.agent.probes._session import ProbeSession
 
-__all__ = ["FunctionProbe", "Probe", "ProbeRegistry", "ProbeResult", "accept_result"]
+__all__ = ["FunctionProbe", "Probe", "ProbeRegistry", "ProbeResult", "accept_result", "result"]
 
 
 class ProbeResult(BaseModel):
@@ -31,6 +31,11 @@ class ProbeResult(BaseModel):
     detail: str = Field(min_length=1)  # why this verdict, in one sentence a user can act on
     observed: dict[str, Any] = Field(default_factory=dict)
     exchanges: list[Exchange] = Field(default_factory=list)
+
+
+def result(verdict: ProbeVerdict, detail: str, observed: dict[str, Any], *exchanges: Exchange) -> ProbeResult:
+    """Shorthand for the shipped probes: the verdict, its sentence, its facts, then its exchanges."""
+    return ProbeResult(verdict=verdict, detail=detail, observed=observed, exchanges=list(exchanges))
 
 
 @runtime_checkable

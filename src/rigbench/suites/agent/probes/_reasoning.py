@@ -3,7 +3,7 @@ turned off?"""
 
 from __future__ import annotations
 
-from rigbench.suites.agent.probes._protocol import FunctionProbe, ProbeResult
+from rigbench.suites.agent.probes._protocol import FunctionProbe, ProbeResult, result
 from rigbench.suites.agent.probes._session import ProbeSession, rejected
 
 __all__ = ["REASONING"]
@@ -25,40 +25,26 @@ async def _reasoning_field(s: ProbeSession) -> ProbeResult:
         "think_tags_in_content": leak,
     }
     if a.error or b.error:
-        return ProbeResult(
-            verdict="fail",
-            detail=f"a request failed: {(a.error or b.error or '')[:200]}",
-            observed=obs,
-            exchanges=[a, b],
-        )
+        return result("fail", f"a request failed: {(a.error or b.error or '')[:200]}", obs, a, b)
     if leak:
-        return ProbeResult(
-            verdict="fail",
-            detail="reasoning arrives inside the answer content as <think> tags (no reasoning parser)",
-            observed=obs,
-            exchanges=[a, b],
+        return result(
+            "fail",
+            "reasoning arrives inside the answer content as <think> tags (no reasoning parser)",
+            obs,
+            a,
+            b,
         )
     if a.reasoning_field != b.reasoning_field:
-        return ProbeResult(
-            verdict="fail",
-            detail=f"streamed reasoning uses {b.reasoning_field!r} but non-streamed uses "
-            f"{a.reasoning_field!r}",
-            observed=obs,
-            exchanges=[a, b],
+        return result(
+            "fail",
+            (f"streamed reasoning uses {b.reasoning_field!r} but non-streamed uses {a.reasoning_field!r}"),
+            obs,
+            a,
+            b,
         )
     if a.reasoning_field is None:
-        return ProbeResult(
-            verdict="not_applicable",
-            detail="the model emitted no separate reasoning in either mode",
-            observed=obs,
-            exchanges=[a, b],
-        )
-    return ProbeResult(
-        verdict="pass",
-        detail=f"reasoning arrives in `{a.reasoning_field}`, separate from the answer",
-        observed=obs,
-        exchanges=[a, b],
-    )
+        return result("not_applicable", "the model emitted no separate reasoning in either mode", obs, a, b)
+    return result("pass", f"reasoning arrives in `{a.reasoning_field}`, separate from the answer", obs, a, b)
 
 
 async def _thinking_can_be_disabled(s: ProbeSession) -> ProbeResult:
@@ -76,37 +62,24 @@ async def _thinking_can_be_disabled(s: ProbeSession) -> ProbeResult:
         "http_status": ex.http_status,
     }
     if rejected(ex):
-        return ProbeResult(
-            verdict="fail",
-            detail="the request to disable thinking was rejected with an HTTP error",
-            observed=obs,
-            exchanges=[ex],
-        )
+        return result("fail", "the request to disable thinking was rejected with an HTTP error", obs, ex)
     if ex.error:
-        return ProbeResult(
-            verdict="fail", detail=f"the request failed: {ex.error[:200]}", observed=obs, exchanges=[ex]
-        )
+        return result("fail", f"the request failed: {ex.error[:200]}", obs, ex)
     if base is None or not base.reasoning:
-        return ProbeResult(
-            verdict="not_applicable",
-            detail="the model does not think by default, so there is nothing to disable",
-            observed=obs,
-            exchanges=[ex],
+        return result(
+            "not_applicable", "the model does not think by default, so there is nothing to disable", obs, ex
         )
     if ex.reasoning:
-        return ProbeResult(
-            verdict="silently_ignored",
-            detail=f"HTTP 200 but still {len(ex.reasoning)} characters of reasoning with "
-            "enable_thinking=false and reasoning_effort='none'",
-            observed=obs,
-            exchanges=[ex],
+        return result(
+            "silently_ignored",
+            (
+                f"HTTP 200 but still {len(ex.reasoning)} characters of reasoning with "
+                "enable_thinking=false and reasoning_effort='none'"
+            ),
+            obs,
+            ex,
         )
-    return ProbeResult(
-        verdict="pass",
-        detail="no reasoning with enable_thinking=false / reasoning_effort='none'",
-        observed=obs,
-        exchanges=[ex],
-    )
+    return result("pass", "no reasoning with enable_thinking=false / reasoning_effort='none'", obs, ex)
 
 
 REASONING = (

@@ -4,7 +4,7 @@ ignored is the dangerous outcome (the seed's `tool_choice: "required"` returning
 from __future__ import annotations
 
 from rigbench.suites.agent._toolcalls import WEATHER
-from rigbench.suites.agent.probes._protocol import FunctionProbe, ProbeResult
+from rigbench.suites.agent.probes._protocol import FunctionProbe, ProbeResult, result
 from rigbench.suites.agent.probes._session import TIME, ProbeSession, call_names, rejected
 
 __all__ = ["TOOL_CHOICE"]
@@ -16,45 +16,29 @@ async def _tool_choice_none(s: ProbeSession) -> ProbeResult:
     ex = await s.tools_call("none")
     obs = {"http_status": ex.http_status, "calls": len(ex.tool_calls)}
     if ex.error and not rejected(ex):
-        return ProbeResult(
-            verdict="fail", detail=f"the request failed: {ex.error[:200]}", observed=obs, exchanges=[ex]
-        )
+        return result("fail", f"the request failed: {ex.error[:200]}", obs, ex)
     if rejected(ex):
-        return ProbeResult(
-            verdict="fail",
-            detail="tool_choice 'none' was rejected with an HTTP error",
-            observed=obs,
-            exchanges=[ex],
-        )
+        return result("fail", "tool_choice 'none' was rejected with an HTTP error", obs, ex)
     if ex.tool_calls:
-        return ProbeResult(
-            verdict="silently_ignored",
-            detail="tool_choice 'none' returned HTTP 200 with a tool call",
-            observed=obs,
-            exchanges=[ex],
-        )
-    return ProbeResult(
-        verdict="pass", detail="no tool call with tool_choice 'none'", observed=obs, exchanges=[ex]
-    )
+        return result("silently_ignored", "tool_choice 'none' returned HTTP 200 with a tool call", obs, ex)
+    return result("pass", "no tool call with tool_choice 'none'", obs, ex)
 
 
 async def _tool_choice_auto(s: ProbeSession) -> ProbeResult:
     ex = await s.tools_call("auto")
     obs = {"http_status": ex.http_status, "calls": call_names(ex)}
     if ex.error:
-        return ProbeResult(
-            verdict="fail", detail=f"the request failed: {ex.error[:200]}", observed=obs, exchanges=[ex]
-        )
+        return result("fail", f"the request failed: {ex.error[:200]}", obs, ex)
     if "get_weather" in call_names(ex):
-        return ProbeResult(
-            verdict="pass", detail="the model called get_weather when asked to", observed=obs, exchanges=[ex]
-        )
-    return ProbeResult(
-        verdict="fail",
-        detail="no tool call for a prompt that names the tool; the server may not support tool "
-        "calling for this model's chat template",
-        observed=obs,
-        exchanges=[ex],
+        return result("pass", "the model called get_weather when asked to", obs, ex)
+    return result(
+        "fail",
+        (
+            "no tool call for a prompt that names the tool; the server may not support tool "
+            "calling for this model's chat template"
+        ),
+        obs,
+        ex,
     )
 
 
@@ -62,28 +46,15 @@ async def _tool_choice_required(s: ProbeSession) -> ProbeResult:
     ex = await s.tools_call("required", prompt="Hello! Tell me a fun fact.")
     obs = {"http_status": ex.http_status, "calls": call_names(ex), "finish_reason": ex.finish_reason}
     if rejected(ex):
-        return ProbeResult(
-            verdict="fail",
-            detail="tool_choice 'required' was rejected with an HTTP error (loud, not silent)",
-            observed=obs,
-            exchanges=[ex],
+        return result(
+            "fail", "tool_choice 'required' was rejected with an HTTP error (loud, not silent)", obs, ex
         )
     if ex.error:
-        return ProbeResult(
-            verdict="fail", detail=f"the request failed: {ex.error[:200]}", observed=obs, exchanges=[ex]
-        )
+        return result("fail", f"the request failed: {ex.error[:200]}", obs, ex)
     if ex.tool_calls:
-        return ProbeResult(
-            verdict="pass",
-            detail="a tool call was forced even for a prompt that needs none",
-            observed=obs,
-            exchanges=[ex],
-        )
-    return ProbeResult(
-        verdict="silently_ignored",
-        detail="HTTP 200 with zero tool calls although tool_choice was 'required'",
-        observed=obs,
-        exchanges=[ex],
+        return result("pass", "a tool call was forced even for a prompt that needs none", obs, ex)
+    return result(
+        "silently_ignored", "HTTP 200 with zero tool calls although tool_choice was 'required'", obs, ex
     )
 
 
@@ -92,33 +63,16 @@ async def _tool_choice_named(s: ProbeSession) -> ProbeResult:
     ex = await s.tools_call(choice, tools=[WEATHER, TIME])
     obs = {"http_status": ex.http_status, "calls": call_names(ex)}
     if rejected(ex):
-        return ProbeResult(
-            verdict="fail",
-            detail="a named tool_choice was rejected with an HTTP error",
-            observed=obs,
-            exchanges=[ex],
-        )
+        return result("fail", "a named tool_choice was rejected with an HTTP error", obs, ex)
     if ex.error:
-        return ProbeResult(
-            verdict="fail", detail=f"the request failed: {ex.error[:200]}", observed=obs, exchanges=[ex]
-        )
+        return result("fail", f"the request failed: {ex.error[:200]}", obs, ex)
     if ex.tool_calls and set(call_names(ex)) == {"get_time"}:
-        return ProbeResult(
-            verdict="pass", detail="only the named function get_time was called", observed=obs, exchanges=[ex]
-        )
+        return result("pass", "only the named function get_time was called", obs, ex)
     if ex.tool_calls:
-        return ProbeResult(
-            verdict="silently_ignored",
-            detail=f"HTTP 200 but called {call_names(ex)} instead of the named get_time",
-            observed=obs,
-            exchanges=[ex],
+        return result(
+            "silently_ignored", f"HTTP 200 but called {call_names(ex)} instead of the named get_time", obs, ex
         )
-    return ProbeResult(
-        verdict="silently_ignored",
-        detail="HTTP 200 with zero tool calls although a function was named",
-        observed=obs,
-        exchanges=[ex],
-    )
+    return result("silently_ignored", "HTTP 200 with zero tool calls although a function was named", obs, ex)
 
 
 async def _parallel_tool_calls_false(s: ProbeSession) -> ProbeResult:
@@ -129,35 +83,20 @@ async def _parallel_tool_calls_false(s: ProbeSession) -> ProbeResult:
     )
     obs = {"http_status": ex.http_status, "calls": len(ex.tool_calls)}
     if rejected(ex):
-        return ProbeResult(
-            verdict="fail",
-            detail="parallel_tool_calls=false was rejected with an HTTP error",
-            observed=obs,
-            exchanges=[ex],
-        )
+        return result("fail", "parallel_tool_calls=false was rejected with an HTTP error", obs, ex)
     if ex.error:
-        return ProbeResult(
-            verdict="fail", detail=f"the request failed: {ex.error[:200]}", observed=obs, exchanges=[ex]
-        )
+        return result("fail", f"the request failed: {ex.error[:200]}", obs, ex)
     if len(ex.tool_calls) > 1:
-        return ProbeResult(
-            verdict="silently_ignored",
-            detail=f"{len(ex.tool_calls)} calls in one message despite parallel_tool_calls=false",
-            observed=obs,
-            exchanges=[ex],
+        return result(
+            "silently_ignored",
+            f"{len(ex.tool_calls)} calls in one message despite parallel_tool_calls=false",
+            obs,
+            ex,
         )
     if len(ex.tool_calls) == 1:
-        return ProbeResult(
-            verdict="pass",
-            detail="one call in the message with parallel_tool_calls=false",
-            observed=obs,
-            exchanges=[ex],
-        )
-    return ProbeResult(
-        verdict="not_applicable",
-        detail="the model made no call at all, so the limit could not be observed",
-        observed=obs,
-        exchanges=[ex],
+        return result("pass", "one call in the message with parallel_tool_calls=false", obs, ex)
+    return result(
+        "not_applicable", "the model made no call at all, so the limit could not be observed", obs, ex
     )
 
 
