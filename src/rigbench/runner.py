@@ -19,14 +19,23 @@ from rigbench.client import SelfCheckMonitor
 from rigbench.client._client import DEFAULT_IDLE_TIMEOUT_S, DEFAULT_TOTAL_TIMEOUT_S
 from rigbench.client._url import redact_url, url_has_userinfo
 from rigbench.errors import EndpointLostError, RigbenchError, RigError, UsageError
+from rigbench.honesty import (
+    PreflightInput,
+    ScenarioLength,
+    generate_questions,
+    new_question_seed,
+    preflight,
+    run_sanity_gate,
+    screen_outputs,
+)
 from rigbench.records import SanityVerdict, SpeedBatch, SpeedRequest
 from rigbench.rig import AttachedRig, LaunchedRig, LlamaCppConfig, launched_rig, prepare_llamacpp_rig
-from rigbench.rig._preflight import PreflightInput, ScenarioLength, preflight
-from rigbench.rig._sanity import generate_questions, new_question_seed, run_sanity_gate, screen_outputs
 from rigbench.rig._traffic import check_traffic, requests_from_records
 from rigbench.store import RunHeader, RunReader, RunWriter, TrustVerdict, new_run_id
 from rigbench.store._run import _now
+from rigbench.suites import SuiteSettings, build_suites
 from rigbench.suites._context import NullProgress, Progress, Suite, SuiteContext
+from rigbench.suites.speed import SpeedSettings
 
 __all__ = ["RunConfig", "check_concurrency", "execute_run"]
 
@@ -37,8 +46,11 @@ _TRANSPORT_KINDS = ("connect", "disconnect", "timeout", "idle_timeout", "total_t
 
 @dataclass
 class RunConfig:
-    suites: list[Suite]
-    suite_settings: dict[str, dict[str, Any]]
+    """Everything one run needs, built by `rigbench.plan.run_config_for` from a plan's rig (the CLI's
+    flags are a one-rig plan). Two configs are equal when they would measure the same way."""
+
+    suite_names: list[str]  # as --suite or a plan's `suites` names them
+    settings: SuiteSettings  # every suite's typed settings; the named suites use theirs
     out_dir: Path
     llamacpp: LlamaCppConfig | None = None  # launch the embedded rig with this config...
     endpoint: str | None = None  # ...or attach to this OpenAI base URL
@@ -56,8 +68,32 @@ class RunConfig:
     run_id: str | None = None  # None: a new id from `label` (a plan picks it up front for its index)
     idle_timeout_s: float | None = None  # per-request deadlines (None: the client's defaults)
     total_timeout_s: float | None = None
-    cli_options: dict[str, Any] | None = None  # `rigbench run`'s options, so --resume can rebuild them
-    command: list[str] = field(default_factory=lambda: _redacted_argv(sys.argv))
+    cli_options: dict[str, Any] | None = field(default=None, compare=False)  # so --resume can rebuild them
+    command: list[str] = field(default_factory=lambda: _redacted_argv(sys.argv), compare=False)
+    # The suites themselves, built from the names and settings (scale-out swaps the speed suite's client).
+    suites: list[Suite] = field(init=False, compare=False)
+    suite_settings: dict[str, dict[str, Any]] = field(init=False, compare=False)  # as run.json records them
+
+    def __post_init__(self) -> None:
+        self.suites, self.suite_settings = build_suites(self.suite_names, self.settings)
+
+    def recorded(self) -> dict[str, Any]:
+        """The resolved settings as run.json records them (`plan`); a resume must match them."""
+
+        idle_s = self.idle_timeout_s if self.idle_timeout_s is not None else DEFAULT_IDLE_TIMEOUT_S
+        total_s = self.total_timeout_s if self.total_timeout_s is not None else DEFAULT_TOTAL_TIMEOUT_S
+        plan = {"suites": self.suite_settings, "seed": self.seed, "sanity": self.sanity,
+                "sanity_max_tokens": self.sanity_max_tokens, "sanity_seed": self.sanity_seed,
+                "bandwidth_gb_s": self.bandwidth_gb_s,
+                "rig": _rig_plan(self), "deadlines": {"idle_s": idle_s, "total_s": total_s}}
+        if self.cli_options is not None:
+            plan["cli_options"] = self.cli_options
+        return plan
+
+    @property
+    def speed(self) -> SpeedSettings | None:
+        """The speed suite's settings when the run measures speed."""
+        return self.settings.speed if "speed" in self.suite_settings else None
 
 
 def _redacted_argv(argv: list[str]) -> list[str]:
@@ -76,13 +112,8 @@ async def execute_run(cfg: RunConfig, progress: Progress | None = None,
     prog = progress or NullProgress()
     idle_s = cfg.idle_timeout_s if cfg.idle_timeout_s is not None else DEFAULT_IDLE_TIMEOUT_S
     total_s = cfg.total_timeout_s if cfg.total_timeout_s is not None else DEFAULT_TOTAL_TIMEOUT_S
-    plan = {"suites": cfg.suite_settings, "seed": cfg.seed, "sanity": cfg.sanity,
-            "sanity_max_tokens": cfg.sanity_max_tokens, "sanity_seed": cfg.sanity_seed,
-            "bandwidth_gb_s": cfg.bandwidth_gb_s,
-            "rig": _rig_plan(cfg), "deadlines": {"idle_s": idle_s, "total_s": total_s}}
-    if cfg.cli_options is not None:
-        plan["cli_options"] = cfg.cli_options
-    max_conc = check_concurrency(list((cfg.suite_settings.get("speed") or {}).get("concurrency") or [1]))
+    plan = cfg.recorded()
+    max_conc = check_concurrency(cfg.speed.concurrency if cfg.speed is not None else [1])
     if cfg.resume is not None:
         reader = RunReader(cfg.resume)
         if reader.header.status == "complete":
@@ -412,12 +443,10 @@ def _preflight(cfg: RunConfig, rig: Any, info: Any, writer: RunWriter, done: set
 
     if "preflight" in done:
         return []
-    scen: list[ScenarioLength] = []
-    conc: list[int] = []
-    speed = cfg.suite_settings.get("speed") or {}
-    for name, shape in (speed.get("scenarios") or {}).items():
-        scen.append(ScenarioLength(name=name, input_tokens=shape["input_tokens"], output_tokens=shape["output_tokens"]))
-    conc = list(speed.get("concurrency") or [])
+    speed = cfg.speed
+    scen = [ScenarioLength(name=s.name, input_tokens=s.input_tokens, output_tokens=s.output_tokens)
+            for s in (speed.shapes if speed is not None else [])]
+    conc = list(speed.concurrency) if speed is not None else []
     given = PreflightInput(uses_tools="agent" in cfg.suite_settings, concurrency=conc, scenarios=scen,
                            served_context_tokens=info.context_length, server_slots=info.slots)
     report = preflight(getattr(rig, "argv", None), given)

@@ -91,12 +91,12 @@ def test_merged_run_aggregate_is_the_actors_sum_and_an_unpinnable_clock_untrusts
     from rigbench.runner import RunConfig
     from rigbench.scale import execute_run_with_clients, summarize_clients
     from rigbench.store import RunReader
-    from rigbench.suites import build_suites
+    from rigbench.suites import SuiteSettings
+    from rigbench.suites.speed import SpeedSettings
 
-    suites, settings = build_suites(["speed"], profile="quick", scenarios=["chat_short"], repetitions=2, warmup=1,
-                                    concurrency=[4, 64])
-    cfg = RunConfig(suites=suites, suite_settings=settings, out_dir=tmp_path, endpoint=emu.url, sanity=False,
-                    allow_untrusted=True, label="clients")
+    speed = SpeedSettings(profile="quick", scenarios=["chat_short"], repetitions=2, warmup=1, concurrency=[4, 64])
+    cfg = RunConfig(suite_names=["speed"], settings=SuiteSettings(speed=speed), out_dir=tmp_path, endpoint=emu.url,
+                    sanity=False, allow_untrusted=True, label="clients")
     # actor 2's echo waits 4 ms: its offset can be known only to +-2 ms, past the 1 ms bound
     header = run_loop(execute_run_with_clients(cfg, address=cluster.address, clients=4, cpus_per_client=0.5,
                                                echo_delay_s={2: 0.004}))

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rigbench.analysis._gibberish import screen_text
-from rigbench.records import SanityAnswer
-from rigbench.rig._sanity import (
+from rigbench.honesty._gibberish import screen_text
+from rigbench.honesty._sanity import (
     CAPITALS,
     DEFAULT_MIX,
     SanityQuestion,
@@ -16,6 +15,7 @@ from rigbench.rig._sanity import (
     judge,
     screen_outputs,
 )
+from rigbench.records import SanityAnswer
 from rigbench.testing._rogue import CANNED
 
 

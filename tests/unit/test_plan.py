@@ -24,9 +24,9 @@ def write(tmp_path: Path, text: str) -> Path:
 
 def test_public_surface() -> None:
     assert set(plan_pkg.__all__) == {
-        "EmbeddedRig", "LoadedPlan", "Plan", "PlanError", "PlanIndex", "PlanRig", "PlanRigEntry", "ResolvedRig",
-        "SpeedPlan", "execute_plan", "expand_rigs", "is_plan_dir", "load_plan", "plan_runs", "read_plan_index",
-        "run_config_for"}
+        "CliPlan", "EmbeddedRig", "LoadedPlan", "Plan", "PlanError", "PlanIndex", "PlanRig", "PlanRigEntry", "ResolvedRig",
+        "SpeedPlan", "execute_plan", "expand_rigs", "is_plan_dir", "load_plan", "plan_from_options", "plan_runs",
+        "read_plan_index", "run_config_for"}
 
 
 def test_examples_load_and_expand() -> None:
@@ -151,7 +151,7 @@ def test_run_config_per_rig_kind(tmp_path: Path) -> None:
           - {name: a, endpoint: {base_url: "http://h:8000/v1", model: m}}
         """)
     lp = load_plan(p)
-    cfgs = [run_config_for(lp, r, tmp_path, run_id=f"id-{r.name}", resume=None) for r in lp.rigs]
+    cfgs = [run_config_for(lp.plan, r, tmp_path, run_id=f"id-{r.name}", resume=None) for r in lp.rigs]
     assert cfgs[0].llamacpp.draft_max == 4 and cfgs[0].llamacpp.slots == 4
     assert cfgs[0].suite_settings["speed"]["repetitions"] == 2
     assert isinstance(cfgs[1].launch, VLLMLaunch) and cfgs[1].llamacpp is None
@@ -242,7 +242,7 @@ def test_plan_deadlines_reach_every_run_and_bad_ones_name_the_line(tmp_path: Pat
           - {name: one, endpoint: {base_url: "http://127.0.0.1:9/v1"}}
         """)
     lp = load_plan(p)
-    cfg = run_config_for(lp, lp.rigs[0], tmp_path, run_id="x", resume=None)
+    cfg = run_config_for(lp.plan, lp.rigs[0], tmp_path, run_id="x", resume=None)
     assert (cfg.idle_timeout_s, cfg.total_timeout_s) == (30, 120)
     p.write_text(p.read_text().replace("idle_s: 30", "idle_s: -1"))
     with pytest.raises(PlanError, match=r"plan.yaml:2.*idle_s"):

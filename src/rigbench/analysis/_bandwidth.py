@@ -41,7 +41,9 @@ class BandwidthMeasurement(BaseModel):
 
 def measure_host_bandwidth(*, buffer_bytes: int = 512 * 1024**2, repeats: int = 7,
                            threads: int | None = None) -> BandwidthMeasurement:
-    n_threads = max(1, threads or min(os.cpu_count() or 1, 16))
+    # the CPUs this process may use (taskset, a container's cpuset), not the host's count
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    n_threads = max(1, threads or min(usable, 16))
     n = buffer_bytes // 8 // n_threads * n_threads
     src = np.ones(n, dtype=np.float64)
     dst = np.empty_like(src)

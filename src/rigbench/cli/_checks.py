@@ -84,11 +84,4 @@ def check_run_options(o: dict[str, Any]) -> None:
                              f" give comma-separated levels from {', '.join(EFFORT_LEVELS)}.")
         if len(set(got)) != len(got):
             raise UsageError(f"--effort-levels {levels!r} repeats a level; give each once.")
-    from rigbench.runner import check_concurrency
-
-    try:
-        conc = [int(v) for v in str(o.get("concurrency", "1")).split(",") if v.strip()]
-    except ValueError:
-        return  # the run's own parser says what is wrong with it
-    if conc and min(conc) >= 1:
-        check_concurrency(conc)
+    # concurrency: parsed and checked once, by the speed settings and the runner (check_concurrency)

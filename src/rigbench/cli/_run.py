@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -15,21 +14,9 @@ from rigbench.cli._progress import RichProgress
 from rigbench.client import run as run_loop
 from rigbench.errors import UsageError
 from rigbench.report import render_markdown, render_terminal
-from rigbench.rig import LlamaCppConfig, LocalFile, model_source_from_spec
 from rigbench.store import RunReader
-from rigbench.suites import build_suites
 
 __all__ = ["run"]
-
-
-def _int_list(value: str, option: str) -> list[int]:
-    try:
-        out = [int(v) for v in value.split(",") if v.strip()]
-    except ValueError as e:
-        raise UsageError(f"{option} takes comma-separated integers, e.g. 1,2,4,8; got {value!r}.") from e
-    if not out or any(v < 1 for v in out):
-        raise UsageError(f"{option} values must be positive integers; got {value!r}.")
-    return out
 
 
 def _recorded(options: dict[str, Any]) -> dict[str, Any]:
@@ -121,6 +108,25 @@ def run(
                                                      "with vLLM (default: vllm on PATH, else the managed venv).")] = None,
     kv_cache_gib: Annotated[float | None, typer.Option(min=0.125, help="--engine vllm: KV pool in GiB on a CPU build "
                                                        "(VLLM_CPU_KVCACHE_SPACE; default 1).")] = None,
+    tool_trials: Annotated[int | None, typer.Option(help="Agent suite: trials of each tool-call case (default 3; "
+                                                    "plan key agent.tool_trials).")] = None,
+    bfcl_per_category: Annotated[int | None, typer.Option(help="Agent suite: BFCL items per category (default 10; "
+                                                          "0 skips BFCL; plan key agent.bfcl_per_category).")] = None,
+    bfcl_trials: Annotated[int | None, typer.Option(help="Agent suite: trials of each BFCL item (default 1).")] = None,
+    bfcl_data: Annotated[Path | None, typer.Option(help="Agent suite: a directory holding the BFCL data files "
+                                                   "(default: the pinned release, downloaded once).")] = None,
+    agent_tasks: Annotated[str | None, typer.Option(help="Agent suite: comma-separated multi-turn tasks, shipped "
+                                                    "names or task directories (default: every shipped task).")] = None,
+    task_trials: Annotated[int | None, typer.Option(help="Agent suite: trials of each multi-turn task, the k of "
+                                                    "pass@k (default 3).")] = None,
+    max_turns: Annotated[int | None, typer.Option(help="Agent suite: a task trial stops after this many model "
+                                                  "turns (default 20).")] = None,
+    task_max_tokens: Annotated[int | None, typer.Option(help="Agent suite: token budget per model turn of a task "
+                                                        "(default 1024).")] = None,
+    set_: Annotated[list[str] | None, typer.Option("--set", help="Any suite setting a plan file takes, as "
+                                                   "SECTION.KEY=VALUE (VALUE read as YAML), repeatable: e.g. "
+                                                   "--set agent.repeat_limit=5 --set mmlu_pro.shots=3 "
+                                                   "--set speed.temperature=0.7 (keys: docs/plans.md).")] = None,
 ) -> None:
     """Measure a rig: set up (or attach), check it answers correctly, run the suites, report.
 
@@ -153,72 +159,12 @@ def run(
 
         check_client_options(ray=ray, clients=clients, endpoint=endpoint, suites=suite)
     console = Console()
-    from rigbench.runner import RunConfig, execute_run
+    from rigbench.plan import plan_from_options, run_config_for
 
-    api_key = None
-    if api_key_env:
-        api_key = os.environ.get(api_key_env)
-        if not api_key:
-            raise UsageError(f"--api-key-env {api_key_env}: that environment variable is not set or empty.")
-    if endpoint and (model_file or llama_server or draft_model):
-        raise UsageError("--endpoint attaches to a running server; --model-file/--llama-server/--draft-model "
-                         "only apply when rigbench launches the server. Use one or the other.")
-    conc = _int_list(concurrency, "--concurrency")
-    names = [s.strip() for s in suite.split(",") if s.strip()]
-    options: dict[str, dict[str, Any]] = {"mmlu_pro": {}, "packs": {}, "effort": {}}
-    if mmlu_data:
-        options["mmlu_pro"]["data"] = mmlu_data
-    if mmlu_questions:
-        options["mmlu_pro"]["questions_per_subject"] = mmlu_questions
-    if mmlu_subjects:
-        options["mmlu_pro"]["subjects"] = [x.strip() for x in mmlu_subjects.split(",") if x.strip()]
-    if pack:
-        options["packs"]["packs"] = list(pack)
-        options["effort"]["pack"] = pack[0]
-    if allow_unconfined:
-        options["packs"]["allow_unconfined"] = options["effort"]["allow_unconfined"] = True
-    if effort_levels:
-        options["effort"]["levels"] = [x.strip() for x in effort_levels.split(",") if x.strip()]
-    suites, settings = build_suites(names, suite_options=options, profile=profile,
-                                    scenarios=[s.strip() for s in scenarios.split(",")] if scenarios else None,
-                                    repetitions=repetitions, warmup=warmup, concurrency=conc)
-    if allow_unconfined and "agent" in settings:
-        settings["agent"]["allow_unconfined"] = True
-    if "tasks" in settings.get("agent", {}).get("parts", []):
-        from rigbench.sandbox import require_confinement
-
-        require_confinement(allow_unconfined)  # before the engine starts
-    llama_cfg = None
-    launch = None
-    if engine not in ("llamacpp", "llama.cpp", "vllm"):
-        raise UsageError(f"--engine {engine!r}: rigbench launches llamacpp or vllm. For SGLang or Ollama, start the "
-                         "server yourself and attach with --endpoint, or use a plan rig (docs/plans.md).")
-    if engine == "vllm" and not endpoint:
-        launch = _vllm_launch(settings, conc, model_file=model_file, draft_model=draft_model, spec_type=spec_type,
-                              draft_max=draft_max, spec_synth_len=spec_synth_len, ctx_per_slot=ctx_per_slot,
-                              port=port, extra=list(engine_arg or []), vllm_python=vllm_python,
-                              kv_cache_gib=kv_cache_gib, llama_server=llama_server, threads=threads)
-    elif vllm_python or kv_cache_gib:
-        raise UsageError("--vllm-python and --kv-cache-gib apply to --engine vllm only.")
-    if not endpoint and launch is None:
-        need = max((sc["input_tokens"] + sc["output_tokens"]
-                    for sc in settings.get("speed", {}).get("scenarios", {}).values()), default=4096)
-        llama_cfg = LlamaCppConfig(
-            model=model_source_from_spec(model_file) if model_file else LlamaCppConfig().model,
-            llama_server=llama_server, port=port, ctx_per_slot=ctx_per_slot or max(4096, need + 256),
-            slots=max(conc), threads=threads,
-            draft_model=(model_source_from_spec(draft_model) if draft_model else None),
-            spec_type=spec_type, draft_max=draft_max, spec_synth_len=spec_synth_len,
-            extra_args=list(engine_arg or []),
-        )
-        if isinstance(llama_cfg.model, LocalFile):
-            llama_cfg.model.resolve()  # fail early with a clear message
-    cfg = RunConfig(suites=suites, suite_settings=settings, out_dir=out, llamacpp=llama_cfg, endpoint=endpoint,
-                    launch=launch,
-                    model=model, api_key=api_key, allow_untrusted=allow_untrusted, sanity=not no_sanity,
-                    sanity_max_tokens=sanity_max_tokens, sanity_seed=sanity_seed, bandwidth_gb_s=bandwidth_gbs,
-                    seed=seed, label=label, resume=resume, idle_timeout_s=idle_timeout,
-                    total_timeout_s=request_timeout, cli_options=_recorded(cli_opts))
+    # the flags are a plan of one rig: the same models validate them, the same function builds the run
+    flags = plan_from_options(cli_opts)
+    cfg = run_config_for(flags.plan, flags.rig, out, label=label, resume=resume, allow_untrusted=allow_untrusted,
+                         cli_options=_recorded(cli_opts))
     with RichProgress(console) as prog:
         try:
             if ray is not None:  # the speed load from client actors (rigbench.scale)
@@ -227,6 +173,8 @@ def run(
                 header = run_loop(execute_run_with_clients(cfg, prog, address=ray, clients=clients,
                                                            console=console))
             else:
+                from rigbench.runner import execute_run
+
                 header = run_loop(execute_run(cfg, prog, build_progress=prog.build))
         except KeyboardInterrupt:
             console.print("[yellow]interrupted: the partial run is kept; continue it with --resume[/]")
@@ -241,54 +189,3 @@ def run(
         Console(stderr=True).print("[bold red]The run is UNTRUSTED (reasons above); exiting 1. "
                                    "Pass --allow-untrusted to exit 0 anyway.[/]")
         raise typer.Exit(1)
-
-
-def _vllm_launch(settings: dict[str, Any], conc: list[int], *, model_file: str | None, draft_model: str | None,
-                 spec_type: str | None, draft_max: int | None, spec_synth_len: float | None,
-                 ctx_per_slot: int | None, port: int | None, extra: list[str], vllm_python: Path | None,
-                 kv_cache_gib: float | None, llama_server: Path | None, threads: int | None) -> Any:
-    """`rigbench run --engine vllm`: the VLLMLaunch spec (model converted and vLLM found when it starts)."""
-    from rigbench.rig._launch_spec import VLLMLaunch
-    from rigbench.rig._vllm_env import find_vllm, vllm_serve_argv
-
-    for flag, value in (("--llama-server", llama_server), ("--draft-model", draft_model),
-                        ("--spec-synth-len", spec_synth_len), ("--threads", threads)):
-        if value is not None:
-            raise UsageError(f"{flag} is a llama.cpp option; with --engine vllm use --spec-type ngram "
-                             "[--draft-max N], or pass vLLM flags with --engine-arg.")
-    spec_cfg = None
-    if spec_type is not None:
-        if spec_type != "ngram":
-            raise UsageError(f"--spec-type {spec_type!r} with --engine vllm: rigbench builds vLLM's ngram "
-                             "speculation only (--spec-type ngram). For a draft model or EAGLE, pass "
-                             "--engine-arg=--speculative-config='{...}' or use a plan rig.")
-        spec_cfg = {"method": "ngram", "num_speculative_tokens": draft_max or 4,
-                    "prompt_lookup_max": 4, "prompt_lookup_min": 2}
-    elif draft_max is not None:
-        raise UsageError("--draft-max needs --spec-type ngram with --engine vllm.")
-    model = "embedded"
-    if model_file:
-        p = Path(model_file).expanduser()
-        if model_file.startswith(("hf://", "pypi://")):
-            raise UsageError(f"--model-file {model_file!r} with --engine vllm: give a local .gguf or a Hugging Face "
-                             "model directory (or a hub id vLLM can fetch itself).")
-        if p.exists():
-            if p.is_dir() and not (p / "config.json").is_file():
-                raise UsageError(f"--model-file {p} is a directory without config.json: vLLM needs a Hugging Face "
-                                 "model directory (config.json, weights, tokenizer) or a .gguf file.")
-            model = str(p.resolve())
-        elif model_file.endswith(".gguf") or "/" not in model_file or model_file.startswith((".", "/", "~")):
-            raise UsageError(f"--model-file {model_file}: no such file or directory.")
-        else:
-            model = model_file  # a hub id, e.g. HuggingFaceTB/SmolLM2-135M-Instruct
-    need = max((sc["input_tokens"] + sc["output_tokens"]
-                for sc in settings.get("speed", {}).get("scenarios", {}).values()), default=1792)
-    executable = None
-    if vllm_python is not None:
-        found = find_vllm(vllm_python)  # checks that it imports vllm; errors name the fix
-        assert found is not None
-        executable = vllm_serve_argv(found.python)
-    return VLLMLaunch(model=model, port=port, executable=executable, dtype="bfloat16",
-                      max_model_len=ctx_per_slot or max(2048, need + 256), max_num_seqs=max(conc), generation_config="auto",
-                      speculative_config=spec_cfg, cpu_kvcache_space_gib=kv_cache_gib or 1.0,
-                      extra_args=extra)

@@ -1,11 +1,13 @@
 """Plan files: a matrix of rigs x suites x settings, validated, expanded and run rig by rig."""
 
-from rigbench.plan._execute import execute_plan, plan_runs, run_config_for
+from rigbench.plan._config import CliPlan, plan_from_options, run_config_for
+from rigbench.plan._execute import execute_plan, plan_runs
 from rigbench.plan._index import PlanIndex, PlanRigEntry, is_plan_dir, read_plan_index
 from rigbench.plan._load import LoadedPlan, PlanError, ResolvedRig, expand_rigs, load_plan
 from rigbench.plan._models import EmbeddedRig, Plan, PlanRig, SpeedPlan
 
 __all__ = [
+    "CliPlan",
     "EmbeddedRig",
     "LoadedPlan",
     "Plan",
@@ -19,6 +21,7 @@ __all__ = [
     "expand_rigs",
     "is_plan_dir",
     "load_plan",
+    "plan_from_options",
     "plan_runs",
     "read_plan_index",
     "run_config_for",

@@ -8,13 +8,13 @@ it and exits non-zero. Ctrl-C marks the current rig interrupted and stops the pl
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from rigbench.client._url import redact_text
 from rigbench.errors import RigbenchError, UsageError
+from rigbench.plan._config import run_config_for
 from rigbench.plan._index import (
     PLAN_FILE,
     PlanIndex,
@@ -23,59 +23,13 @@ from rigbench.plan._index import (
     write_plan_index,
 )
 from rigbench.plan._load import LoadedPlan, PlanError, ResolvedRig
-from rigbench.plan._models import EmbeddedRig
-from rigbench.rig import EMBEDDED_MODEL, LlamaCppConfig, ModelSource, model_source_from_spec
-from rigbench.rig._launch_spec import EndpointSpec
-from rigbench.runner import RunConfig, check_concurrency, execute_run
+from rigbench.runner import check_concurrency, execute_run
 from rigbench.store import RunReader, new_run_id
 from rigbench.store._run import _now
 from rigbench.suites import build_suites
 from rigbench.suites._context import NullProgress, Progress
 
-__all__ = ["check_plan", "execute_plan", "run_config_for"]
-
-
-def _source(spec: str) -> ModelSource:
-    return EMBEDDED_MODEL if spec == "embedded" else model_source_from_spec(spec)
-
-
-def run_config_for(loaded: LoadedPlan, rig: ResolvedRig, plan_dir: Path, *, run_id: str,
-                   resume: Path | None) -> Any:
-    """The `RunConfig` that measures one rig of the plan."""
-
-    p = loaded.plan
-    sp = p.speed
-    unconfined = {"allow_unconfined": True} if p.allow_unconfined else {}
-    suites, settings = build_suites(rig.suites, profile=sp.profile, scenarios=sp.scenarios,
-                                    repetitions=sp.repetitions, warmup=sp.warmup, concurrency=sp.concurrency,
-                                    suite_options={"packs": dict(unconfined), "effort": dict(unconfined)})
-    if "agent" in settings:
-        settings["agent"].update(unconfined)
-    api_key = None
-    if rig.api_key_env:
-        api_key = os.environ.get(rig.api_key_env)
-        if not api_key:
-            raise UsageError(f"rig {rig.name!r}: api_key_env {rig.api_key_env} is not set or empty.")
-    common: dict[str, Any] = {"suites": suites, "suite_settings": settings, "out_dir": plan_dir,
-                              "sanity": p.sanity, "seed": p.seed, "label": rig.name, "resume": resume,
-                              "run_id": run_id, "api_key": api_key, "allow_untrusted": True,
-                              "idle_timeout_s": p.deadlines.idle_s if p.deadlines else None,
-                              "total_timeout_s": p.deadlines.total_s if p.deadlines else None}
-    spec = rig.spec
-    if isinstance(spec, EmbeddedRig):
-        need = max((sc["input_tokens"] + sc["output_tokens"]
-                    for sc in settings.get("speed", {}).get("scenarios", {}).values()), default=4096)
-        cfg = LlamaCppConfig(
-            model=_source(spec.model), llama_server=Path(spec.llama_server) if spec.llama_server else None,
-            ctx_per_slot=spec.ctx_per_slot or max(4096, need + 256), slots=spec.slots or max(sp.concurrency),
-            threads=spec.threads, draft_model=_source(spec.draft_model) if spec.draft_model else None,
-            spec_type=spec.spec_type, draft_max=spec.draft_max, spec_synth_len=spec.spec_synth_len,
-            extra_args=list(spec.extra_args),
-        )
-        return RunConfig(llamacpp=cfg, **common)
-    if isinstance(spec, EndpointSpec):
-        return RunConfig(endpoint=spec.base_url, model=spec.model, **common)
-    return RunConfig(launch=spec, **common)
+__all__ = ["check_plan", "execute_plan"]
 
 
 def check_plan(loaded: LoadedPlan) -> None:
@@ -85,14 +39,13 @@ def check_plan(loaded: LoadedPlan) -> None:
     first two rigs spent an hour measuring.
     """
 
-    sp = loaded.plan.speed
+    settings = loaded.plan.suite_settings()
     for rig in loaded.rigs:
         try:
-            build_suites(rig.suites, profile=sp.profile, scenarios=sp.scenarios, repetitions=sp.repetitions,
-                         warmup=sp.warmup, concurrency=sp.concurrency)
+            build_suites(rig.suites, settings)
         except UsageError as e:
             raise PlanError(f"plan {loaded.path}, rig {rig.name!r}: {e}") from None
-    check_concurrency(sp.concurrency)
+    check_concurrency(loaded.plan.speed.concurrency)
 
 
 def _kind(rig: ResolvedRig) -> str:
@@ -146,7 +99,7 @@ async def execute_plan(
         index = index.with_entry(entry)
         write_plan_index(plan_dir, index)
         try:
-            cfg = run_config_for(loaded, rig, plan_dir, run_id=run_id, resume=prior)
+            cfg = run_config_for(loaded.plan, rig, plan_dir, run_id=run_id, resume=prior)
             header = await execute_run(cfg, prog, build_progress=build_progress)
             entry = entry.model_copy(update={
                 "status": header.status, "error": header.error, "source_data_id": header.source_data_id,

@@ -21,6 +21,7 @@ from rigbench.client._url import redact_text
 from rigbench.errors import UsageError
 from rigbench.plan._models import EmbeddedRig, Plan, PlanRig
 from rigbench.rig._launch_spec import EndpointSpec
+from rigbench.suites.speed import SpeedSettings
 
 __all__ = ["LoadedPlan", "PlanError", "ResolvedRig", "expand_rigs", "load_plan"]
 
@@ -37,7 +38,7 @@ class ResolvedRig(NamedTuple):
 
     def key(self) -> dict[str, Any]:
         """What identifies this rig's configuration (a resumed plan must match it)."""
-        return {"name": self.name, "kind": _kind(self.spec), "spec": self.spec.model_dump(mode="json"),
+        return {"name": self.name, "kind": _kind(self.spec), "spec": _without_new_defaults(self.spec),
                 "suites": self.suites}
 
 
@@ -52,11 +53,32 @@ class LoadedPlan(NamedTuple):
         """Hash of the resolved configuration (not of the file's text: comments may change)."""
         # a setting left out is left out of the hash, so plans written before it existed still resume
         skip = {"rigs", "description"} | ({"deadlines"} if self.plan.deadlines is None else set())
-        body = {"plan": self.plan.model_dump(mode="json", exclude=skip),
+        body = {"plan": _without_new_defaults(self.plan, exclude=skip),
                 "rigs": [r.key() for r in self.rigs]}
 
         # credentials in a URL are never used nor stored: the copy in the plan directory must hash the same
         return hashlib.sha256(redact_text(json.dumps(body, sort_keys=True)).encode()).hexdigest()[:16]
+
+
+# Settings added after plan index format 1, per model: left at their default they stay out of the
+# hash, so a plan directory started before they existed still resumes.
+_ADDED_LATER: dict[type[BaseModel], frozenset[str]] = {
+    Plan: frozenset({"mmlu_pro", "packs", "effort", "agent", "sanity_max_tokens", "sanity_seed", "bandwidth_gb_s"}),
+    SpeedSettings: frozenset({"temperature"}),
+    EmbeddedRig: frozenset({"port"}),
+}
+
+
+def _without_new_defaults(model: BaseModel, exclude: set[str] | None = None) -> dict[str, Any]:
+    out = model.model_dump(mode="json", exclude=exclude)
+    for name in _ADDED_LATER.get(type(model), frozenset()):
+        field = type(model).model_fields[name]
+        if getattr(model, name) == field.get_default(call_default_factory=True):
+            out.pop(name, None)
+    for name, value in vars(model).items():
+        if isinstance(value, BaseModel) and name in out and type(value) in _ADDED_LATER:
+            out[name] = _without_new_defaults(value)
+    return out
 
 
 def _kind(spec: BaseModel) -> str:

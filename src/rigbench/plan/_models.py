@@ -12,6 +12,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from rigbench.rig._launch_spec import EndpointSpec, LaunchSpec
+from rigbench.suites import SuiteSettings
+from rigbench.suites.agent._settings import AgentSettings
+from rigbench.suites.quality import EffortSettings, MMLUProSettings, PackSettings
+from rigbench.suites.speed import SpeedSettings
 
 __all__ = ["Deadlines", "EmbeddedRig", "Plan", "PlanRig", "RigResources", "SpeedPlan"]
 
@@ -31,6 +35,7 @@ class EmbeddedRig(_Model):
     ctx_per_slot: int | None = Field(default=None, ge=256)  # None: largest scenario + margin
     slots: int | None = Field(default=None, ge=1)  # None: the highest concurrency
     threads: int | None = Field(default=None, ge=1)
+    port: int | None = Field(default=None, ge=1, le=65535)  # None: a free port
     llama_server: str | None = None  # binary; None: PATH, then the cached build
     extra_args: list[str] = Field(default_factory=list)
 
@@ -40,21 +45,8 @@ class EmbeddedRig(_Model):
         return shlex.split(v) if isinstance(v, str) else v
 
 
-class SpeedPlan(_Model):
-    """The speed suite's settings (same meaning as `rigbench run`'s options)."""
-
-    profile: str = "quick"
-    scenarios: list[str] | None = None
-    repetitions: int = Field(default=5, ge=1)
-    warmup: int = Field(default=1, ge=0)
-    concurrency: list[int] = Field(default_factory=lambda: [1], min_length=1)
-
-    @field_validator("concurrency")
-    @classmethod
-    def _positive(cls, v: list[int]) -> list[int]:
-        if any(c < 1 for c in v):
-            raise ValueError("concurrency levels must be positive integers")
-        return v
+# The speed suite's own settings model is the plan's `speed:` section (one model, one validation).
+SpeedPlan = SpeedSettings
 
 
 class Deadlines(_Model):
@@ -134,9 +126,22 @@ class Plan(_Model):
     name: str = Field(min_length=1, max_length=60)
     description: str | None = None
     suites: list[str] = Field(default_factory=lambda: ["speed"], min_length=1)
-    speed: SpeedPlan = Field(default_factory=SpeedPlan)
+    speed: SpeedSettings = Field(default_factory=SpeedSettings)
+    mmlu_pro: MMLUProSettings = Field(default_factory=MMLUProSettings)
+    packs: PackSettings = Field(default_factory=PackSettings)
+    effort: EffortSettings = Field(default_factory=EffortSettings)
+    agent: AgentSettings = Field(default_factory=AgentSettings)
     seed: int = 0
     sanity: bool = True  # false: skip the known-answer gate (every run is then untrusted)
+    sanity_max_tokens: int = Field(default=1024, ge=8)  # token budget per known-answer question
+    sanity_seed: int | None = None  # the gate's question seed (None: a fresh one per run, recorded)
+    bandwidth_gb_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)  # for the decode roofline
     allow_unconfined: bool = False  # run model-written code where bubblewrap cannot confine it (marked)
     deadlines: Deadlines | None = None  # None: rigbench's defaults (idle 600 s, total 3600 s)
     rigs: list[PlanRig] = Field(min_length=1)
+
+    def suite_settings(self) -> SuiteSettings:
+        """Every suite's settings, with `allow_unconfined` given to the suites that run model code."""
+        s = SuiteSettings(speed=self.speed, mmlu_pro=self.mmlu_pro, packs=self.packs, effort=self.effort,
+                          agent=self.agent)
+        return s.unconfined() if self.allow_unconfined else s

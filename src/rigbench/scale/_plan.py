@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from rigbench.errors import RigbenchError
-from rigbench.plan._execute import _open_index, run_config_for
+from rigbench.plan._config import run_config_for
+from rigbench.plan._execute import _open_index
 from rigbench.plan._index import PlanIndex, write_plan_index
 from rigbench.plan._load import LoadedPlan, ResolvedRig
 from rigbench.scale._placement import check_placeable, rig_resources, task_options
@@ -59,7 +60,7 @@ def rig_task(loaded: LoadedPlan, rig: ResolvedRig, run_id: str, prior: dict[str,
 
         def work() -> None:
             try:
-                cfg = run_config_for(loaded, rig, scratch, run_id=run_id, resume=run_dir if prior else None)
+                cfg = run_config_for(loaded.plan, rig, scratch, run_id=run_id, resume=run_dir if prior else None)
                 cfg.command = command  # the driver's command line, not the Ray worker's
                 header = run_loop(execute_run(cfg))
                 outcome["end"] = (header.status, header.error)

@@ -1,10 +1,10 @@
 """Agent readiness: conformance probes, tool-call cases, BFCL, multi-turn tasks in a sandbox."""
 
 from rigbench.suites.agent._bfcl import BFCL_CATEGORIES, BFCL_VERSION, BFCLSuite
-from rigbench.suites.agent._probes import PROBES, ProbesSuite
 from rigbench.suites.agent._suite import AgentSuite
 from rigbench.suites.agent._tasks import RepoTaskSuite
 from rigbench.suites.agent._toolcalls import TOOL_CASES, ToolCallSuite
+from rigbench.suites.agent.probes import PROBES, ProbesSuite
 
 __all__ = [
     "BFCL_CATEGORIES",

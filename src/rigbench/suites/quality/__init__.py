@@ -9,10 +9,11 @@ Settings are the *Settings models (or plain dicts validated into them).
 """
 
 from rigbench.suites.quality._knobs import effort_request_fields
-from rigbench.suites.quality._mmlu import MMLUProSettings, MMLUProSuite
+from rigbench.suites.quality._mmlu import MMLUProSuite
 from rigbench.suites.quality._mmlu_data import MMLUProData, load_mmlu_pro
-from rigbench.suites.quality._pack_suite import EffortSettings, EffortSweepSuite, PackSettings, PackSuite
+from rigbench.suites.quality._pack_suite import EffortSweepSuite, PackSuite
 from rigbench.suites.quality._packs import Pack, load_pack, shipped_packs
+from rigbench.suites.quality._settings import EffortSettings, MMLUProSettings, PackSettings
 
 __all__ = [
     "EffortSettings",

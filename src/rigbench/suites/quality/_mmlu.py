@@ -6,32 +6,14 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
 from rigbench.analysis._reasoning import split_reasoning, split_tokens
 from rigbench.records import Extraction, MMLUProAnswer, MMLUProConfig, StreamResult
 from rigbench.suites._context import SuiteContext
 from rigbench.suites.quality._mmlu_data import MMLUProData, MMLUProQuestion, load_mmlu_pro, sample_questions
 from rigbench.suites.quality._mmlu_protocol import PROTOCOL, build_prompt, extract_answer
+from rigbench.suites.quality._settings import MMLUProSettings
 
-__all__ = ["MMLUProSettings", "MMLUProSuite"]
-
-
-class MMLUProSettings(BaseModel):
-    """Settings of `--suite mmlu_pro` (plan key `mmlu_pro`). Defaults follow the first seed."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    data: str | None = None  # None/"hf": download TIGER-Lab/MMLU-Pro; else a local directory
-    revision: str = "main"  # hub revision (a commit pins the data)
-    subjects: list[str] | None = None  # None: all fourteen
-    questions_per_subject: int | None = 200  # None: every question (12,032 in total)
-    sample_seed: int = 12345  # the official scripts' seed; recorded in the run
-    shots: int = 5  # validation examples per subject (the split has five)
-    max_tokens: int = 4000  # the official API script's limit
-    concurrency: int | None = None  # None: the rig's slot count, else 1
-    temperature: float = 0.0  # greedy, as the official scripts
-    extra_body: dict[str, Any] = {}  # extra request fields (e.g. chat_template_kwargs)
+__all__ = ["MMLUProSuite"]
 
 
 class MMLUProSuite:

@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from rigbench.analysis._reasoning import split_reasoning, split_tokens
 from rigbench.errors import UsageError
 from rigbench.records import PackAnswer, PackConfig, StreamResult
@@ -15,38 +13,9 @@ from rigbench.suites._context import SuiteContext
 from rigbench.suites.quality._graders import grade
 from rigbench.suites.quality._knobs import effort_request_fields
 from rigbench.suites.quality._packs import CodeGrader, Pack, Task, load_pack
+from rigbench.suites.quality._settings import EffortSettings, PackSettings
 
-__all__ = ["EffortSettings", "EffortSweepSuite", "PackSettings", "PackSuite", "grade_task"]
-
-
-class PackSettings(BaseModel):
-    """Settings of `--suite packs` (plan key `packs`)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    packs: list[str] = ["multilingual"]  # shipped pack names or paths to YAML packs
-    tasks: list[str] | None = None  # only these task ids (None: every task)
-    repetitions: int = Field(1, ge=1)
-    concurrency: int = Field(1, ge=1)  # 1 keeps per-task wall time free of queueing
-    max_tokens: int | None = None  # None: the pack's (per task, else pack default)
-    extra_body: dict[str, Any] = {}
-    allow_unconfined: bool = False  # run `code` graders even where the sandbox cannot confine them
-
-
-class EffortSettings(BaseModel):
-    """Settings of `--suite effort` (plan key `effort`): one pack at each reasoning-effort level."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    pack: str = "multilingual"
-    tasks: list[str] | None = None  # only these task ids (None: every task)
-    levels: list[str] = ["none", "low", "medium", "high"]  # add "xhigh" etc. where the engine names it
-    engine: str | None = None  # knob table key; None: the rig's engine
-    repetitions: int = Field(1, ge=1)
-    concurrency: int = Field(1, ge=1)
-    max_tokens: int | None = None
-    extra_body: dict[str, Any] = {}
-    allow_unconfined: bool = False
+__all__ = ["EffortSweepSuite", "PackSuite", "grade_task"]
 
 
 async def grade_task(task: Task, result: StreamResult, *, suite: Literal["packs", "effort"], pack: str,

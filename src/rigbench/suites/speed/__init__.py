@@ -2,10 +2,12 @@
 
 from rigbench.suites.speed._prompts import ExactPrompt, PromptBuilder
 from rigbench.suites.speed._scenarios import PROFILES, Scenario, scenarios_for
-from rigbench.suites.speed._suite import SpeedSettings, SpeedSuite
+from rigbench.suites.speed._settings import ConcurrencyLevels, SpeedSettings
+from rigbench.suites.speed._suite import SpeedSuite
 
 __all__ = [
     "PROFILES",
+    "ConcurrencyLevels",
     "ExactPrompt",
     "PromptBuilder",
     "Scenario",

@@ -11,43 +11,13 @@ from rigbench.errors import UsageError
 from rigbench.records import SpeedBatch, SpeedRequest, SpeedSkip, StreamResult
 from rigbench.rig._telemetry import TelemetrySampler
 from rigbench.rig.engines import get_adapter
+from rigbench.sizing import fits_in_context
 from rigbench.suites._context import SuiteContext
 from rigbench.suites.speed._prompts import ExactPrompt, PromptBuilder
-from rigbench.suites.speed._scenarios import Scenario, scenarios_for
+from rigbench.suites.speed._scenarios import Scenario
+from rigbench.suites.speed._settings import SpeedSettings
 
-__all__ = ["SpeedSettings", "SpeedSuite"]
-
-
-class SpeedSettings:
-    """Resolved settings; defaults are the ones `rigbench run` uses."""
-
-    def __init__(
-        self,
-        *,
-        profile: str = "quick",
-        scenarios: list[str] | None = None,
-        repetitions: int = 5,
-        warmup: int = 1,
-        concurrency: list[int] | None = None,
-        temperature: float = 0.0,
-    ) -> None:
-        self.profile = profile
-        self.scenarios = scenarios_for(profile, scenarios)
-        self.repetitions = repetitions
-        self.warmup = warmup
-        self.concurrency = concurrency or [1]
-        self.temperature = temperature
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "profile": self.profile,
-            "scenarios": {s.name: {"input_tokens": s.input_tokens, "output_tokens": s.output_tokens}
-                          for s in self.scenarios},
-            "repetitions": self.repetitions,
-            "warmup": self.warmup,
-            "concurrency": self.concurrency,
-            "temperature": self.temperature,
-        }
+__all__ = ["SpeedSuite"]
 
 
 def _forced_length_fields(engine: str, max_tokens: int) -> dict[str, Any]:
@@ -83,7 +53,7 @@ class SpeedSuite:
 
             builder = PromptBuilder(_none, _none, _none)
         batches = [(c, r) for c in s.concurrency for r in range(-s.warmup, s.repetitions)]
-        for scenario in s.scenarios:
+        for scenario in s.shapes:
             skip = self._skip_reason(scenario, ctx)
             if skip:
                 uid = f"speed/{scenario.name}/skip"
@@ -114,7 +84,7 @@ class SpeedSuite:
     def _skip_reason(self, scenario: Scenario, ctx: SuiteContext) -> str | None:
         need = scenario.input_tokens + scenario.output_tokens
         ctx_len = ctx.rig.context_length
-        if ctx_len is not None and need > ctx_len:
+        if ctx_len is not None and not fits_in_context(scenario.input_tokens, scenario.output_tokens, ctx_len):
             return (f"needs {need} tokens of context ({scenario.input_tokens} in + {scenario.output_tokens} out) "
                     f"but the server serves {ctx_len} per request")
         return None

@@ -1,0 +1,290 @@
+"""The one path from settings to a `RunConfig`: a plan's rig, or `rigbench run`'s flags as a one-rig plan.
+
+`plan_from_options` turns the flags into a `Plan` (validated by the same models as a plan file,
+errors naming the flag); `run_config_for` builds the `RunConfig` of one rig of any plan. Context
+and slot sizing of a launched rig come from `rigbench.sizing`, here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import yaml
+from pydantic import ValidationError
+
+from rigbench.errors import UsageError
+from rigbench.plan._load import ResolvedRig, expand_rigs
+from rigbench.plan._models import EmbeddedRig, Plan
+from rigbench.rig import EMBEDDED_MODEL, LlamaCppConfig, LocalFile, ModelSource, model_source_from_spec
+from rigbench.rig._launch_spec import EndpointSpec, VLLMLaunch
+from rigbench.runner import RunConfig
+from rigbench.sizing import context_per_slot, slots_for
+
+__all__ = ["CliPlan", "plan_from_options", "run_config_for"]
+
+# llama-server: at least 4096 per slot; without a speed suite, room for 4096-token quality/agent prompts.
+_LLAMACPP_FLOOR, _LLAMACPP_UNKNOWN_NEED = 4096, 4096
+# vLLM on a CPU: its KV pool is small (1 GiB by default), so a tighter floor.
+_VLLM_FLOOR, _VLLM_UNKNOWN_NEED = 2048, 1792
+
+
+def _source(spec: str) -> ModelSource:
+    return EMBEDDED_MODEL if spec == "embedded" else model_source_from_spec(spec)
+
+
+def _shapes(plan: Plan, suites: list[str]) -> list[tuple[int, int]]:
+    """Token shapes a launched rig must serve: the speed scenarios, when the rig measures speed."""
+    return [(s.input_tokens, s.output_tokens) for s in plan.speed.shapes] if "speed" in suites else []
+
+
+def run_config_for(plan: Plan, rig: ResolvedRig, out_dir: Path, *, run_id: str | None = None,
+                   resume: Path | None = None, label: str | None = None, allow_untrusted: bool = True,
+                   cli_options: dict[str, Any] | None = None) -> RunConfig:
+    """The `RunConfig` that measures `rig` of `plan` (for `rigbench run` flags: `plan_from_options`).
+
+    Plans keep going past an untrusted rig (`allow_untrusted`) and report it in their index.
+    """
+    settings = plan.suite_settings()
+    api_key = None
+    if rig.api_key_env:
+        api_key = os.environ.get(rig.api_key_env)
+        if not api_key:
+            raise UsageError(f"rig {rig.name!r}: api_key_env {rig.api_key_env} is not set or empty.")
+    common: dict[str, Any] = {
+        "suite_names": list(rig.suites), "settings": settings, "out_dir": out_dir, "sanity": plan.sanity,
+        "sanity_max_tokens": plan.sanity_max_tokens, "sanity_seed": plan.sanity_seed,
+        "bandwidth_gb_s": plan.bandwidth_gb_s, "seed": plan.seed, "label": label or rig.name, "resume": resume,
+        "run_id": run_id, "api_key": api_key, "allow_untrusted": allow_untrusted,
+        "idle_timeout_s": plan.deadlines.idle_s if plan.deadlines else None,
+        "total_timeout_s": plan.deadlines.total_s if plan.deadlines else None, "cli_options": cli_options}
+    spec = rig.spec
+    if isinstance(spec, EmbeddedRig):
+        cfg = LlamaCppConfig(
+            model=_source(spec.model), llama_server=Path(spec.llama_server) if spec.llama_server else None,
+            port=spec.port,
+            ctx_per_slot=spec.ctx_per_slot or context_per_slot(_shapes(plan, rig.suites), floor=_LLAMACPP_FLOOR,
+                                                               unknown_need=_LLAMACPP_UNKNOWN_NEED),
+            slots=spec.slots or slots_for(plan.speed.concurrency), threads=spec.threads,
+            draft_model=_source(spec.draft_model) if spec.draft_model else None,
+            spec_type=spec.spec_type, draft_max=spec.draft_max, spec_synth_len=spec.spec_synth_len,
+            extra_args=list(spec.extra_args),
+        )
+        if isinstance(cfg.model, LocalFile):
+            cfg.model.resolve()  # a missing file fails now, with its path, not after the build
+        run = RunConfig(llamacpp=cfg, **common)
+    elif isinstance(spec, EndpointSpec):
+        run = RunConfig(endpoint=spec.base_url, model=spec.model, **common)
+    else:
+        run = RunConfig(launch=spec, **common)
+    if "tasks" in run.suite_settings.get("agent", {}).get("parts", []):
+        from rigbench.sandbox import require_confinement
+
+        require_confinement(settings.agent.allow_unconfined)  # before the engine starts
+    return run
+
+
+class CliPlan(NamedTuple):
+    """`rigbench run`'s flags as a plan of one rig."""
+
+    plan: Plan
+    rig: ResolvedRig
+
+
+def _names(value: str | None) -> list[str] | None:
+    return [x.strip() for x in value.split(",") if x.strip()] if value else None
+
+
+def _given(**values: Any) -> dict[str, Any]:
+    """Only the options given: the rest keep the settings models' defaults (one place for them)."""
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+# Plan keys whose flag is not the key's own name.
+_FLAG_OF: dict[tuple[str | int, ...], str] = {
+    ("speed",): "--scenarios", ("speed", "scenarios"): "--scenarios", ("suites",): "--suite",
+    ("mmlu_pro", "data"): "--mmlu-data", ("mmlu_pro", "questions_per_subject"): "--mmlu-questions",
+    ("mmlu_pro", "subjects"): "--mmlu-subjects", ("packs", "packs"): "--pack", ("effort", "pack"): "--pack",
+    ("effort", "levels"): "--effort-levels", ("agent", "bfcl_data_dir"): "--bfcl-data",
+    ("bandwidth_gb_s",): "--bandwidth-gbs", ("deadlines", "idle_s"): "--idle-timeout",
+    ("deadlines", "total_s"): "--request-timeout", ("rigs", 0, "embedded", "model"): "--model-file",
+    ("rigs", 0, "embedded", "extra_args"): "--engine-arg", ("rigs", 0, "endpoint", "base_url"): "--endpoint",
+}
+
+
+def _cli_error(e: ValidationError, sets: dict[str, Any]) -> UsageError:
+    """A validation error of the flags' plan, naming the flag (or `--set KEY`) as the user typed it."""
+    lines = []
+    for err in e.errors():
+        loc = tuple(err["loc"])
+        key = ".".join(str(x) for x in loc)
+        if key in sets:
+            flag = f"--set {key}"
+        elif loc in _FLAG_OF:
+            flag = _FLAG_OF[loc]
+        else:
+            flag = _flag(str(loc[-1])) if loc else "--set"
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = f"no such setting (see `rigbench run --help` and docs/plans.md for the keys of {loc[0]})"
+        got = "" if "got" in msg or err["type"] == "extra_forbidden" else f"; got {err['input']!r}"
+        lines.append(f"{flag}: {msg}{got}.".replace("..", "."))
+    return UsageError(" ".join(lines))
+
+
+def _parse_sets(items: list[str]) -> dict[str, Any]:
+    """`--set SECTION.KEY=VALUE`: the value read as YAML, as it would be in a plan file."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, eq, text = item.partition("=")
+        if not eq or "." not in key or not key.split(".", 1)[1]:
+            raise UsageError(f"--set {item!r}: give SECTION.KEY=VALUE, e.g. --set agent.repeat_limit=5 or "
+                             "--set mmlu_pro.shots=3 (the keys are a plan file's: docs/plans.md).")
+        try:
+            out[key.strip()] = yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            raise UsageError(f"--set {item!r}: the value is not valid YAML ({e}).") from None
+    return out
+
+
+def _nested(sets: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for key, value in sets.items():
+        section, _, name = key.partition(".")
+        out.setdefault(section, {})[name] = value
+    return out
+
+
+# Sections `--set` may change: the suites' settings (the rig and run-level options have their own flags).
+_SET_SECTIONS = ("speed", "mmlu_pro", "packs", "effort", "agent")
+
+
+def plan_from_options(o: dict[str, Any]) -> CliPlan:
+    """`rigbench run`'s options (its parameters by name) as a one-rig plan.
+
+    Range checks the models make (repetitions >= 1, a known scenario, ...) are the plan file's,
+    reported with the flag's name.
+    """
+    sets = _parse_sets(list(o.get("set_") or []))
+    for key in sets:
+        if key.split(".", 1)[0] not in _SET_SECTIONS:
+            raise UsageError(f"--set {key}: only suite settings are set this way ({', '.join(_SET_SECTIONS)}); "
+                             "the rig and the run have their own flags (`rigbench run --help`).")
+    pack = list(o.get("pack") or [])
+    sections: dict[str, dict[str, Any]] = {
+        "speed": _given(profile=o.get("profile"), scenarios=_names(o.get("scenarios")),
+                        repetitions=o.get("repetitions"), warmup=o.get("warmup"), concurrency=o.get("concurrency")),
+        "mmlu_pro": _given(data=o.get("mmlu_data"), questions_per_subject=o.get("mmlu_questions"),
+                           subjects=_names(o.get("mmlu_subjects"))),
+        "packs": _given(packs=pack or None),
+        "effort": _given(pack=pack[0] if pack else None, levels=_names(o.get("effort_levels"))),
+        "agent": _given(tool_trials=o.get("tool_trials"), bfcl_per_category=o.get("bfcl_per_category"),
+                        bfcl_trials=o.get("bfcl_trials"), bfcl_data_dir=_str(o.get("bfcl_data")),
+                        agent_tasks=_names(o.get("agent_tasks")), task_trials=o.get("task_trials"),
+                        max_turns=o.get("max_turns"), task_max_tokens=o.get("task_max_tokens")),
+    }
+    for section, values in _nested(sets).items():
+        sections[section].update(values)
+    deadlines = _given(idle_s=o.get("idle_timeout"), total_s=o.get("request_timeout"))
+    data: dict[str, Any] = {
+        "name": "run", "suites": _names(o.get("suite")) or [], **sections, "seed": o.get("seed", 0),
+        "sanity": not o.get("no_sanity", False), "allow_unconfined": bool(o.get("allow_unconfined")),
+        **_given(sanity_max_tokens=o.get("sanity_max_tokens"), sanity_seed=o.get("sanity_seed"),
+                 bandwidth_gb_s=o.get("bandwidth_gbs")),
+        "deadlines": deadlines or None,
+        "rigs": [{"name": "run", **_rig(o)}],
+    }
+    try:
+        plan = Plan.model_validate(data)
+    except ValidationError as e:
+        raise _cli_error(e, sets) from None
+    rig = expand_rigs(plan)[0]
+    if isinstance(rig.spec, VLLMLaunch):  # sized for the validated speed settings, as the embedded rig is
+        size = {"max_model_len": rig.spec.max_model_len or context_per_slot(
+                    _shapes(plan, rig.suites), floor=_VLLM_FLOOR, unknown_need=_VLLM_UNKNOWN_NEED),
+                "max_num_seqs": slots_for(plan.speed.concurrency)}
+        rig = rig._replace(spec=rig.spec.model_copy(update=size))
+    return CliPlan(plan, rig)
+
+
+def _str(v: Any) -> str | None:
+    return None if v is None else str(v)
+
+
+def _rig(o: dict[str, Any]) -> dict[str, Any]:
+    """The rig part of the flags: an endpoint, a vLLM launch, or the embedded llama.cpp rig."""
+    endpoint, engine = o.get("endpoint"), o.get("engine") or "llamacpp"
+    if endpoint and (o.get("model_file") or o.get("llama_server") or o.get("draft_model")):
+        raise UsageError("--endpoint attaches to a running server; --model-file/--llama-server/--draft-model "
+                         "only apply when rigbench launches the server. Use one or the other.")
+    if engine not in ("llamacpp", "llama.cpp", "vllm"):
+        raise UsageError(f"--engine {engine!r}: rigbench launches llamacpp or vllm. For SGLang or Ollama, start the "
+                         "server yourself and attach with --endpoint, or use a plan rig (docs/plans.md).")
+    api_key_env = o.get("api_key_env")
+    if api_key_env and not os.environ.get(api_key_env):
+        raise UsageError(f"--api-key-env {api_key_env}: that environment variable is not set or empty.")
+    rig: dict[str, Any] = {"api_key_env": api_key_env or None}
+    if engine == "vllm" and not endpoint:
+        return {**rig, "launch": _vllm_launch(o)}
+    if o.get("vllm_python") or o.get("kv_cache_gib"):
+        raise UsageError("--vllm-python and --kv-cache-gib apply to --engine vllm only.")
+    if endpoint:
+        return {**rig, "endpoint": EndpointSpec(base_url=endpoint, model=o.get("model"))}
+    return {**rig, "embedded": _given(
+        model=o.get("model_file"), draft_model=o.get("draft_model"), spec_type=o.get("spec_type"),
+        draft_max=o.get("draft_max"), spec_synth_len=o.get("spec_synth_len"), ctx_per_slot=o.get("ctx_per_slot"),
+        threads=o.get("threads"), port=o.get("port"), llama_server=_str(o.get("llama_server")),
+        extra_args=list(o.get("engine_arg") or []))}
+
+
+def _vllm_launch(o: dict[str, Any]) -> VLLMLaunch:
+    """`rigbench run --engine vllm`: the VLLMLaunch spec (model converted and vLLM found when it starts)."""
+    from rigbench.rig._vllm_env import find_vllm, vllm_serve_argv
+
+    for flag, value in (("--llama-server", o.get("llama_server")), ("--draft-model", o.get("draft_model")),
+                        ("--spec-synth-len", o.get("spec_synth_len")), ("--threads", o.get("threads"))):
+        if value is not None:
+            raise UsageError(f"{flag} is a llama.cpp option; with --engine vllm use --spec-type ngram "
+                             "[--draft-max N], or pass vLLM flags with --engine-arg.")
+    spec_type, draft_max = o.get("spec_type"), o.get("draft_max")
+    spec_cfg = None
+    if spec_type is not None:
+        if spec_type != "ngram":
+            raise UsageError(f"--spec-type {spec_type!r} with --engine vllm: rigbench builds vLLM's ngram "
+                             "speculation only (--spec-type ngram). For a draft model or EAGLE, pass "
+                             "--engine-arg=--speculative-config='{...}' or use a plan rig.")
+        spec_cfg = {"method": "ngram", "num_speculative_tokens": draft_max or 4,
+                    "prompt_lookup_max": 4, "prompt_lookup_min": 2}
+    elif draft_max is not None:
+        raise UsageError("--draft-max needs --spec-type ngram with --engine vllm.")
+    model = "embedded"
+    model_file = o.get("model_file")
+    if model_file:
+        p = Path(model_file).expanduser()
+        if model_file.startswith(("hf://", "pypi://")):
+            raise UsageError(f"--model-file {model_file!r} with --engine vllm: give a local .gguf or a Hugging Face "
+                             "model directory (or a hub id vLLM can fetch itself).")
+        if p.exists():
+            if p.is_dir() and not (p / "config.json").is_file():
+                raise UsageError(f"--model-file {p} is a directory without config.json: vLLM needs a Hugging Face "
+                                 "model directory (config.json, weights, tokenizer) or a .gguf file.")
+            model = str(p.resolve())
+        elif model_file.endswith(".gguf") or "/" not in model_file or model_file.startswith((".", "/", "~")):
+            raise UsageError(f"--model-file {model_file}: no such file or directory.")
+        else:
+            model = model_file  # a hub id, e.g. HuggingFaceTB/SmolLM2-135M-Instruct
+    executable = None
+    vllm_python = o.get("vllm_python")
+    if vllm_python is not None:
+        found = find_vllm(Path(vllm_python))  # checks that it imports vllm; errors name the fix
+        assert found is not None
+        executable = vllm_serve_argv(found.python)
+    return VLLMLaunch(model=model, port=o.get("port"), executable=executable, dtype="bfloat16",
+                      max_model_len=o.get("ctx_per_slot"), generation_config="auto",
+                      speculative_config=spec_cfg, cpu_kvcache_space_gib=o.get("kv_cache_gib") or 1.0,
+                      extra_args=list(o.get("engine_arg") or []))

@@ -1,0 +1,34 @@
+"""Every suite's settings in one typed model: what a plan file's suite keys and `rigbench run`'s
+flags resolve to, validated once, before any rig starts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from rigbench.suites.agent._settings import AgentSettings
+from rigbench.suites.quality._settings import EffortSettings, MMLUProSettings, PackSettings
+from rigbench.suites.speed._settings import SpeedSettings
+
+__all__ = ["SuiteSettings"]
+
+
+class SuiteSettings(BaseModel):
+    """Settings of every suite; a run uses those of the suites it names."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    speed: SpeedSettings = Field(default_factory=SpeedSettings)
+    mmlu_pro: MMLUProSettings = Field(default_factory=MMLUProSettings)
+    packs: PackSettings = Field(default_factory=PackSettings)
+    effort: EffortSettings = Field(default_factory=EffortSettings)
+    agent: AgentSettings = Field(default_factory=AgentSettings)
+
+    def unconfined(self) -> SuiteSettings:
+        """The same settings with model-written code allowed to run unconfined (`--allow-unconfined`,
+        a plan's top-level `allow_unconfined: true`), for every suite that runs such code."""
+        on: dict[str, Any] = {"allow_unconfined": True}
+        return self.model_copy(update={"packs": self.packs.model_copy(update=on),
+                                       "effort": self.effort.model_copy(update=on),
+                                       "agent": self.agent.model_copy(update=on)})
