@@ -14,10 +14,14 @@ from pathlib import Path
 from typing import Any, cast
 
 from rigbench._version import __version__
-from rigbench.analysis._compare import fingerprint_differences
-from rigbench.client import SelfCheckMonitor
-from rigbench.client._client import DEFAULT_IDLE_TIMEOUT_S, DEFAULT_TOTAL_TIMEOUT_S
-from rigbench.client._url import redact_url, url_has_userinfo
+from rigbench.analysis import fingerprint_differences
+from rigbench.client import (
+    DEFAULT_IDLE_TIMEOUT_S,
+    DEFAULT_TOTAL_TIMEOUT_S,
+    SelfCheckMonitor,
+    redact_url,
+    url_has_userinfo,
+)
 from rigbench.errors import EndpointLostError, RigbenchError, RigError, UsageError
 from rigbench.honesty import (
     PreflightInput,
@@ -29,12 +33,17 @@ from rigbench.honesty import (
     screen_outputs,
 )
 from rigbench.records import SanityVerdict, SpeedBatch, SpeedRequest
-from rigbench.rig import AttachedRig, LaunchedRig, LlamaCppConfig, launched_rig, prepare_llamacpp_rig
-from rigbench.rig._traffic import check_traffic, requests_from_records
-from rigbench.store import RunHeader, RunReader, RunWriter, TrustVerdict, new_run_id
-from rigbench.store._run import _now
-from rigbench.suites import SuiteSettings, build_suites
-from rigbench.suites._context import NullProgress, Progress, Suite, SuiteContext
+from rigbench.rig import (
+    AttachedRig,
+    LaunchedRig,
+    LlamaCppConfig,
+    check_traffic,
+    launched_rig,
+    prepare_llamacpp_rig,
+    requests_from_records,
+)
+from rigbench.store import RunHeader, RunReader, RunWriter, TrustVerdict, new_run_id, now_utc
+from rigbench.suites import NullProgress, Progress, Suite, SuiteContext, SuiteSettings, build_suites
 from rigbench.suites.speed import SpeedSettings
 
 __all__ = ["RunConfig", "check_concurrency", "execute_run"]
@@ -128,7 +137,7 @@ async def execute_run(cfg: RunConfig, progress: Progress | None = None,
     else:
         run_id = cfg.run_id or new_run_id(cfg.label)
         run_dir = cfg.out_dir / run_id
-        header = RunHeader(run_id=run_id, created_at=_now(), rigbench_version=__version__, command=cfg.command,
+        header = RunHeader(run_id=run_id, created_at=now_utc(), rigbench_version=__version__, command=cfg.command,
                            plan=plan)
         writer = RunWriter(run_dir, header)
         done = set()

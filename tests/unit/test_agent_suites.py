@@ -419,8 +419,7 @@ def test_shipped_tasks_load() -> None:
     assert load_task("cart_root_cause").spec["answer"]["file"] == "app/discount.py"
 
 
-def test_public_surface() -> None:
+def test_the_agent_suite_ships_its_probes_and_tool_cases() -> None:
     import rigbench.suites.agent as agent
 
-    assert {"AgentSuite", "ProbesSuite", "ToolCallSuite", "BFCLSuite", "RepoTaskSuite", "PROBES"} <= set(agent.__all__)
     assert len(agent.PROBES) == 15 and len(agent.TOOL_CASES) == 6

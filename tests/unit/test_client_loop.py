@@ -24,10 +24,3 @@ def test_standard_loop_on_request(monkeypatch: pytest.MonkeyPatch) -> None:
     assert event_loop_name() == "asyncio"
     assert run(_loop_class()).startswith("asyncio")
 
-
-def test_client_public_surface() -> None:
-    import rigbench.client as c
-
-    assert sorted(c.__all__) == [
-        "ChatClient", "SelfCheckMonitor", "current_monitor", "event_loop_name", "run",
-    ]

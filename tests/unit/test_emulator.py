@@ -123,12 +123,3 @@ def test_delay_distributions_have_their_means() -> None:
         xs = [d.draw_s(rng) for _ in range(20_000)]
         assert sum(xs) / len(xs) == pytest.approx(0.010, rel=0.03), dist
 
-
-def test_public_surface() -> None:
-    import rigbench.testing as t
-
-    assert sorted(t.__all__) == [
-        "AccuracyReport", "Delay", "Emulator", "EmulatorProcess", "EmulatorScript", "Fault", "FaultKind",
-        "NoiseFloor", "PERSONAS", "Persona", "ROGUES", "RequestTruth", "RogueName", "SchedulerNoise", "UsageMode",
-        "compare_with_truth", "serve",
-    ]

@@ -361,14 +361,3 @@ def test_adapters_do_not_share_metric_dicts() -> None:
     a.metric_names["x"] = "y"
     assert "x" not in b.metric_names
 
-
-def test_public_surface() -> None:
-    import rigbench.rig.engines as engines
-
-    assert sorted(engines.__all__) == [
-        "ENGINE_NAMES", "Engine", "EngineAdapter", "EngineName", "EngineSpec", "FlagReading", "FlagSyntax",
-        "LaunchCommand", "LlamaCppAdapter", "MetricSample", "OllamaAdapter", "PreflightInput", "SGLangAdapter",
-        "ScenarioLength", "VLLMAdapter", "canonical_values", "detect_engine", "get_adapter", "get_engine",
-        "int_flag", "known_engines", "parse_prometheus", "register_engine", "speculative_from_argv",
-        "unregister_engine",
-    ]

@@ -92,6 +92,18 @@ def upward_imports(src: Path, layers: dict[str, int] = LAYERS) -> list[str]:
     return bad
 
 
+def private_imports(src: Path) -> list[str]:
+    """One line per import of another package's `_private` module (its package exports the name)."""
+    bad: list[str] = []
+    for imp in rigbench_imports(src):
+        parts = imp.target.split(".")
+        if _package(imp.target) != imp.source and any(p.startswith("_") for p in parts[2:]):
+            public = ".".join(parts[: next(i for i, p in enumerate(parts) if i >= 2 and p.startswith("_"))])
+            bad.append(f"{imp.path.relative_to(src.parent)}:{imp.line}: import {imp.target}: "
+                       f"{imp.source} reaches into {public}'s private module; import the name from {public}")
+    return bad
+
+
 def test_every_package_has_a_layer() -> None:
     packages = {p.stem if p.is_file() else p.name for p in (SRC / "rigbench").iterdir()
                 if (p.is_dir() and (p / "__init__.py").exists()) or (p.suffix == ".py" and p.name != "__init__.py")}
@@ -151,3 +163,22 @@ def test_imports_down_and_within_a_package_pass(tmp_path: Path) -> None:
         "report/_fmt.py": "from rigbench.records import StreamResult\nfrom . import _labels\n",
     })
     assert upward_imports(src) == []
+
+
+def test_no_package_imports_another_packages_private_module() -> None:
+    bad = private_imports(SRC)
+    assert not bad, "imports of private modules across packages:\n" + "\n".join(bad)
+
+
+def test_the_private_check_names_the_public_package_to_use(tmp_path: Path) -> None:
+    src = _tree(tmp_path, {
+        "__init__.py": "",
+        "report/__init__.py": "",
+        "report/_run.py": ("from rigbench.report._fmt import f\n"  # within its own package: fine
+                           "from rigbench.analysis import describe\n"
+                           "\n\ndef g():\n    from rigbench.suites.speed._suite import SpeedSuite\n"),
+    })
+    assert private_imports(src) == [
+        "src/rigbench/report/_run.py:6: import rigbench.suites.speed._suite: report reaches into "
+        "rigbench.suites.speed's private module; import the name from rigbench.suites.speed"
+    ]

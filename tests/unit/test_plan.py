@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-import rigbench.plan as plan_pkg
 from rigbench.plan import EmbeddedRig, PlanError, load_plan, run_config_for
 from rigbench.plan._index import read_plan_index
 from rigbench.rig._launch_spec import ContainerLaunch, VLLMLaunch
@@ -20,13 +19,6 @@ def write(tmp_path: Path, text: str) -> Path:
     p = tmp_path / "plan.yaml"
     p.write_text(textwrap.dedent(text))
     return p
-
-
-def test_public_surface() -> None:
-    assert set(plan_pkg.__all__) == {
-        "CliPlan", "EmbeddedRig", "LoadedPlan", "Plan", "PlanError", "PlanIndex", "PlanRig", "PlanRigEntry", "ResolvedRig",
-        "SpeedPlan", "execute_plan", "expand_rigs", "is_plan_dir", "load_plan", "plan_from_options", "plan_runs",
-        "read_plan_index", "run_config_for"}
 
 
 def test_examples_load_and_expand() -> None:

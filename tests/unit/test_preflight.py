@@ -99,13 +99,3 @@ def test_clean_llamacpp_command_has_no_findings() -> None:
                                                                             output_tokens=256)]))
     assert r.findings == []
 
-
-def test_honesty_public_surface() -> None:
-    import rigbench.honesty as honesty
-
-    assert sorted(honesty.__all__) == [
-        "DEFAULT_MIX", "GibberishScreen", "PreflightInput", "SanityQuestion", "ScenarioLength", "extract_answer",
-        "generate_questions", "new_question_seed", "parse_command", "preflight", "run_sanity_gate",
-        "screen_outputs", "screen_text",
-    ]
-    assert all(hasattr(honesty, name) for name in honesty.__all__)

@@ -1,38 +1,95 @@
 """Statistics and derived metrics. Never touches the network; never formats output."""
 
-from rigbench.analysis._compare import Comparison, compare_runs, compare_stats
-from rigbench.analysis._kvcache import KVArchitecture, KVCapacity, kv_capacity
+from rigbench.analysis._agent import AgentSummary, ProbeRow, TaskScore
+from rigbench.analysis._bandwidth import machine_bandwidth
+from rigbench.analysis._compare import Comparison, compare_runs, compare_stats, fingerprint_differences
+from rigbench.analysis._kvcache import (
+    KVArchitecture,
+    KVCapacity,
+    VLLMAccounting,
+    kv_architecture_from_path,
+    kv_capacity,
+    sessions_from_pool,
+)
+from rigbench.analysis._quality import (
+    EffortSummary,
+    MMLUProComparison,
+    MMLUProSummary,
+    PackSummary,
+    PairTest,
+    Proportion,
+    QualitySummary,
+)
+from rigbench.analysis._reasoning import split_reasoning, split_tokens
+from rigbench.analysis._revision import Revision, find_revisions
 from rigbench.analysis._roofline import (
     Roofline,
     SpeedupPrediction,
+    WeightsInfo,
+    lookup_device,
     predict_speedup,
     roofline,
     weights_from_path,
 )
 from rigbench.analysis._run import RunAnalysis, analyze_run
+from rigbench.analysis._selfcheck import CPU_FRACTION_MAX, LOOP_LAG_P99_MAX_S
+from rigbench.analysis._speculation import SpeculationFit, fit_speculation
 from rigbench.analysis._speed import ScenarioSpeed, SpeedSummary, summarize_speed
 from rigbench.analysis._stats import Stat, describe
-from rigbench.analysis._timing import RequestTiming, request_timing
+from rigbench.analysis._suite_compare import AccuracyDiff, SuiteComparison, compare_suites
+from rigbench.analysis._telemetry import ScenarioTelemetry, TimingCrossCheck
+from rigbench.analysis._timing import RequestTiming, chunk_token_counts, request_timing
 
 __all__ = [
+    "CPU_FRACTION_MAX",
+    "LOOP_LAG_P99_MAX_S",
+    "AccuracyDiff",
+    "AgentSummary",
     "Comparison",
+    "EffortSummary",
     "KVArchitecture",
     "KVCapacity",
+    "MMLUProComparison",
+    "MMLUProSummary",
+    "PackSummary",
+    "PairTest",
+    "ProbeRow",
+    "Proportion",
+    "QualitySummary",
     "RequestTiming",
+    "Revision",
     "Roofline",
     "RunAnalysis",
     "ScenarioSpeed",
+    "ScenarioTelemetry",
+    "SpeculationFit",
     "SpeedSummary",
     "SpeedupPrediction",
     "Stat",
+    "SuiteComparison",
+    "TaskScore",
+    "TimingCrossCheck",
+    "VLLMAccounting",
+    "WeightsInfo",
     "analyze_run",
+    "chunk_token_counts",
     "compare_runs",
     "compare_stats",
+    "compare_suites",
     "describe",
+    "find_revisions",
+    "fingerprint_differences",
+    "fit_speculation",
+    "kv_architecture_from_path",
     "kv_capacity",
+    "lookup_device",
+    "machine_bandwidth",
     "predict_speedup",
     "request_timing",
     "roofline",
+    "sessions_from_pool",
+    "split_reasoning",
+    "split_tokens",
     "summarize_speed",
     "weights_from_path",
 ]

@@ -10,7 +10,7 @@ from rich.console import Console
 from rigbench.cli._app import app
 from rigbench.errors import UsageError
 from rigbench.honesty import PreflightInput, ScenarioLength, preflight
-from rigbench.report._honesty import preflight_terminal
+from rigbench.report import preflight_terminal
 
 __all__ = ["check"]
 

@@ -9,20 +9,21 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from rigbench.analysis import summarize_speed
-from rigbench.analysis._compare import compare_runs
-from rigbench.analysis._speculation import fit_speculation
-from rigbench.analysis._suite_compare import compare_suites
+from rigbench.analysis import compare_runs, compare_suites, fit_speculation, summarize_speed
 from rigbench.cli._app import app
 from rigbench.errors import UsageError
-from rigbench.report._honesty import (
+from rigbench.report import (
     comparison_markdown,
     comparison_terminal,
+    rig_labels,
     speculation_markdown,
     speculation_terminal,
+    suite_comparison_markdown,
+    suite_comparison_terminal,
+    synth_mark,
+    synth_note,
+    synthetic_acceptance,
 )
-from rigbench.report._labels import rig_labels, synth_mark, synth_note, synthetic_acceptance
-from rigbench.report._suite_compare import suite_comparison_markdown, suite_comparison_terminal
 from rigbench.store import RunReader
 
 __all__ = ["compare"]

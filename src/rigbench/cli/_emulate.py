@@ -13,8 +13,7 @@ from pydantic import ValidationError
 
 from rigbench.cli._app import app
 from rigbench.errors import UsageError
-from rigbench.testing import EmulatorScript, serve
-from rigbench.testing._rogue import ROGUES
+from rigbench.testing import ROGUES, EmulatorScript, serve
 
 __all__ = ["emulate"]
 

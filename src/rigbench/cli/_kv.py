@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from rigbench.analysis._kvcache import (
+from rigbench.analysis import (
     KVArchitecture,
     VLLMAccounting,
     kv_architecture_from_path,
@@ -17,7 +17,7 @@ from rigbench.analysis._kvcache import (
 )
 from rigbench.cli._app import app
 from rigbench.errors import UsageError
-from rigbench.report._honesty import kv_terminal
+from rigbench.report import kv_terminal
 
 __all__ = ["kv"]
 

@@ -8,13 +8,11 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from rigbench.analysis import RunAnalysis, analyze_run
-from rigbench.analysis._compare import Comparison, compare_runs
-from rigbench.analysis._revision import Revision, find_revisions
+from rigbench.analysis import Comparison, Revision, RunAnalysis, analyze_run, compare_runs, find_revisions
 from rigbench.cli._progress import RichProgress
 from rigbench.client import run as run_loop
 from rigbench.plan import PlanIndex, execute_plan, load_plan, plan_runs
-from rigbench.report._blog import render_blog_markdown, speedup_table
+from rigbench.report import render_blog_markdown, speedup_table
 from rigbench.store import new_run_id
 
 __all__ = ["across_runs", "named_runs", "plan_analyses", "run_plan"]

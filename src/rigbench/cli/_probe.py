@@ -8,11 +8,9 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from rigbench.analysis._bandwidth import machine_bandwidth
-from rigbench.analysis._roofline import lookup_device
+from rigbench.analysis import lookup_device, machine_bandwidth
 from rigbench.cli._app import app
-from rigbench.rig import host_info
-from rigbench.rig._cache import cache_dir
+from rigbench.rig import cache_dir, host_info
 
 __all__ = ["probe"]
 

@@ -8,14 +8,18 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from rigbench.analysis import analyze_run
-from rigbench.analysis._suite_compare import compare_suites
+from rigbench.analysis import analyze_run, compare_suites
 from rigbench.cli._app import app
 from rigbench.errors import StoreError
-from rigbench.report import render_json, render_markdown, render_terminal
-from rigbench.report._labels import rig_labels
-from rigbench.report._ls import RunListing, runs_table
-from rigbench.report._suite_compare import suite_comparison_terminal
+from rigbench.report import (
+    RunListing,
+    render_json,
+    render_markdown,
+    render_terminal,
+    rig_labels,
+    runs_table,
+    suite_comparison_terminal,
+)
 from rigbench.store import RunReader
 
 __all__ = ["ls", "report"]
@@ -56,7 +60,7 @@ def report(
     comparisons, revisions = across_runs(names, runs, analyses) if len(runs) > 1 else ([], [])
     suites = [compare_suites(RunReader(runs[0]), RunReader(p)) for p in runs[1:]]
     if len(runs) > 1:  # across the runs: speed-up, then quality and agent, each against the first
-        from rigbench.report._blog import render_blog_markdown, speedup_table
+        from rigbench.report import render_blog_markdown, speedup_table
 
         console.rule(f"{len(runs)} runs against {names[0]}")
         if comparisons:
@@ -66,7 +70,7 @@ def report(
         # the blog-ready comparison first, then each run in full
         md_parts.insert(0, render_blog_markdown(names, analyses, comparisons, revisions, suites))
     if html:
-        from rigbench.report._html import render_html
+        from rigbench.report import render_html
 
         html.write_text(render_html(names, analyses, comparisons, revisions, suites))
         console.print(f"HTML report: {html}")
@@ -77,7 +81,7 @@ def report(
         import json
 
         from rigbench.records import SpeedRequest
-        from rigbench.report._vllm_export import vllm_detailed_result
+        from rigbench.report import vllm_detailed_result
 
         reqs = RunReader(runs[0]).records("speed_request", SpeedRequest)
         vllm_json.write_text(json.dumps(vllm_detailed_result(reqs), indent=1))

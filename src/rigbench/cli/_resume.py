@@ -17,7 +17,7 @@ from typing import Any
 import typer
 from rich.console import Console
 
-from rigbench.client._url import redact_url
+from rigbench.client import redact_url
 from rigbench.errors import UsageError
 from rigbench.store import RunReader
 

@@ -8,16 +8,10 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from rigbench.analysis._roofline import (
-    WeightsInfo,
-    lookup_device,
-    predict_speedup,
-    roofline,
-    weights_from_path,
-)
+from rigbench.analysis import WeightsInfo, lookup_device, predict_speedup, roofline, weights_from_path
 from rigbench.cli._app import app
 from rigbench.errors import UsageError
-from rigbench.report._honesty import roofline_terminal
+from rigbench.report import roofline_terminal
 
 __all__ = ["roofline_cmd"]
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from rigbench.records import SelfCheck
 
-__all__ = ["SelfCheckMonitor", "current_monitor"]
+__all__ = ["SelfCheckMonitor", "current_monitor", "use_monitor"]
 
 _perf_ns = time.perf_counter_ns
 _thread_ns = time.thread_time_ns
@@ -38,6 +38,12 @@ _current: contextvars.ContextVar[SelfCheckMonitor | None] = contextvars.ContextV
 def current_monitor() -> SelfCheckMonitor | None:
     """The monitor wrapped around the running code, if any (the client reports send lag to it)."""
     return _current.get()
+
+
+def use_monitor(monitor: SelfCheckMonitor | None) -> None:
+    """Report the send lags of the running task to `monitor` from now on (a client actor's requests
+    run outside the `async with` of its own monitor)."""
+    _current.set(monitor)
 
 
 def _q(xs: list[int], q: float) -> float | None:

@@ -20,8 +20,15 @@ from collections.abc import Sequence
 
 from rigbench.errors import UsageError
 from rigbench.records import PreflightFinding, PreflightReport, ServingCommand
-from rigbench.rig.engines import Engine, PreflightInput, ScenarioLength, get_engine, known_engines
-from rigbench.rig.engines._flags import FlagSyntax, parse_flags
+from rigbench.rig.engines import (
+    Engine,
+    FlagSyntax,
+    PreflightInput,
+    ScenarioLength,
+    get_engine,
+    known_engines,
+    parse_flags,
+)
 from rigbench.sizing import fits_in_context
 
 __all__ = ["PreflightInput", "ScenarioLength", "parse_command", "preflight"]

@@ -17,8 +17,15 @@ from pydantic import ValidationError
 from rigbench.errors import UsageError
 from rigbench.plan._load import ResolvedRig, expand_rigs
 from rigbench.plan._models import EmbeddedRig, Plan
-from rigbench.rig import EMBEDDED_MODEL, LlamaCppConfig, LocalFile, ModelSource, model_source_from_spec
-from rigbench.rig._launch_spec import EndpointSpec, VLLMLaunch
+from rigbench.rig import (
+    EMBEDDED_MODEL,
+    EndpointSpec,
+    LlamaCppConfig,
+    LocalFile,
+    ModelSource,
+    VLLMLaunch,
+    model_source_from_spec,
+)
 from rigbench.runner import RunConfig
 from rigbench.sizing import context_per_slot, slots_for
 
@@ -244,7 +251,7 @@ def _rig(o: dict[str, Any]) -> dict[str, Any]:
 
 def _vllm_launch(o: dict[str, Any]) -> VLLMLaunch:
     """`rigbench run --engine vllm`: the VLLMLaunch spec (model converted and vLLM found when it starts)."""
-    from rigbench.rig._vllm_env import find_vllm, vllm_serve_argv
+    from rigbench.rig import find_vllm, vllm_serve_argv
 
     for flag, value in (("--llama-server", o.get("llama_server")), ("--draft-model", o.get("draft_model")),
                         ("--spec-synth-len", o.get("spec_synth_len")), ("--threads", o.get("threads"))):

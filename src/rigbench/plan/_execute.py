@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rigbench.client._url import redact_text
+from rigbench.client import redact_text
 from rigbench.errors import RigbenchError, UsageError
 from rigbench.plan._config import run_config_for
 from rigbench.plan._index import (
@@ -24,12 +24,10 @@ from rigbench.plan._index import (
 )
 from rigbench.plan._load import LoadedPlan, PlanError, ResolvedRig
 from rigbench.runner import check_concurrency, execute_run
-from rigbench.store import RunReader, new_run_id
-from rigbench.store._run import _now
-from rigbench.suites import build_suites
-from rigbench.suites._context import NullProgress, Progress
+from rigbench.store import RunReader, new_run_id, now_utc
+from rigbench.suites import NullProgress, Progress, build_suites
 
-__all__ = ["check_plan", "execute_plan"]
+__all__ = ["check_plan", "execute_plan", "open_index"]
 
 
 def check_plan(loaded: LoadedPlan) -> None:
@@ -52,7 +50,7 @@ def _kind(rig: ResolvedRig) -> str:
     return str(rig.key()["kind"])
 
 
-def _open_index(loaded: LoadedPlan, plan_dir: Path, resume: bool) -> PlanIndex:
+def open_index(loaded: LoadedPlan, plan_dir: Path, resume: bool) -> PlanIndex:
     if resume:
         index = read_plan_index(plan_dir)
         if index.config_sha256 != loaded.config_sha256:
@@ -68,7 +66,7 @@ def _open_index(loaded: LoadedPlan, plan_dir: Path, resume: bool) -> PlanIndex:
 
     (plan_dir / PLAN_FILE).write_text(redact_text(loaded.text))  # URL credentials are never stored
     index = PlanIndex(name=loaded.plan.name, plan_file=str(loaded.path), config_sha256=loaded.config_sha256,
-                      created_at=_now(), rigs=[PlanRigEntry(name=r.name, kind=_kind(r)) for r in loaded.rigs])
+                      created_at=now_utc(), rigs=[PlanRigEntry(name=r.name, kind=_kind(r)) for r in loaded.rigs])
     write_plan_index(plan_dir, index)
     return index
 
@@ -86,7 +84,7 @@ async def execute_plan(
 
     prog = progress or NullProgress()
     check_plan(loaded)
-    index = _open_index(loaded, plan_dir, resume)
+    index = open_index(loaded, plan_dir, resume)
     for i, rig in enumerate(loaded.rigs):
         entry = index.entry(rig.name)
         if entry.status == "complete":
@@ -121,7 +119,7 @@ async def execute_plan(
             raise
         index = index.with_entry(entry)
         write_plan_index(plan_dir, index)
-    index = index.model_copy(update={"finished_at": _now()})
+    index = index.model_copy(update={"finished_at": now_utc()})
     write_plan_index(plan_dir, index)
     return index
 

@@ -17,10 +17,10 @@ from typing import Any, NamedTuple
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from rigbench.client._url import redact_text
+from rigbench.client import redact_text
 from rigbench.errors import UsageError
 from rigbench.plan._models import EmbeddedRig, Plan, PlanRig
-from rigbench.rig._launch_spec import EndpointSpec
+from rigbench.rig import EndpointSpec
 from rigbench.suites.speed import SpeedSettings
 
 __all__ = ["LoadedPlan", "PlanError", "ResolvedRig", "expand_rigs", "load_plan"]

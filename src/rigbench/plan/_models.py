@@ -11,9 +11,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from rigbench.rig._launch_spec import EndpointSpec, LaunchSpec
+from rigbench.rig import EndpointSpec, LaunchSpec
 from rigbench.suites import SuiteSettings
-from rigbench.suites.agent._settings import AgentSettings
+from rigbench.suites.agent import AgentSettings
 from rigbench.suites.quality import EffortSettings, MMLUProSettings, PackSettings
 from rigbench.suites.speed import SpeedSettings
 

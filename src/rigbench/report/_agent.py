@@ -9,9 +9,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from rigbench.analysis._agent import AgentSummary, ProbeRow, TaskScore
-from rigbench.analysis._quality import Proportion
-from rigbench.analysis._stats import Stat
+from rigbench.analysis import AgentSummary, ProbeRow, Proportion, Stat, TaskScore
 from rigbench.report._cells import Cell, Section, Severity, rich_cell, section_markdown, section_terminal
 
 __all__ = ["agent_sections", "render_agent_markdown", "render_agent_terminal"]

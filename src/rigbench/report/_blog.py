@@ -10,10 +10,7 @@ from collections.abc import Sequence
 from rich.table import Table
 from rich.text import Text
 
-from rigbench.analysis import RunAnalysis
-from rigbench.analysis._compare import Comparison
-from rigbench.analysis._revision import Revision
-from rigbench.analysis._suite_compare import SuiteComparison
+from rigbench.analysis import Comparison, Revision, RunAnalysis, SuiteComparison
 from rigbench.report._fmt import fmt_stat
 from rigbench.report._labels import SYNTH_NOTE, synthetic_acceptance
 from rigbench.report._suite_compare import suite_comparison_markdown

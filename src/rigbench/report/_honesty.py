@@ -14,11 +14,15 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from rigbench.analysis._compare import Comparison
-from rigbench.analysis._kvcache import KVCapacity
-from rigbench.analysis._roofline import Roofline, SpeedupPrediction
-from rigbench.analysis._speculation import SpeculationFit
-from rigbench.analysis._telemetry import ScenarioTelemetry, TimingCrossCheck
+from rigbench.analysis import (
+    Comparison,
+    KVCapacity,
+    Roofline,
+    ScenarioTelemetry,
+    SpeculationFit,
+    SpeedupPrediction,
+    TimingCrossCheck,
+)
 from rigbench.records import OutputScreen, PreflightReport, SanityVerdict, TrafficCheck
 from rigbench.report._cells import Section, markdown_table, section_markdown, section_terminal
 

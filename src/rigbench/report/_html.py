@@ -7,10 +7,7 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 
-from rigbench.analysis import RunAnalysis
-from rigbench.analysis._compare import Comparison
-from rigbench.analysis._revision import Revision
-from rigbench.analysis._suite_compare import SuiteComparison
+from rigbench.analysis import Comparison, Revision, RunAnalysis, SuiteComparison
 from rigbench.report._blog import _NOTE, _grid, _revision_note
 from rigbench.report._cells import html_table, section_html
 from rigbench.report._labels import SYNTH_NOTE, synth_mark, synthetic_acceptance

@@ -13,8 +13,7 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from rigbench.analysis import RunAnalysis, Stat
-from rigbench.analysis._compare import Comparison
+from rigbench.analysis import Comparison, RunAnalysis, Stat
 
 __all__ = ["plot_accuracy", "plot_agent_matrix", "plot_concurrency", "plot_latency", "plot_speedup",
            "plot_tok_s", "svg"]

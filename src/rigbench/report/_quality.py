@@ -8,15 +8,15 @@ import math
 
 from rich.console import Console
 
-from rigbench.analysis._quality import (
+from rigbench.analysis import (
     EffortSummary,
     MMLUProComparison,
     MMLUProSummary,
     PackSummary,
     Proportion,
     QualitySummary,
+    Stat,
 )
-from rigbench.analysis._stats import Stat
 from rigbench.report._cells import Note, Section, section_markdown, section_terminal
 
 __all__ = [

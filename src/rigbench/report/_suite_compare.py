@@ -9,8 +9,7 @@ import math
 
 from rich.console import Console
 
-from rigbench.analysis._quality import PairTest, Proportion
-from rigbench.analysis._suite_compare import AccuracyDiff, SuiteComparison
+from rigbench.analysis import AccuracyDiff, PairTest, Proportion, SuiteComparison
 from rigbench.report._cells import Cell, Section, section_markdown, section_terminal
 
 __all__ = ["NOT_SIGNIFICANT_NOTE", "suite_comparison_markdown", "suite_comparison_sections",

@@ -1,6 +1,7 @@
 """Rigs: launching or attaching to an engine, fingerprinting it, and the embedded default."""
 
 from rigbench.rig._build import LLAMA_CPP_VERSION, build_llama_server, find_llama_server
+from rigbench.rig._cache import cache_dir
 from rigbench.rig._embedded import LlamaCppConfig, llamacpp_argv, prepare_llamacpp_rig
 from rigbench.rig._fingerprint import (
     EngineBinary,
@@ -11,6 +12,7 @@ from rigbench.rig._fingerprint import (
     host_info,
 )
 from rigbench.rig._info import RigInfo
+from rigbench.rig._launch_spec import EndpointSpec, LaunchSpec, VLLMLaunch
 from rigbench.rig._models import (
     EMBEDDED_MODEL,
     HubFile,
@@ -23,16 +25,21 @@ from rigbench.rig._process import EngineProcess, free_port, port_in_use
 from rigbench.rig._rig import AttachedRig, LaunchedRig
 from rigbench.rig._smoke import ensure_llama_server
 from rigbench.rig._spec_rig import launched_rig
+from rigbench.rig._telemetry import TelemetrySampler
+from rigbench.rig._traffic import check_traffic, requests_from_records
+from rigbench.rig._vllm_env import find_vllm, hf_copy_of_gguf, install_vllm, vllm_serve_argv
 
 __all__ = [
     "EMBEDDED_MODEL",
     "LLAMA_CPP_VERSION",
     "AttachedRig",
+    "EndpointSpec",
     "EngineBinary",
     "EngineProcess",
     "Fingerprint",
     "HostInfo",
     "HubFile",
+    "LaunchSpec",
     "LaunchedRig",
     "LlamaCppConfig",
     "LocalFile",
@@ -40,15 +47,24 @@ __all__ = [
     "ModelInfo",
     "ModelSource",
     "RigInfo",
+    "TelemetrySampler",
+    "VLLMLaunch",
     "WheelFile",
     "build_llama_server",
+    "cache_dir",
+    "check_traffic",
     "ensure_llama_server",
     "find_llama_server",
+    "find_vllm",
     "free_port",
+    "hf_copy_of_gguf",
     "host_info",
+    "install_vllm",
     "launched_rig",
     "llamacpp_argv",
     "model_source_from_spec",
     "port_in_use",
     "prepare_llamacpp_rig",
+    "requests_from_records",
+    "vllm_serve_argv",
 ]

@@ -20,7 +20,7 @@ import psutil
 from pydantic import BaseModel, ConfigDict, Field
 
 from rigbench._version import __version__
-from rigbench.analysis._bandwidth import machine_bandwidth
+from rigbench.analysis import machine_bandwidth
 
 __all__ = ["EngineBinary", "Fingerprint", "HostInfo", "MemoryBandwidth", "ModelInfo", "host_info", "model_info"]
 

@@ -175,7 +175,7 @@ class AttachedRig:
     """An already-running OpenAI-compatible endpoint; records what it exposes, the rest as unknown."""
 
     def __init__(self, base_url: str, *, model: str | None, api_key: str | None = None) -> None:
-        from rigbench.client._url import redact_url
+        from rigbench.client import redact_url
 
         url = redact_url(base_url).rstrip("/")  # credentials in a URL are never sent, printed nor stored
         if not url.startswith(("http://", "https://")):
@@ -246,7 +246,7 @@ class AttachedRig:
             unknown.append("engine_version")
         if f.get("chat_template") is None:
             unknown.append("chat_template_sha256")
-        from rigbench.client._url import is_loopback_url
+        from rigbench.client import is_loopback_url
 
         local = is_loopback_url(self.base_url)
         return Fingerprint(

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rigbench.analysis._kvcache import VLLMAccounting, kv_architecture_from_path, kv_capacity
+from rigbench.analysis import VLLMAccounting, kv_architecture_from_path, kv_capacity
 from rigbench.records import StartupTiming
 from rigbench.rig._fingerprint import ModelInfo, model_info
 from rigbench.rig._launch_spec import VLLMLaunch, command_for

@@ -28,12 +28,12 @@ from collections.abc import Coroutine
 from typing import Any, Literal, TypeVar
 
 from rigbench.analysis import request_timing
-from rigbench.client import ChatClient, SelfCheckMonitor
+from rigbench.client import ChatClient, SelfCheckMonitor, use_monitor
 from rigbench.errors import UsageError
 from rigbench.records import ClientClock, ClientShare, SelfCheck, SpeedBatch, StreamResult
 from rigbench.scale._clock import ClockEcho, ClockSample, best_sample, ping_udp
-from rigbench.suites._context import SuiteContext
-from rigbench.suites.speed._suite import SpeedSuite
+from rigbench.suites import SuiteContext
+from rigbench.suites.speed import SpeedSuite
 
 __all__ = ["CLOCK_BOUND_NS", "ClientActor", "ClientPool", "RaySpeedSuite", "shift_result"]
 
@@ -128,10 +128,8 @@ class ClientActor:
         return self._call(self._share(bodies, start_at_ns))
 
     async def _share(self, bodies: list[dict[str, Any]], start_at_ns: int) -> tuple[list[StreamResult], int, int]:
-        from rigbench.client._selfcheck import _current
-
         if self._mon is not None:  # the requests' send lags go to this actor's self-check
-            _current.set(self._mon)
+            use_monitor(self._mon)
         wait_s = (start_at_ns - self.now_ns()) / 1e9
         if wait_s > 0:
             await asyncio.sleep(wait_s)

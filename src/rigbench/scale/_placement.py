@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rigbench.errors import UsageError
-from rigbench.plan._load import LoadedPlan, expand_rigs
-from rigbench.plan._models import RigResources
+from rigbench.plan import LoadedPlan, RigResources, expand_rigs
 from rigbench.scale._ray import cluster_summary
 
 __all__ = ["check_placeable", "rig_resources", "task_options"]

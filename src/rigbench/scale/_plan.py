@@ -21,15 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from rigbench.errors import RigbenchError
-from rigbench.plan._config import run_config_for
-from rigbench.plan._execute import _open_index
-from rigbench.plan._index import PlanIndex, write_plan_index
-from rigbench.plan._load import LoadedPlan, ResolvedRig
+from rigbench.plan import LoadedPlan, PlanIndex, ResolvedRig, open_index, run_config_for, write_plan_index
 from rigbench.scale._placement import check_placeable, rig_resources, task_options
 from rigbench.scale._stream import Delta, DirTailer, apply_delta, snapshot_dir
-from rigbench.store import RunReader, new_run_id
-from rigbench.store._run import _now
-from rigbench.suites._context import NullProgress, Progress
+from rigbench.store import RunReader, new_run_id, now_utc
+from rigbench.suites import NullProgress, Progress
 
 __all__ = ["PLACEMENT_FILE", "POLL_S", "execute_plan_on_ray", "rig_task"]
 
@@ -109,7 +105,7 @@ class _Plan:
             path = self.plan_dir / PLACEMENT_FILE
             data = json.loads(path.read_text()) if path.exists() else {}
             data.setdefault(name, []).append({"run_dir": run_id, "node_ip": node_ip, "node_id": node_id,
-                                              "started_at": _now()})
+                                              "started_at": now_utc()})
             path.write_text(json.dumps(data, indent=2))
         self._update(name, status="running")
         self.prog.note(f"{name}: running on node {node_ip} ({node_id[:12]})")
@@ -191,7 +187,7 @@ async def execute_plan_on_ray(
     with connect(address) as ray:
         res = rig_resources(loaded)
         # a new plan is checked before its directory exists; a resumed one once its index says what is left
-        index = _open_index(loaded, plan_dir, resume) if resume else None
+        index = open_index(loaded, plan_dir, resume) if resume else None
         done = {e.name for e in index.rigs if e.status == "complete"} if index else set()
         todo = [rig for rig in loaded.rigs if rig.name not in done]
         for rig in todo:
@@ -199,7 +195,7 @@ async def execute_plan_on_ray(
         for name in done:
             prog.note(f"{name}: already complete, skipped")
         if index is None:
-            index = _open_index(loaded, plan_dir, resume)
+            index = open_index(loaded, plan_dir, resume)
         state = _Plan(ray, loaded, plan_dir, index, prog)
         for i, rig in enumerate(todo):
             on_rig(rig.name, i, len(todo))
@@ -208,6 +204,6 @@ async def execute_plan_on_ray(
         prog.note(f"{len(todo)} rig(s) ran on the Ray cluster in {time.monotonic() - start:.0f} s")
         if state.error is not None and not isinstance(state.error, Exception):
             raise state.error  # KeyboardInterrupt and the like
-        index = state.index.model_copy(update={"finished_at": _now()})
+        index = state.index.model_copy(update={"finished_at": now_utc()})
         write_plan_index(plan_dir, index)
         return index

@@ -10,8 +10,8 @@ from pydantic import BaseModel, ConfigDict
 
 from rigbench.errors import UsageError
 from rigbench.store import RunHeader, RunReader, TrustVerdict
-from rigbench.suites._context import Progress
-from rigbench.suites.speed._suite import SpeedSuite
+from rigbench.suites import Progress
+from rigbench.suites.speed import SpeedSuite
 
 __all__ = ["ActorSummary", "check_client_options", "clock_reasons", "execute_run_with_clients",
            "summarize_clients"]
@@ -98,7 +98,7 @@ def _flag(run_dir: Path, reasons: list[str]) -> RunHeader:
     """Add reasons for distrust to a finished run's header (its data id does not cover the verdict)."""
     import os
 
-    from rigbench.store._format import HEADER_FILE
+    from rigbench.store import HEADER_FILE
 
     reader = RunReader(run_dir)
     header = reader.header
@@ -149,7 +149,7 @@ async def execute_run_with_clients(cfg: Any, progress: Progress | None = None, *
 def clients_table(summaries: list[ActorSummary]) -> Any:
     from rich.table import Table
 
-    from rigbench.analysis._selfcheck import CPU_FRACTION_MAX, LOOP_LAG_P99_MAX_S
+    from rigbench.analysis import CPU_FRACTION_MAX, LOOP_LAG_P99_MAX_S
 
     t = Table(title="client actors (measured; clock offsets against the driver, NTP-style)", title_justify="left")
     for col in ("actor", "node", "requests", "output tokens", "tok/s", "clock offset", "+-", "client CPU",

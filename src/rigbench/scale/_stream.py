@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Literal, NamedTuple
 
-from rigbench.store._format import HEADER_FILE, RECORDS_FILE
+from rigbench.store import HEADER_FILE, RECORDS_FILE
 
 __all__ = ["Delta", "DirTailer", "apply_delta", "snapshot_dir"]
 

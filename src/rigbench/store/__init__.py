@@ -1,16 +1,19 @@
 """Durable, versioned run directories: header + append-only records."""
 
-from rigbench.store._format import FORMAT_VERSION
+from rigbench.store._format import FORMAT_VERSION, HEADER_FILE, RECORDS_FILE
 from rigbench.store._header import RunHeader, RunStatus, TrustVerdict
-from rigbench.store._run import RunReader, RunWriter, new_run_id, source_data_id
+from rigbench.store._run import RunReader, RunWriter, new_run_id, now_utc, source_data_id
 
 __all__ = [
     "FORMAT_VERSION",
+    "HEADER_FILE",
+    "RECORDS_FILE",
     "RunHeader",
     "RunReader",
     "RunStatus",
     "RunWriter",
     "TrustVerdict",
     "new_run_id",
+    "now_utc",
     "source_data_id",
 ]

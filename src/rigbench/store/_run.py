@@ -18,7 +18,14 @@ from rigbench.records import RECORD_TYPES, Record
 from rigbench.store._format import HEADER_FILE, LOG_FILE, RECORDS_FILE, SUPPORTED_VERSIONS
 from rigbench.store._header import RunHeader, RunStatus, TrustVerdict
 
-__all__ = ["SESSION_KINDS", "RunReader", "RunWriter", "new_run_id", "source_data_id"]
+__all__ = [
+    "SESSION_KINDS",
+    "RunReader",
+    "RunWriter",
+    "new_run_id",
+    "now_utc",
+    "source_data_id",
+]
 
 # Evidence recorded once per session of a run (each resume adds its own): never superseded.
 SESSION_KINDS = frozenset({"selfcheck", "telemetry"})
@@ -26,7 +33,7 @@ SESSION_KINDS = frozenset({"selfcheck", "telemetry"})
 M = TypeVar("M", bound=BaseModel)
 
 
-def _now() -> str:
+def now_utc() -> str:
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
 
 
@@ -113,7 +120,7 @@ class RunWriter:
         os.fsync(self._records.fileno())
         self._records.close()
         self._header = self._header.model_copy(
-            update={"status": status, "finished_at": _now(), "trust": trust or self._header.trust,
+            update={"status": status, "finished_at": now_utc(), "trust": trust or self._header.trust,
                     "error": error}
         )
         self._write_header()

@@ -17,8 +17,7 @@ from collections.abc import Iterable
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from rigbench.analysis import request_timing
-from rigbench.analysis._timing import chunk_token_counts
+from rigbench.analysis import chunk_token_counts, request_timing
 from rigbench.records import StreamResult
 from rigbench.testing._truth import RequestTruth
 

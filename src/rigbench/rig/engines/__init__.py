@@ -2,7 +2,7 @@
 
 from rigbench.rig.engines._base import Engine, EngineAdapter, PreflightInput, ScenarioLength
 from rigbench.rig.engines._detect import detect_engine
-from rigbench.rig.engines._flags import FlagReading, FlagSyntax, int_flag
+from rigbench.rig.engines._flags import FlagReading, FlagSyntax, int_flag, parse_flags
 from rigbench.rig.engines._llamacpp import LlamaCppAdapter
 from rigbench.rig.engines._ollama import OllamaAdapter
 from rigbench.rig.engines._prometheus import MetricSample, canonical_values, parse_prometheus
@@ -42,6 +42,7 @@ __all__ = [
     "get_engine",
     "int_flag",
     "known_engines",
+    "parse_flags",
     "parse_prometheus",
     "register_engine",
     "speculative_from_argv",

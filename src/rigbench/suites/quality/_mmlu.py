@@ -6,7 +6,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from rigbench.analysis._reasoning import split_reasoning, split_tokens
+from rigbench.analysis import split_reasoning, split_tokens
 from rigbench.records import Extraction, MMLUProAnswer, MMLUProConfig, StreamResult
 from rigbench.suites._context import SuiteContext
 from rigbench.suites.quality._mmlu_data import MMLUProData, MMLUProQuestion, load_mmlu_pro, sample_questions

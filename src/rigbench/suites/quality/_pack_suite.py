@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Literal
 
-from rigbench.analysis._reasoning import split_reasoning, split_tokens
+from rigbench.analysis import split_reasoning, split_tokens
 from rigbench.errors import UsageError
 from rigbench.records import PackAnswer, PackConfig, StreamResult
 from rigbench.sandbox import require_confinement

@@ -9,7 +9,7 @@ from typing import Any
 
 from rigbench.errors import UsageError
 from rigbench.records import SpeedBatch, SpeedRequest, SpeedSkip, StreamResult
-from rigbench.rig._telemetry import TelemetrySampler
+from rigbench.rig import TelemetrySampler
 from rigbench.rig.engines import get_adapter
 from rigbench.sizing import fits_in_context
 from rigbench.suites._context import SuiteContext

@@ -1,0 +1,158 @@
+"""Each package's public surface, pinned (as httpx pins its exports): a name added to or dropped from
+an `__all__` is a change to what other packages and users may import, and shows up here.
+
+Other packages import a package's names from the package (`from rigbench.records import StreamResult`),
+never from its `_private` modules; tests/unit/test_layering.py checks that."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+PUBLIC: dict[str, list[str]] = {
+    "rigbench": [
+        "RigbenchError", "__version__",
+    ],
+    "rigbench.analysis": [
+        "AccuracyDiff", "AgentSummary", "CPU_FRACTION_MAX", "Comparison", "EffortSummary",
+        "KVArchitecture", "KVCapacity", "LOOP_LAG_P99_MAX_S", "MMLUProComparison", "MMLUProSummary",
+        "PackSummary", "PairTest", "ProbeRow", "Proportion", "QualitySummary", "RequestTiming",
+        "Revision", "Roofline", "RunAnalysis", "ScenarioSpeed", "ScenarioTelemetry",
+        "SpeculationFit", "SpeedSummary", "SpeedupPrediction", "Stat", "SuiteComparison",
+        "TaskScore", "TimingCrossCheck", "VLLMAccounting", "WeightsInfo", "analyze_run",
+        "chunk_token_counts", "compare_runs", "compare_stats", "compare_suites", "describe",
+        "find_revisions", "fingerprint_differences", "fit_speculation", "kv_architecture_from_path",
+        "kv_capacity", "lookup_device", "machine_bandwidth", "predict_speedup", "request_timing",
+        "roofline", "sessions_from_pool", "split_reasoning", "split_tokens", "summarize_speed",
+        "weights_from_path",
+    ],
+    "rigbench.cli": [
+        "app", "main",
+    ],
+    "rigbench.client": [
+        "ChatClient", "DEFAULT_IDLE_TIMEOUT_S", "DEFAULT_TOTAL_TIMEOUT_S", "SelfCheckMonitor",
+        "current_monitor", "event_loop_name", "is_loopback_url", "redact_text", "redact_url", "run",
+        "url_has_userinfo", "use_monitor",
+    ],
+    "rigbench.errors": [
+        "AnalysisError", "EndpointError", "EndpointLostError", "PortInUseError", "ProbeError",
+        "RigError", "RigStartError", "RigbenchError", "SetupError", "StoreError", "UsageError",
+    ],
+    "rigbench.honesty": [
+        "DEFAULT_MIX", "GibberishScreen", "PreflightInput", "SanityQuestion", "ScenarioLength",
+        "extract_answer", "generate_questions", "new_question_seed", "parse_command", "preflight",
+        "run_sanity_gate", "screen_outputs", "screen_text",
+    ],
+    "rigbench.plan": [
+        "CliPlan", "EmbeddedRig", "LoadedPlan", "Plan", "PlanError", "PlanIndex", "PlanRig",
+        "PlanRigEntry", "ResolvedRig", "RigResources", "SpeedPlan", "execute_plan", "expand_rigs",
+        "is_plan_dir", "load_plan", "open_index", "plan_from_options", "plan_runs",
+        "read_plan_index", "run_config_for", "write_plan_index",
+    ],
+    "rigbench.records": [
+        "AnyRecord", "BFCLItemRecord", "ChunkKind", "ClientClock", "ClientShare", "Exchange",
+        "Extraction", "Frozen", "GibberishFinding", "GibberishKind", "GibberishSeverity",
+        "GradeResult", "MMLUProAnswer", "MMLUProConfig", "OFF_LEVELS", "OutputScreen", "PackAnswer",
+        "PackConfig", "Phase", "PreflightFinding", "PreflightReport", "PreflightSeverity",
+        "ProbeRecord", "ProbeVerdict", "RECORD_TYPES", "ReasoningForm", "Record", "RequestError",
+        "RequestErrorKind", "SanityAnswer", "SanityVerdict", "SelfCheck", "ServingCommand",
+        "SpeedBatch", "SpeedRequest", "SpeedSkip", "StartupTiming", "StreamResult",
+        "TaskStopReason", "TaskTrialRecord", "TelemetryRecord", "TelemetrySample",
+        "TokenSplitMethod", "ToolTrialRecord", "TrafficCheck", "TurnObservation", "record_adapter",
+    ],
+    "rigbench.report": [
+        "RunListing", "comparison_markdown", "comparison_terminal", "kv_terminal",
+        "preflight_terminal", "render_blog_markdown", "render_html", "render_json",
+        "render_markdown", "render_terminal", "rig_labels", "roofline_terminal", "runs_table",
+        "speculation_markdown", "speculation_terminal", "speed_markdown", "speed_table",
+        "speedup_table", "suite_comparison_markdown", "suite_comparison_terminal", "synth_mark",
+        "synth_note", "synthetic_acceptance", "vllm_detailed_result",
+    ],
+    "rigbench.rig": [
+        "AttachedRig", "EMBEDDED_MODEL", "EndpointSpec", "EngineBinary", "EngineProcess",
+        "Fingerprint", "HostInfo", "HubFile", "LLAMA_CPP_VERSION", "LaunchSpec", "LaunchedRig",
+        "LlamaCppConfig", "LocalFile", "MemoryBandwidth", "ModelInfo", "ModelSource", "RigInfo",
+        "TelemetrySampler", "VLLMLaunch", "WheelFile", "build_llama_server", "cache_dir",
+        "check_traffic", "ensure_llama_server", "find_llama_server", "find_vllm", "free_port",
+        "hf_copy_of_gguf", "host_info", "install_vllm", "launched_rig", "llamacpp_argv",
+        "model_source_from_spec", "port_in_use", "prepare_llamacpp_rig", "requests_from_records",
+        "vllm_serve_argv",
+    ],
+    "rigbench.rig.engines": [
+        "ENGINE_NAMES", "Engine", "EngineAdapter", "EngineName", "EngineSpec", "FlagReading",
+        "FlagSyntax", "LaunchCommand", "LlamaCppAdapter", "MetricSample", "OllamaAdapter",
+        "PreflightInput", "SGLangAdapter", "ScenarioLength", "VLLMAdapter", "canonical_values",
+        "detect_engine", "get_adapter", "get_engine", "int_flag", "known_engines", "parse_flags",
+        "parse_prometheus", "register_engine", "speculative_from_argv", "unregister_engine",
+    ],
+    "rigbench.runner": [
+        "RunConfig", "check_concurrency", "execute_run",
+    ],
+    "rigbench.sandbox": [
+        "CaseOutcome", "Confinement", "FunctionResult", "GRADER_NEVER_COPIES", "Limits",
+        "PathRefused", "RunOutcome", "SandboxUnavailable", "TestOutcome", "Workdir", "confinement",
+        "require_confinement", "run_confined", "run_function_tests", "run_pytest", "same_json",
+    ],
+    "rigbench.scale": [
+        "ActorSummary", "INSTALL_HINT", "check_client_options", "connect", "execute_plan_on_ray",
+        "execute_run_with_clients", "import_ray", "summarize_clients",
+    ],
+    "rigbench.sizing": [
+        "CONTEXT_MARGIN_TOKENS", "context_per_slot", "fits_in_context", "slots_for",
+    ],
+    "rigbench.store": [
+        "FORMAT_VERSION", "HEADER_FILE", "RECORDS_FILE", "RunHeader", "RunReader", "RunStatus",
+        "RunWriter", "TrustVerdict", "new_run_id", "now_utc", "source_data_id",
+    ],
+    "rigbench.suites": [
+        "BuiltSuites", "NullProgress", "Progress", "RigInfo", "SUITE_NAMES", "Suite",
+        "SuiteContext", "SuiteSettings", "build_suites",
+    ],
+    "rigbench.suites.agent": [
+        "AgentSettings", "AgentSuite", "BFCLSuite", "BFCL_CATEGORIES", "BFCL_VERSION", "PROBES",
+        "ProbesSuite", "RepoTaskSuite", "TOOL_CASES", "ToolCallSuite",
+    ],
+    "rigbench.suites.agent.probes": [
+        "CALL_MECHANICS", "DEFAULT_PROBES", "FunctionProbe", "PROBES", "Probe", "ProbeRegistry",
+        "ProbeResult", "ProbeSession", "ProbesSuite", "REASONING", "SAMPLING_CONTROLS",
+        "TOOL_CHOICE",
+    ],
+    "rigbench.suites.quality": [
+        "EffortSettings", "EffortSweepSuite", "MMLUProData", "MMLUProSettings", "MMLUProSuite",
+        "Pack", "PackSettings", "PackSuite", "effort_request_fields", "load_mmlu_pro", "load_pack",
+        "shipped_packs",
+    ],
+    "rigbench.suites.speed": [
+        "ConcurrencyLevels", "ExactPrompt", "PROFILES", "PromptBuilder", "Scenario",
+        "SpeedSettings", "SpeedSuite", "scenarios_for",
+    ],
+    "rigbench.testing": [
+        "AccuracyReport", "Delay", "Emulator", "EmulatorProcess", "EmulatorScript", "Fault",
+        "FaultKind", "NoiseFloor", "PERSONAS", "Persona", "ROGUES", "RequestTruth", "RogueName",
+        "SchedulerNoise", "UsageMode", "compare_with_truth", "serve",
+    ],
+}
+
+
+def test_every_public_package_is_pinned() -> None:
+    packages = {".".join(p.parent.relative_to(SRC).parts) for p in (SRC / "rigbench").rglob("__init__.py")
+                if "data" not in p.parts and not any(part.startswith("_") for part in p.parent.relative_to(SRC).parts)}
+    assert packages <= PUBLIC.keys(), f"pin the __all__ of {sorted(packages - PUBLIC.keys())} here"
+
+
+@pytest.mark.parametrize("module", sorted(PUBLIC))
+def test_public_names_are_pinned(module: str) -> None:
+    exported = importlib.import_module(module).__all__
+    assert len(set(exported)) == len(exported), f"{module}.__all__ lists a name twice"
+    assert sorted(exported) == PUBLIC[module]
+
+
+@pytest.mark.parametrize("module", sorted(PUBLIC))
+def test_every_public_name_resolves(module: str) -> None:
+    mod = importlib.import_module(module)
+    missing = [name for name in mod.__all__ if not hasattr(mod, name)]
+    assert not missing, f"{module}.__all__ names what it does not define: {missing}"
