@@ -158,5 +158,5 @@ def test_a_repeated_run_is_not_served_from_the_prefix_cache(tmp_path: Path) -> N
         proc.stop()
     [req] = RunReader(only_run(tmp_path / "second")).raw_records("speed_request")
     # the chat template's opening (about 30 tokens) is common to every request and may be reused;
-    # everything after the per-run opening must be prefilled again
-    assert req["result"]["timings"]["prompt_n"] >= 128 - 40, req["result"]["timings"]
+    # everything after the per-run opening must be prefilled again (before the fix: 1 token)
+    assert req["result"]["timings"]["prompt_n"] >= 64, req["result"]["timings"]  # 89 of 128 when measured
