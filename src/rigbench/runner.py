@@ -434,7 +434,7 @@ def _preflight(cfg: RunConfig, rig: Any, info: Any, writer: RunWriter, done: set
 
     Errors make the run untrusted (with the fix in the report); warnings are only shown.
     """
-    from rigbench.rig._preflight import PreflightInput, ScenarioLength, preflight
+    from rigbench.honesty import PreflightInput, ScenarioLength, preflight
 
     if "preflight" in done:
         return []
@@ -452,7 +452,8 @@ def _preflight(cfg: RunConfig, rig: Any, info: Any, writer: RunWriter, done: set
 async def _sanity_gate(client: Any, info: Any, writer: RunWriter, prog: Progress, done: set[str],
                        max_tokens: int, question_seed: int | None = None) -> list[str]:
     """Known-answer questions before any speed number. Returns reasons for distrust (empty: passed)."""
-    from rigbench.rig._sanity import SanityVerdict, generate_questions, new_question_seed, run_sanity_gate
+    from rigbench.honesty import generate_questions, new_question_seed, run_sanity_gate
+    from rigbench.records import SanityVerdict
 
     if "sanity" in done:  # resumed run: the gate already ran on this rig
         reader = RunReader(writer.dir)
@@ -471,7 +472,7 @@ async def _sanity_gate(client: Any, info: Any, writer: RunWriter, prog: Progress
 
 async def _traffic_check(reader: RunReader, writer: RunWriter, client: Any, info: Any, done: set[str]) -> list[str]:
     """The measured traffic: prompt dependence, reported token counts, server timings (rig/_traffic.py)."""
-    from rigbench.rig._sanity import SanityVerdict
+    from rigbench.records import SanityVerdict
     from rigbench.rig._traffic import check_traffic, requests_from_records
 
     reqs = requests_from_records(reader.raw_records("speed_request"))
@@ -486,7 +487,7 @@ async def _traffic_check(reader: RunReader, writer: RunWriter, client: Any, info
 
 def _screen_outputs(reader: RunReader, writer: RunWriter) -> list[str]:
     """Screen every speed output for gibberish; one that no working model would write untrusts the run."""
-    from rigbench.rig._sanity import screen_outputs
+    from rigbench.honesty import screen_outputs
 
     outputs = [(r["unit_id"], r["result"]["content"]) for r in reader.raw_records("speed_request")
                if r["result"].get("error") is None]

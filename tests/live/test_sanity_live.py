@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from rigbench.client import ChatClient
-from rigbench.rig._preflight import preflight
-from rigbench.rig._sanity import DEFAULT_MIX, run_sanity_gate, screen_outputs
+from rigbench.honesty._preflight import preflight
+from rigbench.honesty._sanity import DEFAULT_MIX, run_sanity_gate, screen_outputs
 from rigbench.rig._telemetry import TelemetrySampler
 from tests.conftest import LiveRig, _embedded_files, start_llama_server
 

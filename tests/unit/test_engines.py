@@ -366,7 +366,9 @@ def test_public_surface() -> None:
     import rigbench.rig.engines as engines
 
     assert sorted(engines.__all__) == [
-        "ENGINE_NAMES", "EngineAdapter", "EngineName", "LlamaCppAdapter", "MetricSample",
-        "OllamaAdapter", "SGLangAdapter", "VLLMAdapter", "canonical_values", "detect_engine",
-        "get_adapter", "parse_prometheus",
+        "ENGINE_NAMES", "Engine", "EngineAdapter", "EngineName", "EngineSpec", "FlagReading", "FlagSyntax",
+        "LaunchCommand", "LlamaCppAdapter", "MetricSample", "OllamaAdapter", "PreflightInput", "SGLangAdapter",
+        "ScenarioLength", "VLLMAdapter", "canonical_values", "detect_engine", "get_adapter", "get_engine",
+        "int_flag", "known_engines", "parse_prometheus", "register_engine", "speculative_from_argv",
+        "unregister_engine",
     ]

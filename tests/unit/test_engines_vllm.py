@@ -79,7 +79,7 @@ Maximum concurrency for 2,048 tokens per request: 22.75x
 
 
 def test_start_up_facts_are_read_from_vllms_log() -> None:
-    from rigbench.rig._vllm_rig import parse_vllm_log
+    from rigbench.rig.engines._vllm import parse_vllm_log
 
     f = parse_vllm_log(LOG)
     assert f["kv_pool_tokens_log"] == 46_592
@@ -95,7 +95,7 @@ def test_start_up_facts_are_read_from_vllms_log() -> None:
 
 
 def test_pool_from_cache_config_info() -> None:
-    from rigbench.rig._vllm_rig import pool_from_metrics
+    from rigbench.rig.engines._vllm import pool_from_metrics
 
     text = ('# TYPE vllm:cache_config_info gauge\nvllm:cache_config_info{block_size="16",cache_dtype="auto",'
             'engine="0",num_cpu_blocks="None",num_gpu_blocks="2912"} 1.0\n')
@@ -127,7 +127,7 @@ def test_plan_rig_of_kind_vllm_is_a_vllm_rig_prepared_only_when_started(tmp_path
 
 
 def test_vllm_preflight_texts_say_what_vllm_itself_does() -> None:
-    from rigbench.rig._preflight import PreflightInput, ScenarioLength, preflight
+    from rigbench.honesty._preflight import PreflightInput, ScenarioLength, preflight
 
     argv = ["python", "-m", VLLM_API_SERVER_MODULE, "--model", "/m", "--max-model-len", "512",
             "--max-num-seqs", "8", "--max-num-batched-tokens", "16", "--generation-config", "auto",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rigbench.analysis._gibberish import screen_text
+from rigbench.honesty._gibberish import screen_text
 
 # Real outputs of llama-server + SmolLM2-135M: healthy, and with --spec-synth-len (invalid by design).
 HEALTHY = (

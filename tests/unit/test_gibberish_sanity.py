@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rigbench.analysis._gibberish import screen_text
-from rigbench.rig._sanity import (
+from rigbench.honesty._gibberish import screen_text
+from rigbench.honesty._sanity import (
     CAPITALS,
     DEFAULT_MIX,
     SanityAnswer,
@@ -166,7 +166,7 @@ def test_forced_length_outputs_may_loop_but_not_turn_to_garbage() -> None:
 
 def test_a_format_v1_gate_record_still_loads() -> None:
     """Runs before generated questions stored the fixed-question verdict; reports must still read them."""
-    from rigbench.rig._sanity import SanityVerdict
+    from rigbench.honesty._sanity import SanityVerdict
 
     v1 = {"kind": "sanity", "unit_id": "sanity", "trusted": True, "reasons": [], "notes": [], "temperature": 0.0,
           "seed": 0, "max_tokens": 1024, "answers": [

@@ -182,7 +182,7 @@ async def test_unconfined_code_grades_are_flagged_in_the_pack_report() -> None:
     grade = answer.grades[0]
     if confinement().kind == "bwrap":  # confined here: the mark says so and the report is silent
         assert grade.confinement == "bwrap"
-        assert not any("unconfined" in n for n in _pack(summarize_packs("r", [answer])[0]).notes)
+        assert not any("unconfined" in n.text for n in _pack(summarize_packs("r", [answer])[0]).notes)
         answer = answer.model_copy(update={"grades": [grade.model_copy(update={"confinement": "unconfined"})]})
     notes = _pack(summarize_packs("r", [answer])[0]).notes
-    assert any("1 code grade(s) ran unconfined" in n for n in notes), notes
+    assert any("1 code grade(s) ran unconfined" in n.text for n in notes), notes

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rigbench.rig._preflight import PreflightInput, ScenarioLength, parse_command, preflight
+from rigbench.honesty._preflight import PreflightInput, ScenarioLength, parse_command, preflight
 
 GLIMMER_D15 = ("vllm serve meta-models/Muse-Glimmer-30B --served-model-name muse-glimmer "
                "--speculative-config '{\"method\":\"dflash\",\"model\":\"meta-models/Muse-Glimmer-30B-assistant\","
@@ -98,3 +98,14 @@ def test_clean_llamacpp_command_has_no_findings() -> None:
                   PreflightInput(concurrency=[1], scenarios=[ScenarioLength(name="s", input_tokens=128,
                                                                             output_tokens=256)]))
     assert r.findings == []
+
+
+def test_honesty_public_surface() -> None:
+    import rigbench.honesty as honesty
+
+    assert sorted(honesty.__all__) == [
+        "DEFAULT_MIX", "GibberishScreen", "PreflightInput", "SanityQuestion", "ScenarioLength", "extract_answer",
+        "generate_questions", "new_question_seed", "parse_command", "preflight", "run_sanity_gate",
+        "screen_outputs", "screen_text",
+    ]
+    assert all(hasattr(honesty, name) for name in honesty.__all__)

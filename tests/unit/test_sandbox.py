@@ -257,23 +257,21 @@ def test_conftest_hook_in_the_working_copy_works_there_but_never_reaches_the_gra
 
 @confined
 async def test_repo_task_grade_ignores_the_hook_and_fails_code_that_touches_pytest(tmp_path: Path) -> None:
-    from rigbench.suites.agent._tasks import RepoTaskSuite, load_task
+    from rigbench.suites.agent._grading import grade_repo_fix
+    from rigbench.suites.agent._tasks import load_task
 
     task = load_task("cart_bugs")
-    suite = RepoTaskSuite()
-    common = dict(unit_id="u", task="cart_bugs", trial=0, stop_reason="model_stopped", turns=[], wall_s=0.0,
-                  transcript_blob="t", refused_paths=0)
     sb = Workdir.copy_of(task.path / "project")
     try:
         before = run_pytest(sb.root, "tests", Limits(), allow_unconfined=False)
         sb.write_file("conftest.py", _HOOK)
-        hooked = await suite._grade_repo_fix(task, sb, before, dict(common))
+        hooked = await grade_repo_fix(task, sb, before, limits=Limits(), allow_unconfined=False)
         assert not hooked.passed and hooked.tests_failed_after == 5
         assert hooked.sandbox["confinement"] == "bwrap" and "conftest.py" in " ".join(hooked.sandbox["not_graded"])
         # The same hook smuggled into the package it may change: imported by the tests, so it
         # cannot be left out; it is graded failed for referring to pytest.
         sb.write_file("app/__init__.py", sb.read_file("app/__init__.py") + "\nimport pytest  # noqa\n")
-        smuggled = await suite._grade_repo_fix(task, sb, before, dict(common))
+        smuggled = await grade_repo_fix(task, sb, before, limits=Limits(), allow_unconfined=False)
         assert not smuggled.passed and "refer(s) to pytest" in smuggled.grade_detail
     finally:
         sb.cleanup()
@@ -303,7 +301,8 @@ async def test_agent_tasks_refuse_without_a_sandbox_and_mark_unconfined_runs(
     from rigbench.sandbox import _confine, _run
     from rigbench.suites._context import RigInfo, SuiteContext
     from rigbench.suites.agent import AgentSuite
-    from rigbench.suites.agent._tasks import RepoTaskSuite, load_task
+    from rigbench.suites.agent._grading import grade_repo_fix
+    from rigbench.suites.agent._tasks import load_task
 
     monkeypatch.setattr(_run, "confinement", lambda: _confine.Confinement("unconfined", "no bwrap here"))
     rig = RigInfo(engine="llamacpp", model="m", base_url="http://x/v1", server_root="http://x")
@@ -311,14 +310,10 @@ async def test_agent_tasks_refuse_without_a_sandbox_and_mark_unconfined_runs(
     with pytest.raises(SandboxUnavailable, match="--allow-unconfined"):
         await AgentSuite().run(ctx)  # refused before any request: the client is None
     task = load_task("cart_bugs")
-    suite = RepoTaskSuite()
-    suite.allow_unconfined = True
     sb = Workdir.copy_of(task.path / "project")
     try:
         before = run_pytest(sb.root, "tests", Limits(), allow_unconfined=True)
-        rec = await suite._grade_repo_fix(task, sb, before, dict(
-            unit_id="u", task="cart_bugs", trial=0, stop_reason="model_stopped", turns=[], wall_s=0.0,
-            transcript_blob="t", refused_paths=0))
+        rec = await grade_repo_fix(task, sb, before, limits=Limits(), allow_unconfined=True)
     finally:
         sb.cleanup()
     assert rec.tests_failed_after == 5 and not rec.passed

@@ -1,7 +1,6 @@
 """Statistics and derived metrics. Never touches the network; never formats output."""
 
 from rigbench.analysis._compare import Comparison, compare_runs, compare_stats
-from rigbench.analysis._gibberish import GibberishScreen, screen_text
 from rigbench.analysis._kvcache import KVArchitecture, KVCapacity, kv_capacity
 from rigbench.analysis._roofline import (
     Roofline,
@@ -17,7 +16,6 @@ from rigbench.analysis._timing import RequestTiming, request_timing
 
 __all__ = [
     "Comparison",
-    "GibberishScreen",
     "KVArchitecture",
     "KVCapacity",
     "RequestTiming",
@@ -35,7 +33,6 @@ __all__ = [
     "predict_speedup",
     "request_timing",
     "roofline",
-    "screen_text",
     "summarize_speed",
     "weights_from_path",
 ]

@@ -18,8 +18,7 @@ from rigbench.analysis._telemetry import (
     summarize_telemetry,
 )
 from rigbench.errors import RigbenchError
-from rigbench.rig._preflight import PreflightReport
-from rigbench.rig._sanity import OutputScreen, SanityVerdict
+from rigbench.records import OutputScreen, PreflightReport, SanityVerdict
 from rigbench.rig._telemetry import TelemetryRecord
 from rigbench.rig._traffic import TrafficCheck
 from rigbench.store import RunReader

@@ -9,8 +9,8 @@ from rich.console import Console
 
 from rigbench.cli._app import app
 from rigbench.errors import UsageError
+from rigbench.honesty import PreflightInput, ScenarioLength, preflight
 from rigbench.report._honesty import preflight_terminal
-from rigbench.rig._preflight import PreflightInput, ScenarioLength, preflight
 
 __all__ = ["check"]
 

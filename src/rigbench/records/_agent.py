@@ -7,11 +7,12 @@ later in `rigbench.analysis`.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from rigbench.records._base import Frozen, Record
+from rigbench.records._stream import RequestErrorKind, StreamResult
 
 __all__ = [
     "BFCLItemRecord",
@@ -41,21 +42,90 @@ TaskStopReason = Literal[
 
 
 class Exchange(Frozen):
-    """One request and what came back, kept as evidence. Large bodies go to a blob."""
+    """One request and what came back, kept as evidence. Large bodies go to a blob.
+
+    `result` is what the one client returned: for a streamed request with its per-chunk stamps; for
+    a non-streamed one the same fields filled from the JSON response (no chunks, `sent_ns` and
+    `done_ns` around the call). Exchanges of format 1 and 2 kept copies of those fields at the top
+    level; `_legacy` reads them into `result`.
+    """
 
     streamed: bool
     request: dict[str, Any] | None = None  # the body, inline when small
     request_blob: str | None = None  # run-relative path of the body when large
-    http_status: int | None = None
-    content: str = ""
-    reasoning: str = ""
-    reasoning_field: str | None = None  # "reasoning_content" | "reasoning" | None
-    tool_calls: list[dict[str, Any]] = Field(default_factory=list)
-    finish_reason: str | None = None
-    usage: dict[str, Any] | None = None
-    error: str | None = None  # HTTP error body or client error, first 2 KB
     response_blob: str | None = None  # the raw non-streamed response, when kept
     elapsed_s: float = 0.0
+    result: StreamResult
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or "result" in data:
+            return data
+        data = dict(data)
+        result = {k: data.pop(k) for k in _LEGACY_FIELDS if k in data}
+        error = result.pop("error", None)
+        if error is not None:
+            result["error"] = _legacy_error(str(error), bool(data.get("streamed")), result.get("http_status"))
+        data["result"] = {"sent_ns": 0, **result}  # format 1-2 kept no stamps
+        return data
+
+    @property
+    def content(self) -> str:
+        return self.result.content
+
+    @property
+    def reasoning(self) -> str:
+        return self.result.reasoning
+
+    @property
+    def reasoning_field(self) -> str | None:
+        return self.result.reasoning_field
+
+    @property
+    def tool_calls(self) -> list[dict[str, Any]]:
+        return self.result.tool_calls
+
+    @property
+    def finish_reason(self) -> str | None:
+        return self.result.finish_reason
+
+    @property
+    def usage(self) -> dict[str, Any] | None:
+        return self.result.usage
+
+    @property
+    def http_status(self) -> int | None:
+        return self.result.http_status
+
+    @property
+    def error(self) -> str | None:
+        """The failure in one line, as verdicts quote it: `kind: message | body` when streamed,
+        `HTTP status: body` when not."""
+        e = self.result.error
+        if e is None:
+            return None
+        if not self.streamed:
+            return f"{e.message}: {e.body or ''}"
+        return f"{e.kind}: {e.message}" + (f" | {e.body[:1800]}" if e.body else "")
+
+
+_LEGACY_FIELDS = ("http_status", "content", "reasoning", "reasoning_field", "tool_calls", "finish_reason", "usage",
+                  "error")
+
+
+def _legacy_error(text: str, streamed: bool, status: int | None) -> dict[str, Any]:
+    """The error string of a format 1-2 exchange as a RequestError that `Exchange.error` prints
+    back unchanged."""
+    if not streamed:
+        head, _, body = text.partition(": ")
+        return {"kind": "http_status" if status != 200 else "not_openai", "message": head, "http_status": status,
+                "body": body}
+    kind, sep, rest = text.partition(": ")
+    if not sep or kind not in get_args(RequestErrorKind):
+        kind, rest = "malformed_sse", text  # not written by any rigbench; kept whole in the message
+    message, _, body = rest.partition(" | ")
+    return {"kind": kind, "message": message, "http_status": status, "body": body or None}
 
 
 class ProbeRecord(Record):

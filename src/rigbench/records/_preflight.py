@@ -16,7 +16,9 @@ PreflightSeverity = Literal["error", "warn", "info"]
 class ServingCommand(Frozen):
     """What rigbench read from an engine command line."""
 
-    engine: Literal["vllm", "sglang", "llamacpp", "unknown"]
+    # an engine's name ("vllm", "sglang", "llamacpp", or a registered one) or "unknown"; stored runs
+    # hold only the built-in names, which still load
+    engine: str
     argv: list[str]
     model: str | None = None
     options: dict[str, str | bool] = Field(default_factory=dict)  # canonical long flag -> value (True if bare)

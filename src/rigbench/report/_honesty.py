@@ -19,8 +19,8 @@ from rigbench.analysis._kvcache import KVCapacity
 from rigbench.analysis._roofline import Roofline, SpeedupPrediction
 from rigbench.analysis._speculation import SpeculationFit
 from rigbench.analysis._telemetry import ScenarioTelemetry, TimingCrossCheck
-from rigbench.rig._preflight import PreflightReport
-from rigbench.rig._sanity import OutputScreen, SanityVerdict
+from rigbench.records import OutputScreen, PreflightReport, SanityVerdict
+from rigbench.report._cells import Section, markdown_table, section_markdown, section_terminal
 from rigbench.rig._traffic import TrafficCheck
 
 __all__ = [
@@ -28,10 +28,12 @@ __all__ = [
     "comparison_terminal",
     "decode_efficiency_text",
     "kv_markdown",
+    "kv_section",
     "kv_terminal",
     "preflight_markdown",
     "preflight_terminal",
     "roofline_markdown",
+    "roofline_section",
     "roofline_terminal",
     "sanity_markdown",
     "sanity_terminal",
@@ -39,6 +41,7 @@ __all__ = [
     "speculation_terminal",
     "speedup_markdown",
     "telemetry_markdown",
+    "telemetry_sections",
     "telemetry_terminal",
     "traffic_text",
 ]
@@ -53,10 +56,7 @@ def _pct(v: float | None) -> str:
 
 
 def _md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    esc = [[c.replace("|", "\\|") for c in r] for r in rows]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(r) + " |" for r in esc]
-    return "\n".join(lines)
+    return "\n".join(markdown_table(Section("", header, rows), align=False))
 
 
 # -- sanity gate and output screen ----------------------------------------------------------------
@@ -153,17 +153,16 @@ def decode_efficiency_text(rows: Sequence[tuple[str, int, float, float]]) -> str
     return "; ".join(f"{s} c={c}: {tok:.1f} tok/s = {eff:.0%}" for s, c, tok, eff in rows)
 
 
+def roofline_section(r: Roofline) -> Section:
+    return Section("Decode roofline", ["", ""], [list(x) for x in _roofline_rows(r)], short_title="decode roofline")
+
+
 def roofline_terminal(r: Roofline, console: Console) -> None:
-    t = Table(title="decode roofline", show_header=False)
-    t.add_column(style="bold")
-    t.add_column(overflow="fold")
-    for k, v in _roofline_rows(r):
-        t.add_row(k, v)
-    console.print(t)
+    section_terminal(console, roofline_section(r), layout="pairs")
 
 
 def roofline_markdown(r: Roofline) -> str:
-    return "**Decode roofline**\n\n" + _md_table(["", ""], [list(x) for x in _roofline_rows(r)])
+    return section_markdown(roofline_section(r), heading=None, align=False)
 
 
 _SPEC_HEAD = ["scenario", "prefill share p", "acceptance L", "predicted, c = 0", "predicted, c", "measured"]
@@ -233,15 +232,16 @@ def _kv_rows(c: KVCapacity) -> list[tuple[str, str]]:
     return rows
 
 
+def kv_section(c: KVCapacity) -> Section:
+    return Section("KV-cache capacity (estimate)", ["", ""], [list(x) for x in _kv_rows(c)])
+
+
 def kv_terminal(c: KVCapacity, console: Console) -> None:
-    t = Table(title="KV-cache capacity (estimate)", show_header=False)
-    for k, v in _kv_rows(c):
-        t.add_row(k, v)
-    console.print(t)
+    section_terminal(console, kv_section(c), layout="pairs")
 
 
 def kv_markdown(c: KVCapacity) -> str:
-    return "**KV-cache capacity (estimate)**\n\n" + _md_table(["", ""], [list(x) for x in _kv_rows(c)])
+    return section_markdown(kv_section(c), heading=None, align=False)
 
 
 # -- telemetry and timing cross-check ------------------------------------------------------------
@@ -279,33 +279,26 @@ _CC_KEY = ("Decode tok/s per request, median: measured by rigbench (client) and 
            "(server); agree: within ±10%. TTFT − prompt: time outside the server's prompt processing.")
 
 
-def _narrow_table(title: str, head: Sequence[str], rows: Sequence[Sequence[str]], key: str) -> Table:
-    """Short two-line headers with a key below, scenario names never cut: readable at 80 columns."""
-    t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True, pad_edge=False,
-              caption=key, caption_justify="left")
-    for i, h in enumerate(head):
-        t.add_column(h, justify="left" if i == 0 else "right", no_wrap=i == 0)
-    for r in rows:
-        t.add_row(*r)
-    return t
+def telemetry_sections(ts: Sequence[ScenarioTelemetry], checks: Sequence[TimingCrossCheck]) -> list[Section]:
+    """Server telemetry per scenario, then the client-vs-server timing check (each only when there is data)."""
+    out = []
+    if ts:
+        out.append(Section("Server telemetry", _TEL_HEADER, _tel_rows(ts), short_head=_TEL_SHORT, key=_TEL_KEY))
+    if checks:
+        out.append(Section("Client vs server timings", _CC_HEADER, _cc_rows(checks), short_head=_CC_SHORT,
+                           short_title="Client vs server timings (llama.cpp `timings`)", key=_CC_KEY))
+    return out
 
 
 def telemetry_terminal(ts: Sequence[ScenarioTelemetry], checks: Sequence[TimingCrossCheck],
                        console: Console) -> None:
-    if ts:
-        console.print(_narrow_table("Server telemetry", _TEL_SHORT, _tel_rows(ts), _TEL_KEY))
-    if checks:
-        console.print(_narrow_table("Client vs server timings (llama.cpp `timings`)", _CC_SHORT, _cc_rows(checks),
-                                    _CC_KEY))
+    """Short two-line headers with a key below, scenario names never cut: readable at 80 columns."""
+    for sec in telemetry_sections(ts, checks):
+        section_terminal(console, sec, layout="simple")
 
 
 def telemetry_markdown(ts: Sequence[ScenarioTelemetry], checks: Sequence[TimingCrossCheck]) -> str:
-    parts = []
-    if ts:
-        parts.append("**Server telemetry**\n\n" + _md_table(_TEL_HEADER, _tel_rows(ts)))
-    if checks:
-        parts.append("**Client vs server timings**\n\n" + _md_table(_CC_HEADER, _cc_rows(checks)))
-    return "\n\n".join(parts)
+    return "\n\n".join(section_markdown(sec, heading=None, align=False) for sec in telemetry_sections(ts, checks))
 
 
 # -- comparisons ---------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from rigbench.analysis._compare import Comparison
 from rigbench.analysis._revision import Revision
 from rigbench.analysis._suite_compare import SuiteComparison
 from rigbench.report._blog import _NOTE, _grid, _revision_note
+from rigbench.report._cells import html_table, section_html
 from rigbench.report._labels import SYNTH_NOTE, synth_mark, synthetic_acceptance
 from rigbench.report._plots import (
     plot_acceptance,
@@ -24,7 +25,7 @@ from rigbench.report._plots import (
 )
 from rigbench.report._run import _fingerprint_rows, _trust_line
 from rigbench.report._speed import LATENCY_HEAD, LATENCY_KEY, latency_cells, speed_columns
-from rigbench.report._suite_compare import NOT_SIGNIFICANT_NOTE, suite_comparison_cells
+from rigbench.report._suite_compare import NOT_SIGNIFICANT_NOTE, suite_comparison_sections
 
 __all__ = ["render_html"]
 
@@ -49,23 +50,6 @@ def _e(text: object) -> str:
     return html.escape(str(text))
 
 
-def _table(head: Sequence[str], rows: Sequence[Sequence[str]], *, numeric_from: int = 2, cls: str = "",
-           flag: str | None = None) -> str:
-    """A table; cells (and headers) containing `flag` are drawn in red."""
-    def th(h: str) -> str:
-        return f'<th class="synth">{_e(h)}</th>' if flag and flag in h else f"<th>{_e(h)}</th>"
-
-    def td(i: int, c: str) -> str:
-        classes = (["num"] if i >= numeric_from else []) + (["synth"] if flag and flag in c else [])
-        return f'<td class="{" ".join(classes)}">{_e(c)}</td>' if classes else f"<td>{_e(c)}</td>"
-
-    out = [f'<table class="{cls}"><thead><tr>' + "".join(th(h) for h in head) + "</tr></thead><tbody>"]
-    for row in rows:
-        out.append("<tr>" + "".join(td(i, c) for i, c in enumerate(row)) + "</tr>")
-    out.append("</tbody></table>")
-    return "".join(out)
-
-
 def _findings(name: str, a: RunAnalysis) -> str:
     """One collapsible block per run: the verdict and the counts first, each finding on demand."""
     untrusted = [w.removeprefix("UNTRUSTED: ") for w in a.warnings if w.startswith("UNTRUSTED")]
@@ -87,14 +71,8 @@ def _suites_html(names: Sequence[str], suites: Sequence[SuiteComparison]) -> lis
     """Quality and agent results of each run against the first, with their tests."""
     out = []
     for name, sc in zip(names[1:], suites, strict=False):
-        for title, head, rows in suite_comparison_cells(sc, baseline=names[0], other=name):
-            if not rows:
-                out.append(f"<h3>{_e(title)}</h3>")
-                continue
-            table = _table(head, rows, numeric_from=1)
-            for word in ("differs", "CHANGED"):  # what the reader looks for, in bold
-                table = table.replace(f">{word}</td>", f"><b>{word}</b></td>")
-            out.append(f"<h3>{_e(title)}</h3>{table}")
+        out += [section_html(sec, numeric_from=1)
+                for sec in suite_comparison_sections(sc, baseline=names[0], other=name)]
     if out:
         out = ["<h2>Quality and agent across runs</h2>", *out, f'<p class="note">{_e(NOT_SIGNIFICANT_NOTE)}</p>']
     return out
@@ -137,7 +115,7 @@ def render_html(names: Sequence[str], analyses: Sequence[RunAnalysis], compariso
         trust, _ = _trust_line(a)
         rows.append([n + synth_mark(a.header), a.header.run_id, a.status, trust, a.header.created_at[:16],
                      a.source_data_id])
-    parts.append("<h2>Runs</h2>" + _table(["rig", "run", "status", "verdict", "started", "source data"], rows,
+    parts.append("<h2>Runs</h2>" + html_table(["rig", "run", "status", "verdict", "started", "source data"], rows,
                                           numeric_from=99))
     # seed-style tables
     if len(analyses) > 1:
@@ -146,7 +124,7 @@ def render_html(names: Sequence[str], analyses: Sequence[RunAnalysis], compariso
         note = f'<p class="note">{_e(_NOTE)}</p>' + (
             f'<p class="synth">{_e(", ".join(synth))}: {_e(SYNTH_NOTE)}</p>' if synth else "")
         parts.append(f"<h2>Speed-up vs {_e(names[0])}</h2>"
-                     + (_table(head, grid, flag="synthetic") + note if grid
+                     + (html_table(head, grid, flag="synthetic") + note if grid
                         else '<p class="missing">no speed results in the baseline run</p>'))
     parts.append("<h2>Speed</h2>")
     for n, a in zip(names, analyses, strict=True):
@@ -154,9 +132,9 @@ def render_html(names: Sequence[str], analyses: Sequence[RunAnalysis], compariso
             parts.append(f'<h3>{_e(n)}</h3><p class="missing">no speed results</p>')
             continue
         head, rows, dropped = speed_columns(a.speed)
-        parts.append(f"<h3>{_e(n)}{_e(synth_mark(a.header))}</h3>" + _table(head, rows)
+        parts.append(f"<h3>{_e(n)}{_e(synth_mark(a.header))}</h3>" + html_table(head, rows)
                      + (f'<p class="note">Not shown: {_e("; ".join(dropped))}.</p>' if dropped else "")
-                     + "<h4>Latency percentiles</h4>" + _table(LATENCY_HEAD, latency_cells(a.speed))
+                     + "<h4>Latency percentiles</h4>" + html_table(LATENCY_HEAD, latency_cells(a.speed))
                      + f'<p class="note">{_e(LATENCY_KEY)}</p>')
         notes = [f"{r.scenario} (c={r.concurrency}): TTFT not comparable: {r.ttft_not_comparable}"
                  for r in a.speed.rows if r.ttft_not_comparable]
@@ -180,7 +158,7 @@ def render_html(names: Sequence[str], analyses: Sequence[RunAnalysis], compariso
     parts.append("<h2>Fingerprints</h2>")
     for n, a in zip(names, analyses, strict=True):
         fp_rows = [[k, v] for k, v in _fingerprint_rows(a.header.fingerprint)]
-        parts.append(f"<h3>{_e(n)}</h3>" + _table(["", ""], fp_rows, numeric_from=99, cls="fp"))
+        parts.append(f"<h3>{_e(n)}</h3>" + html_table(["", ""], fp_rows, numeric_from=99, cls="fp"))
     parts.append('<p class="note">Source data: '
                  + ", ".join(f"<code>{_e(a.source_data_id)}</code>" for a in analyses) + "</p></body></html>")
     return "\n".join(parts)

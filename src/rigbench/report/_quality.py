@@ -5,7 +5,6 @@ Markdown. Both renderings come from the same cells; no statistics here, only for
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
 
 from rich.console import Console
 
@@ -18,7 +17,7 @@ from rigbench.analysis._quality import (
     QualitySummary,
 )
 from rigbench.analysis._stats import Stat
-from rigbench.report._layout import fitted_table
+from rigbench.report._cells import Note, Section, section_markdown, section_terminal
 
 __all__ = [
     "render_mmlu_comparison_markdown",
@@ -28,12 +27,8 @@ __all__ = [
 ]
 
 
-class _Section(NamedTuple):
-    title: str
-    head: list[str]
-    rows: list[list[str]]
-    notes: list[str]
-    left_cols: int = 1  # leading text columns; the rest are right-aligned numbers
+def _notes(texts: list[str]) -> list[Note]:
+    return [Note(t, "warn" if t.startswith("Warning") else None) for t in texts]
 
 
 def _pct(p: float) -> str:
@@ -59,7 +54,7 @@ def _med(s: Stat | None, digits: int = 0) -> str:
     return f"{s.median:.{digits}f}"
 
 
-def _mmlu(s: MMLUProSummary) -> _Section:
+def _mmlu(s: MMLUProSummary) -> Section:
     head = ["subject", "n", "accuracy ± SE", "95% CI", "chance", "no letter", "failed req"]
     rows = [[x.subject, str(x.accuracy.n), _acc(x.accuracy),
              f"{_pct(x.accuracy.ci_low)}–{_pct(x.accuracy.ci_high)}", _pct(x.chance),
@@ -84,10 +79,10 @@ def _mmlu(s: MMLUProSummary) -> _Section:
         notes.append(f"Data {s.dataset}, sample seed {s.sample_seed}, "
                      f"{s.questions_per_subject or 'all'} questions per subject; protocol {s.protocol}.")
     notes += [f"Warning: {w}" for w in s.warnings]
-    return _Section("MMLU-Pro (accuracy ± one standard error, in points)", head, rows, notes)
+    return Section("MMLU-Pro (accuracy ± one standard error, in points)", head, rows, _notes(notes))
 
 
-def _pack(p: PackSummary) -> _Section:
+def _pack(p: PackSummary) -> Section:
     head = ["task", "lang", "correct", "failed graders", "wall s", "reasoning tok", "answer tok", "chars"]
     rows = []
     for t in p.tasks:
@@ -101,10 +96,10 @@ def _pack(p: PackSummary) -> _Section:
     if p.unconfined_grades:
         notes.append(f"Warning: {p.unconfined_grades} code grade(s) ran unconfined (--allow-unconfined): the "
                      "model's code could read and write this machine and reach the network.")
-    return _Section(f"Task pack {p.pack} (medians over repetitions)", head, rows, notes, left_cols=4)
+    return Section(f"Task pack {p.pack} (medians over repetitions)", head, rows, _notes(notes), left_cols=4)
 
 
-def _effort(e: EffortSummary) -> _Section:
+def _effort(e: EffortSummary) -> Section:
     head = ["effort", "correct", "reasoning tok", "answer tok", "wall s", "time to correct s",
             "e2e tok/s", "thinking"]
     rows = []
@@ -124,10 +119,10 @@ def _effort(e: EffortSummary) -> _Section:
         notes.append(f"Fastest to a correct answer on every task: {e.fastest_to_correct}.")
     notes += [f"Warning: {w}" for w in e.warnings]
     title = f"Reasoning-effort sweep, pack {e.pack} (engine {e.engine or 'unknown'})"
-    return _Section(title, head, rows, notes)
+    return Section(title, head, rows, _notes(notes))
 
 
-def _sections(summary: QualitySummary) -> list[_Section]:
+def _sections(summary: QualitySummary) -> list[Section]:
     out = []
     if summary.mmlu_pro is not None:
         out.append(_mmlu(summary.mmlu_pro))
@@ -136,7 +131,7 @@ def _sections(summary: QualitySummary) -> list[_Section]:
     return out
 
 
-def _comparison(c: MMLUProComparison) -> list[_Section]:
+def _comparison(c: MMLUProComparison) -> list[Section]:
     head = ["subject"] + [f"{r} acc ± SE" for r in c.runs] + [f"{r} vs best" for r in c.runs] \
         + [f"{r} vs worst" for r in c.runs] + ["chance"]
     rows = []
@@ -150,30 +145,18 @@ def _comparison(c: MMLUProComparison) -> list[_Section]:
                f"{t.a_only} / {t.b_only}" if t.a_only is not None else "–", f"{t.p_value:.3g}",
                "differs" if t.significant else "not significant"] for t in c.tests]
     return [
-        _Section("MMLU-Pro across runs (vs best / vs worst: points against the best / worst other run)",
-                 head, rows, []),
-        _Section("MMLU-Pro pairwise tests (exact McNemar when the same questions were asked, else Fisher; "
+        Section("MMLU-Pro across runs (vs best / vs worst: points against the best / worst other run)",
+                 head, rows),
+        Section("MMLU-Pro pairwise tests (exact McNemar when the same questions were asked, else Fisher; "
                  "alpha 0.05)", t_head, t_rows,
-                 ["'not significant' means the data cannot tell the two apart, not that they are equal."],
+                 [Note("'not significant' means the data cannot tell the two apart, not that they are equal.")],
                  left_cols=3),
     ]
 
 
-def _markdown(sec: _Section) -> str:
-    esc = [[c.replace("|", "\\|") for c in row] for row in sec.rows]
-    lines = [f"### {sec.title}", "", "| " + " | ".join(sec.head) + " |",
-             "|" + "|".join(["---"] * sec.left_cols + ["---:"] * (len(sec.head) - sec.left_cols)) + "|"]
-    lines += ["| " + " | ".join(row) + " |" for row in esc]
-    if sec.notes:
-        lines += [""] + [f"- {n}" for n in sec.notes]
-    return "\n".join(lines)
-
-
-def _render(console: Console, sections: list[_Section]) -> None:
+def _render(console: Console, sections: list[Section]) -> None:
     for sec in sections:
-        console.print(fitted_table(console, sec.title, sec.head, sec.rows, left_cols=sec.left_cols))
-        for n in sec.notes:
-            console.print(f"  {n}", style="yellow" if n.startswith("Warning") else None, highlight=False)
+        section_terminal(console, sec)
         console.print()
 
 
@@ -183,7 +166,7 @@ def render_quality_terminal(console: Console, summary: QualitySummary) -> None:
 
 
 def render_quality_markdown(summary: QualitySummary) -> str:
-    return "\n\n".join(_markdown(s) for s in _sections(summary))
+    return "\n\n".join(section_markdown(s) for s in _sections(summary))
 
 
 def render_mmlu_comparison_terminal(console: Console, comparison: MMLUProComparison) -> None:
@@ -191,4 +174,4 @@ def render_mmlu_comparison_terminal(console: Console, comparison: MMLUProCompari
 
 
 def render_mmlu_comparison_markdown(comparison: MMLUProComparison) -> str:
-    return "\n\n".join(_markdown(s) for s in _comparison(comparison))
+    return "\n\n".join(section_markdown(s) for s in _comparison(comparison))

@@ -6,27 +6,18 @@ are built once; both renderings use them. Formatting only: the tests come from a
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
 
-from rich import box
 from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
 from rigbench.analysis._quality import PairTest, Proportion
 from rigbench.analysis._suite_compare import AccuracyDiff, SuiteComparison
+from rigbench.report._cells import Cell, Section, section_markdown, section_terminal
 
-__all__ = ["NOT_SIGNIFICANT_NOTE", "suite_comparison_cells", "suite_comparison_markdown", "suite_comparison_terminal"]
+__all__ = ["NOT_SIGNIFICANT_NOTE", "suite_comparison_markdown", "suite_comparison_sections",
+           "suite_comparison_terminal"]
 
 _TESTS = "p: exact McNemar on the items both answered (F: Fisher's exact test otherwise); α = 0.05"
 _NS = "n.s. (not significant): the data cannot tell the two apart, which is not the same as equal."
-
-
-class _Section(NamedTuple):
-    title: str
-    head: list[str]
-    rows: list[list[str]]
-    left_cols: int
 
 
 def _acc(p: Proportion) -> str:
@@ -37,11 +28,11 @@ def _pts(x: float) -> str:
     return f"{x * 100 + 0.0:+.1f}".replace("-", "−").replace("−0.0", "+0.0")  # no negative zero
 
 
-def _verdict(t: PairTest) -> str:
-    return "differs" if t.significant else "n.s."
+def _verdict(t: PairTest) -> str | Cell:
+    return Cell("differs", "notable") if t.significant else "n.s."
 
 
-def _test_cells(t: PairTest, diff: float) -> list[str]:
+def _test_cells(t: PairTest, diff: float) -> list[str | Cell]:
     return [_pts(diff), f"{t.p_value:.3g}" + (" F" if t.test == "fisher_exact" else ""), _verdict(t)]
 
 
@@ -49,11 +40,11 @@ def _head(first: str) -> list[str]:
     return [first, "n", "A", "B", "B − A pts", "p", "verdict"]
 
 
-def _mmlu(c: SuiteComparison, a: str, b: str) -> _Section | None:
+def _mmlu(c: SuiteComparison, a: str, b: str) -> Section | None:
     m = c.mmlu_pro
     if m is None:
         return None
-    rows = []
+    rows: list[list[str | Cell]] = []
     for s in m.subjects:
         t = next((t for t in m.tests if t.subject == s.subject), None)
         pa, pb = s.accuracy.get(c.baseline_run), s.accuracy.get(c.other_run)
@@ -61,49 +52,49 @@ def _mmlu(c: SuiteComparison, a: str, b: str) -> _Section | None:
             continue
         diff = t.diff if t.run_a == c.other_run else -t.diff  # B − A
         rows.append([s.subject, str(t.n), _acc(pa), _acc(pb), *_test_cells(t, diff)])
-    return _Section(f"MMLU-Pro: B = {b} vs A = {a} (accuracy ± SE; {_TESTS})", _head("subject"), rows, 1)
+    return Section(f"MMLU-Pro: B = {b} vs A = {a} (accuracy ± SE; {_TESTS})", _head("subject"), rows, left_cols=1)
 
 
-def _graded(title: str, diffs: list[AccuracyDiff], a: str, b: str) -> _Section | None:
+def _graded(title: str, diffs: list[AccuracyDiff], a: str, b: str) -> Section | None:
     """Whole sets always; a pack's single tasks only where the two runs scored differently."""
     shown = [d for d in diffs if "/" not in d.name or (d.baseline.k, d.baseline.n) != (d.other.k, d.other.n)]
     if not shown:
         return None
     hidden = len(diffs) - len(shown)
-    rows = [[d.name, str(d.test.n), f"{d.baseline.k}/{d.baseline.n}", f"{d.other.k}/{d.other.n}",
-             *_test_cells(d.test, d.test.diff)] for d in shown]
+    rows: list[list[str | Cell]] = [[d.name, str(d.test.n), f"{d.baseline.k}/{d.baseline.n}",
+                                     f"{d.other.k}/{d.other.n}", *_test_cells(d.test, d.test.diff)] for d in shown]
     more = f"; {hidden} task(s) scored the same in both, not listed" if hidden else ""
-    return _Section(f"{title}: B = {b} vs A = {a} (correct / asked; {_TESTS}{more})", _head("set"), rows, 1)
+    return Section(f"{title}: B = {b} vs A = {a} (correct / asked; {_TESTS}{more})", _head("set"), rows, left_cols=1)
 
 
-def _probes(c: SuiteComparison, a: str, b: str) -> _Section | None:
+def _probes(c: SuiteComparison, a: str, b: str) -> Section | None:
     if not c.probes:
         return None
     changed = [p for p in c.probes if p.changed]
-    rows = [[p.probe, p.baseline or "–", p.other or "–", "CHANGED"] for p in changed]
+    rows: list[list[str | Cell]] = [[p.probe, p.baseline or "–", p.other or "–", Cell("CHANGED", "notable")]
+                                    for p in changed]
     same = "" if len(changed) == len(c.probes) else f"; the other {len(c.probes) - len(changed)} agree"
-    return _Section(f"Agent probes: {len(changed)} of {len(c.probes)} verdicts differ between A = {a} and "
-                    f"B = {b}{same}", ["probe", "A", "B", ""], rows, 4)
+    return Section(f"Agent probes: {len(changed)} of {len(c.probes)} verdicts differ between A = {a} and "
+                   f"B = {b}{same}", ["probe", "A", "B", ""], rows, left_cols=4)
 
 
-def _tasks(c: SuiteComparison, a: str, b: str) -> _Section | None:
+def _tasks(c: SuiteComparison, a: str, b: str) -> Section | None:
     if not c.tasks:
         return None
-    return _Section(f"Multi-turn tasks: passed / trials, pass^k (A = {a}, B = {b}; too few trials for a test)",
-                    ["task", "A", "B"],
-                    [[t.task, t.baseline, t.other] for t in c.tasks], 3)
+    return Section(f"Multi-turn tasks: passed / trials, pass^k (A = {a}, B = {b}; too few trials for a test)",
+                   ["task", "A", "B"],
+                   [[t.task, t.baseline, t.other] for t in c.tasks], left_cols=3)
 
 
-def _sections(c: SuiteComparison, a: str, b: str) -> list[_Section]:
+def _sections(c: SuiteComparison, a: str, b: str) -> list[Section]:
     found = [_mmlu(c, a, b), _graded("Task packs", c.packs, a, b), _graded("Agent accuracy", c.agent, a, b),
              _probes(c, a, b), _tasks(c, a, b)]
     return [s for s in found if s is not None]
 
 
-def suite_comparison_cells(c: SuiteComparison, *, baseline: str, other: str) -> list[tuple[str, list[str],
-                                                                                       list[list[str]]]]:
-    """(title, header, rows) per table, for renderers outside this module (HTML)."""
-    return [(sec.title, sec.head, sec.rows) for sec in _sections(c, baseline, other)]
+def suite_comparison_sections(c: SuiteComparison, *, baseline: str, other: str) -> list[Section]:
+    """One section per table (a section with no rows says only its title), for every renderer."""
+    return _sections(c, baseline, other)
 
 
 NOT_SIGNIFICANT_NOTE = _NS
@@ -112,30 +103,17 @@ NOT_SIGNIFICANT_NOTE = _NS
 def suite_comparison_terminal(c: SuiteComparison, console: Console, *, baseline: str, other: str) -> None:
     """Nothing when the runs share no quality or agent results."""
     for sec in _sections(c, baseline, other):
-        console.print(sec.title, style="bold", highlight=False, markup=False)  # full width: a table title wraps to the table's
-        if not sec.rows:
-            continue
-        t = Table(box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True, pad_edge=False)
-        for i, h in enumerate(sec.head):
-            t.add_column(h, justify="left" if i < sec.left_cols else "right", no_wrap=i == 0)
-        for row in sec.rows:
-            style = "bold" if row[-1] in ("differs", "CHANGED") else ""
-            t.add_row(*row[:-1], Text(row[-1], style=style))
-        console.print(t)
+        # the title on a line of its own, full width: as a table title it would wrap to the table's width
+        console.print(sec.title, style="bold", highlight=False, markup=False)
+        if sec.rows:
+            section_terminal(console, sec, layout="simple", title=False)
     if not c.empty:
         console.print(f"[dim]{_NS}[/]")
 
 
 def suite_comparison_markdown(c: SuiteComparison, *, baseline: str, other: str) -> str:
-    parts = []
-    for sec in _sections(c, baseline, other):
-        if not sec.rows:
-            parts.append(f"**{sec.title}**")
-            continue
-        lines = [f"**{sec.title}**", "", "| " + " | ".join(sec.head) + " |",
-                 "|" + "|".join(["---"] * sec.left_cols + ["---:"] * (len(sec.head) - sec.left_cols)) + "|"]
-        lines += ["| " + " | ".join(x.replace("|", "\\|") for x in row) + " |" for row in sec.rows]
-        parts.append("\n".join(lines))
+    parts = [section_markdown(sec, heading=None) if sec.rows else f"**{sec.title}**"
+             for sec in _sections(c, baseline, other)]
     if parts:
         parts.append(_NS)
     return "\n\n".join(parts)

@@ -13,6 +13,7 @@ from rigbench.rig._models import EMBEDDED_MODEL, LocalFile, ModelSource, WheelFi
 from rigbench.rig._process import free_port
 from rigbench.rig._rig import LaunchedRig
 from rigbench.rig._smoke import ensure_llama_server
+from rigbench.rig.engines._llamacpp import LlamaCppLaunch, server_argv
 
 __all__ = ["LlamaCppConfig", "llamacpp_argv", "prepare_llamacpp_rig"]
 
@@ -33,19 +34,17 @@ class LlamaCppConfig:
 
 
 def llamacpp_argv(binary: Path, model: Path, port: int, cfg: LlamaCppConfig, draft: Path | None) -> list[str]:
-    argv = [str(binary), "-m", str(model), "--host", "127.0.0.1", "--port", str(port),
-            "-c", str(cfg.ctx_per_slot * cfg.slots), "-np", str(cfg.slots), "--kv-unified",
-            "--jinja", "--metrics", "--no-webui", "--alias", model.name.removesuffix(".gguf")]
-    threads = cfg.threads or affinity_threads()
-    if threads:
-        argv += ["-t", str(threads)]
-    if draft is not None:
-        argv += ["-md", str(draft)]
-        argv += ["--spec-type", cfg.spec_type or "draft-simple"]
-        if cfg.draft_max is not None:
-            argv += ["--spec-draft-n-max", str(cfg.draft_max)]
-        if cfg.spec_synth_len is not None:
-            argv += ["--spec-synth-len", str(cfg.spec_synth_len)]
+    """The embedded rig's command line, from the llama.cpp engine's one builder; the user's extra
+    arguments go last unchecked, so they override what rigbench chose (llama-server keeps the last)."""
+    spec = LlamaCppLaunch(
+        model=str(model), executable=[str(binary)], port=port, alias=model.name.removesuffix(".gguf"),
+        ctx_size=cfg.ctx_per_slot * cfg.slots, parallel=cfg.slots,
+        draft_model=str(draft) if draft is not None else None,
+        # without a draft model the embedded rig runs no speculative decoding, whatever else is set
+        spec_type=cfg.spec_type if draft is not None else None,
+        draft_max=cfg.draft_max if draft is not None else None)
+    argv = server_argv(spec, kv_unified=True, webui=False, threads=cfg.threads or affinity_threads() or None,
+                       spec_synth_len=cfg.spec_synth_len if draft is not None else None)
     return argv + list(cfg.extra_args)
 
 

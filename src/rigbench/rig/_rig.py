@@ -9,12 +9,13 @@ from pathlib import Path
 from typing import Any
 
 from rigbench.client import ChatClient
-from rigbench.errors import EndpointError, RigbenchError, RigStartError
+from rigbench.errors import EndpointError, RigbenchError, RigStartError, UsageError
 from rigbench.records import StartupTiming
-from rigbench.rig._crash import classify_crash
 from rigbench.rig._fingerprint import EngineBinary, Fingerprint, ModelInfo, host_info, now_iso, sha256_text
 from rigbench.rig._info import RigInfo
 from rigbench.rig._process import EngineProcess
+from rigbench.rig.engines._registry import get_engine
+from rigbench.rig.engines._speculative import speculative_from_argv
 
 __all__ = ["AttachedRig", "LaunchedRig", "StartupTiming"]
 
@@ -43,27 +44,8 @@ async def _engine_facts(client: ChatClient, engine: str | None = None) -> dict[s
                                  else {"engine": name})
     except RigbenchError:
         return {"engine": engine} if engine else {}
-    raw: dict[str, Any] = facts.pop("raw", None) or {}
-    props: dict[str, Any] = raw.get("props") or {}
-    if props:  # llama.cpp extras worth recording
-        facts["model_path"] = props.get("model_path")
-        facts["chat_template_caps"] = props.get("chat_template_caps")
-        params = (props.get("default_generation_settings") or {}).get("params") or {}
-        facts["speculative_types"] = params.get("speculative.types")
+    facts.pop("raw", None)
     return facts
-
-
-def _speculative_from_argv(argv: list[str]) -> dict[str, Any] | None:
-    spec: dict[str, Any] = {}
-    keys = {"-md": "draft_model", "--model-draft": "draft_model", "--spec-type": "type",
-            "--draft-max": "draft_max", "--draft": "draft_max", "--draft-n": "draft_max",
-            "--spec-draft-n-max": "draft_max", "--draft-min": "draft_min", "--spec-synth-len": "synthetic_length",
-            "--speculative-config": "config", "--speculative-algorithm": "algorithm",
-            "--speculative-num-draft-tokens": "num_draft_tokens"}
-    for i, a in enumerate(argv[:-1]):
-        if a in keys:
-            spec[keys[a]] = argv[i + 1]
-    return spec or None
 
 
 def _startup_from(t_spawn: float, t_healthy: float, t_first: float) -> StartupTiming:
@@ -179,7 +161,7 @@ class LaunchedRig:
             endpoint=self.base_url, model=self.model.model_copy(update={"served_name": self.served_name}),
             draft_model=self.draft_model, chat_template_sha256=sha256_text(f.get("chat_template")),
             context_length=f.get("context_length"), slots=f.get("slots"),
-            speculative=_speculative_from_argv(self.argv), host=host_info(), host_is_server=True,
+            speculative=speculative_from_argv(self.argv, self.engine), host=host_info(), host_is_server=True,
             started_at=now_iso(), unknown=unknown,
             server_info={k: v for k, v in f.items() if k != "chat_template"}, engine_binary=self.engine_binary,
         )
@@ -282,9 +264,11 @@ class AttachedRig:
 
 
 def _crash_hint(engine: str, code: int | None, log_text: str) -> str:
-    """For a llama.cpp engine killed by SIGSEGV/SIGILL: the likely cause and the flag that avoids it."""
-    crash = classify_crash(code, log_text) if engine == "llamacpp" else None
-    return "" if crash is None else f"\n  cause: {crash.cause}\n  avoid it with: {crash.avoided_by}"
+    """What the engine's own module makes of its death (a CPU-path crash and the flag that avoids it)."""
+    try:
+        return get_engine(engine).crash_hint(code, log_text)
+    except UsageError:  # a verbatim command whose engine never said what it is
+        return ""
 
 
 def _indent(text: str) -> str:

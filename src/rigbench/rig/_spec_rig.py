@@ -15,12 +15,13 @@ from rigbench.errors import RigStartError, UsageError
 from rigbench.rig import LaunchedRig, ModelInfo, StartupTiming, free_port
 from rigbench.rig._launch_spec import CommandLaunch, ContainerLaunch, EndpointSpec, VLLMLaunch, command_for
 from rigbench.rig._process import EngineProcess
-from rigbench.rig.engines import get_adapter
+from rigbench.rig.engines import get_engine
 
 __all__ = ["ContainerRig", "SpecRig", "launched_rig"]
 
 # Any OpenAI-compatible server answers this once it is up; used when the engine is not known.
 _GENERIC_HEALTH = "/v1/models"
+_GENERIC_START_TIMEOUT_S = 300.0
 
 
 class SpecRig(LaunchedRig):
@@ -85,7 +86,8 @@ def launched_rig(spec: Any, log_path: Path, *, api_key: str | None = None,
         spec = spec.model_copy(update={"port": free_port(getattr(spec, "host", "127.0.0.1"))})
     cmd = command_for(spec)
     engine = (spec.engine or "unknown") if isinstance(spec, CommandLaunch) else spec.kind
-    health = get_adapter(engine).health_path if engine != "unknown" else _GENERIC_HEALTH
+    known = get_engine(engine) if engine != "unknown" else None
+    health = known.adapter().health_path if known else _GENERIC_HEALTH
     if isinstance(spec, ContainerLaunch) and not spec.container_name:
         raise UsageError("a container rig needs `--name NAME` in its command so rigbench can stop the "
                          f"container afterwards (`docker stop NAME`); got: {' '.join(spec.argv)}")
@@ -96,7 +98,7 @@ def launched_rig(spec: Any, log_path: Path, *, api_key: str | None = None,
                       source=f"as given to {engine}")
     common: dict[str, Any] = {"engine": engine, "port": int(spec.port), "log_path": log_path, "model": model,
                               "host": spec.host, "health_path": health, "api_key": api_key,
-                              "start_timeout_s": 1800.0 if engine in ("vllm", "sglang") else 300.0}
+                              "start_timeout_s": known.start_timeout_s if known else _GENERIC_START_TIMEOUT_S}
     rig: LaunchedRig
     if isinstance(spec, ContainerLaunch):
         rig = ContainerRig(cmd.argv, container_name=spec.container_name, **common)

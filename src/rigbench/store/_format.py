@@ -15,14 +15,18 @@ version under tests/golden/ and keep the reader loading it):
   2  2026-11-30  the gate's questions are generated per run: `sanity` records gain question_seed,
                  findings, elapsed_s and per answer expected/extracted/max_tokens; new record kind
                  `traffic_check` (rig/_traffic.py). v1 records load with those fields absent.
+  3  2026-11-30  agent exchanges (in `agent_probe`, `agent_tool_trial`, `agent_bfcl_item`) hold the
+                 client's StreamResult as `result` instead of copies of its fields, so streamed
+                 exchanges keep their chunk stamps; v1/v2 exchanges load through Exchange's legacy
+                 reader (records/_agent.py), examples: tests/golden/emulator_a, emulator_b.
 """
 
 from __future__ import annotations
 
 __all__ = ["FORMAT_VERSION", "HEADER_FILE", "LOG_FILE", "RECORDS_FILE", "SUPPORTED_VERSIONS"]
 
-FORMAT_VERSION = 2
-SUPPORTED_VERSIONS = frozenset({1, 2})
+FORMAT_VERSION = 3
+SUPPORTED_VERSIONS = frozenset({1, 2, 3})
 HEADER_FILE = "run.json"
 RECORDS_FILE = "records.jsonl"
 LOG_FILE = "engine.log"

@@ -1,25 +1,49 @@
 """Engine adapters: what rigbench knows about llama.cpp, vLLM, SGLang and Ollama."""
 
-from rigbench.rig.engines._base import EngineAdapter
+from rigbench.rig.engines._base import Engine, EngineAdapter, PreflightInput, ScenarioLength
 from rigbench.rig.engines._detect import detect_engine
+from rigbench.rig.engines._flags import FlagReading, FlagSyntax, int_flag
 from rigbench.rig.engines._llamacpp import LlamaCppAdapter
 from rigbench.rig.engines._ollama import OllamaAdapter
 from rigbench.rig.engines._prometheus import MetricSample, canonical_values, parse_prometheus
-from rigbench.rig.engines._registry import ENGINE_NAMES, EngineName, get_adapter
+from rigbench.rig.engines._registry import (
+    ENGINE_NAMES,
+    EngineName,
+    get_adapter,
+    get_engine,
+    known_engines,
+    register_engine,
+    unregister_engine,
+)
 from rigbench.rig.engines._sglang import SGLangAdapter
+from rigbench.rig.engines._spec import EngineSpec, LaunchCommand
+from rigbench.rig.engines._speculative import speculative_from_argv
 from rigbench.rig.engines._vllm import VLLMAdapter
 
 __all__ = [
     "ENGINE_NAMES",
+    "Engine",
     "EngineAdapter",
     "EngineName",
+    "EngineSpec",
+    "FlagReading",
+    "FlagSyntax",
+    "LaunchCommand",
     "LlamaCppAdapter",
     "MetricSample",
     "OllamaAdapter",
+    "PreflightInput",
     "SGLangAdapter",
+    "ScenarioLength",
     "VLLMAdapter",
     "canonical_values",
     "detect_engine",
     "get_adapter",
+    "get_engine",
+    "int_flag",
+    "known_engines",
     "parse_prometheus",
+    "register_engine",
+    "speculative_from_argv",
+    "unregister_engine",
 ]

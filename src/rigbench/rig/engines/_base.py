@@ -1,4 +1,11 @@
-"""What rigbench needs to know about one serving engine.
+"""What rigbench needs to know about one serving engine: the `Engine` protocol and its adapter.
+
+An `Engine` is one module under `rig/engines/` that owns everything engine-specific: its adapter
+(endpoints, version, metric names, tokenize), how a running server is identified as it, its typed
+launch spec and command-line builder, how it starts, what its speculative-decoding flags mean,
+and how its command lines read and what traps preflight checks in them. The rest of rigbench
+reaches an engine only through `get_engine(name)` / `known_engines()`, so adding one is adding a
+module (docs/engines.md).
 
 An adapter holds the engine's facts (endpoints, metric names, request knobs) and the few calls
 that differ between engines. Everything else talks plain OpenAI API through `ChatClient`.
@@ -6,11 +13,38 @@ that differ between engines. Everything else talks plain OpenAI API through `Cha
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Protocol
 
-from rigbench.client import ChatClient
+from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["EngineAdapter", "MetricNames"]
+from rigbench.client import ChatClient
+from rigbench.records import PreflightFinding, ServingCommand
+from rigbench.rig.engines._flags import FlagReading, FlagSyntax
+from rigbench.rig.engines._spec import EngineSpec, LaunchCommand
+
+__all__ = ["Engine", "EngineAdapter", "MetricNames", "PreflightInput", "ScenarioLength"]
+
+
+class ScenarioLength(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    input_tokens: int
+    output_tokens: int
+
+
+class PreflightInput(BaseModel):
+    """What the run is about to ask of the server (all optional)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    uses_tools: bool = False
+    concurrency: list[int] = Field(default_factory=list)
+    scenarios: list[ScenarioLength] = Field(default_factory=list)
+    stop: list[str] = Field(default_factory=list)  # stop strings rigbench's requests will send
+    served_context_tokens: int | None = None  # per request, as the live server reports it
+    server_slots: int | None = None  # as the live server reports it
 
 
 class MetricNames(Protocol):
@@ -54,4 +88,83 @@ class EngineAdapter(Protocol):
 
     def reasoning_fields(self, effort: str | None) -> dict[str, Any]:
         """Extra request fields for a reasoning effort ("none" turns thinking off; None: model default)."""
+        ...
+
+
+class Engine(Protocol):
+    """One serving engine's knowledge, one module each (rig/engines/_llamacpp.py, ...)."""
+
+    # Read-only facts (properties here so that an engine may declare them as plain class attributes).
+    @property
+    def name(self) -> str:
+        """The launch spec's `kind` and the fingerprint's `engine`."""
+        ...
+
+    @property
+    def aliases(self) -> tuple[str, ...]:
+        """Other spellings a user may type, e.g. "llama.cpp"."""
+        ...
+
+    @property
+    def launch_spec(self) -> type[EngineSpec]:
+        """Its typed launch spec (plan files: `launch: {kind: NAME, ...}`)."""
+        ...
+
+    @property
+    def default_port(self) -> int:
+        """Where it listens when the spec names no port."""
+        ...
+
+    @property
+    def start_timeout_s(self) -> float:
+        """Spawn -> first completion before rigbench gives up on a launch."""
+        ...
+
+    @property
+    def speculative_flags(self) -> Mapping[str, str]:
+        """Command-line flag -> key in the fingerprint's `speculative` facts (which draft, how deep)."""
+        ...
+
+    def adapter(self) -> EngineAdapter:
+        """A fresh adapter (adapters keep per-instance metric tables)."""
+        ...
+
+    async def identify(self, client: ChatClient) -> bool:
+        """Whether the server behind `client` is this engine, from endpoints only it has."""
+        ...
+
+    def command(self, spec: Any) -> LaunchCommand:
+        """The exact argv and environment that start `spec` (an instance of `launch_spec`)."""
+        ...
+
+    def crash_hint(self, exit_code: int | None, log_text: str) -> str:
+        """For an engine that died while starting: the likely cause and what avoids it ("" if unknown)."""
+        ...
+
+    # -- its command line, as preflight reads it ------------------------------------------------
+
+    @property
+    def flag_syntax(self) -> FlagSyntax:
+        """How to recognise its command lines and split them into flags."""
+        ...
+
+    @property
+    def context_overrun_note(self) -> str:
+        """What this engine does with a request past its context (appended to that finding; "" if untested)."""
+        ...
+
+    def preflight_rules(self, cmd: ServingCommand, given: PreflightInput) -> list[PreflightFinding]:
+        """Its own configuration traps in `cmd`; the engine-independent rules live in rigbench.honesty."""
+        ...
+
+    def served_context(self, options: Mapping[str, str | bool]) -> FlagReading:
+        """Tokens per request its flags serve (None when they do not say)."""
+        ...
+
+    def flag_slots(self, options: Mapping[str, str | bool]) -> FlagReading:
+        """Requests served at once, when its flags say so exactly (None: ask the live server)."""
+        ...
+
+    def stop_strings(self, options: Mapping[str, str | bool]) -> list[str]:
+        """Stop strings its flags set server-side."""
         ...

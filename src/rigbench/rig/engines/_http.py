@@ -9,7 +9,7 @@ import aiohttp
 from rigbench.client import ChatClient
 from rigbench.errors import EndpointError
 
-__all__ = ["get_json", "post_json", "probe_json", "require_json"]
+__all__ = ["get_json", "has_metric_prefix", "post_json", "probe_json", "require_json"]
 
 
 def _url(client: ChatClient, path: str) -> str:
@@ -45,3 +45,12 @@ def require_json(status: int, body: Any, *, engine: str, what: str, url: str, ke
         f"{engine} {what} failed: {url} returned HTTP {status} with {seen[:300]}; expected {expected}. "
         f"Check that the server really is {engine} and that the model is loaded."
     )
+
+
+async def has_metric_prefix(client: ChatClient, prefix: str) -> bool:
+    """Whether the server's /metrics scrape has a metric named `prefix...` (False if it has no /metrics)."""
+    try:
+        status, text = await client.get_text(client.server_root + "/metrics", timeout_s=5.0)
+    except (aiohttp.ClientError, TimeoutError):
+        return False
+    return status == 200 and f"\n{prefix}" in "\n" + text

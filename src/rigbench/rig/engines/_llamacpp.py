@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, Literal
 
 from rigbench.client import ChatClient
-from rigbench.rig.engines._http import get_json, post_json, require_json
+from rigbench.records import PreflightFinding, ServingCommand
+from rigbench.rig._crash import classify_crash
+from rigbench.rig.engines._base import PreflightInput
+from rigbench.rig.engines._flags import FlagReading, FlagSyntax, int_flag
+from rigbench.rig.engines._http import get_json, post_json, probe_json, require_json
+from rigbench.rig.engines._spec import EngineSpec, LaunchCommand, finish_argv, opt
 
-__all__ = ["LlamaCppAdapter"]
+__all__ = ["LLAMACPP", "LlamaCppAdapter", "LlamaCppEngine", "LlamaCppLaunch", "llamacpp_command", "server_argv"]
 
 _METRICS = {
     "requests_running": "llamacpp:requests_processing",
@@ -37,15 +44,20 @@ class LlamaCppAdapter:
         status, props = await get_json(client, "/props")
         props = require_json(status, props, engine="llama.cpp", what="reading /props", url=url)
         settings = props.get("default_generation_settings") or {}
-        return {
+        info: dict[str, Any] = {
             "engine": self.name,
             "version": props.get("build_info"),
             "model": props.get("model_alias") or props.get("model_path"),
             "context_length": settings.get("n_ctx"),  # per slot
             "slots": props.get("total_slots"),
             "chat_template": props.get("chat_template"),
-            "raw": {"props": props},
         }
+        if props:  # recorded in the fingerprint: what the server loaded and which speculative kinds it runs
+            info["model_path"] = props.get("model_path")
+            info["chat_template_caps"] = props.get("chat_template_caps")
+            info["speculative_types"] = (settings.get("params") or {}).get("speculative.types")
+        info["raw"] = {"props": props}
+        return info
 
     async def tokenize(self, client: ChatClient, text: str) -> list[int] | None:
         url = client.server_root + "/tokenize"
@@ -82,3 +94,158 @@ class LlamaCppAdapter:
         # The server maps reasoning_effort "none" to enable_thinking=false and passes any other
         # value to the chat template as `reasoning_effort` (needs --jinja).
         return {} if effort is None else {"reasoning_effort": effort}
+
+
+DEFAULT_PORT = 8080
+
+
+class LlamaCppLaunch(EngineSpec):
+    """`llama-server -m MODEL.gguf ...` (the embedded default rig has its own config in the rig layer)."""
+
+    kind: Literal["llamacpp"] = "llamacpp"
+    model: str  # path to a GGUF file
+    alias: str | None = None
+    ctx_size: int | None = None  # total over all slots
+    parallel: int | None = None
+    n_gpu_layers: int | None = None
+    draft_model: str | None = None
+    spec_type: str | None = None  # e.g. "draft-simple"; defaults to that when draft_model is set
+    draft_max: int | None = None  # --spec-draft-n-max (--draft-max was removed)
+    reasoning_format: str | None = None
+    jinja: bool = True  # needed for tool calls and reasoning_effort
+    metrics: bool = True
+
+
+def server_argv(s: LlamaCppLaunch, *, kv_unified: bool = False, webui: bool = True, threads: int | None = None,
+                spec_synth_len: float | None = None) -> list[str]:
+    """The one llama-server command line, for launched specs and the embedded rig; extra_args not included.
+
+    The keyword options are the embedded rig's own choices, not plan settings. The order is the one
+    the embedded rig has always recorded in its fingerprint, so `rigbench compare` against older
+    runs shows no argv difference that is only a reordering.
+    """
+    argv = [*(s.executable or ["llama-server"]), "-m", s.model,
+            "--host", s.host, "--port", str(s.port or DEFAULT_PORT)]
+    opt(argv, "-c", s.ctx_size)
+    opt(argv, "-np", s.parallel)
+    if kv_unified:  # one KV pool shared by all slots, so -c is not divided per slot
+        argv.append("--kv-unified")
+    if s.jinja:
+        argv.append("--jinja")
+    if s.metrics:
+        argv.append("--metrics")
+    if not webui:
+        argv.append("--no-webui")
+    opt(argv, "--alias", s.alias)
+    opt(argv, "-t", threads)
+    opt(argv, "-ngl", s.n_gpu_layers)
+    if s.draft_model is not None:
+        argv += ["-md", s.draft_model, "--spec-type", s.spec_type or "draft-simple"]
+    elif s.spec_type is not None:  # draft-free kinds (n-gram) need no draft model
+        argv += ["--spec-type", s.spec_type]
+    if s.draft_model is not None or s.spec_type is not None:
+        opt(argv, "--spec-draft-n-max", s.draft_max)
+        opt(argv, "--spec-synth-len", spec_synth_len)
+    opt(argv, "--reasoning-format", s.reasoning_format)
+    return argv
+
+
+def llamacpp_command(s: LlamaCppLaunch) -> LaunchCommand:
+    return LaunchCommand(finish_argv("llamacpp", s, server_argv(s)), {})
+
+
+# -- reading a `llama-server` command line, and its traps -----------------------------------------
+
+LLAMACPP_FLAGS = FlagSyntax(
+    markers=("llama-server", "llama_cpp.server"), programs=("llama-server",),
+    bare=frozenset({"--jinja", "--no-jinja", "--metrics", "--kv-unified", "--no-kv-unified", "--cont-batching",
+                    "--no-cont-batching", "--embeddings", "--no-webui", "--slots", "--no-slots", "-cb", "-kvu"}),
+    aliases=MappingProxyType({
+        "-m": "--model", "-c": "--ctx-size", "-np": "--parallel", "-md": "--spec-draft-model",
+        "--model-draft": "--spec-draft-model", "-ngl": "--n-gpu-layers", "-ctk": "--cache-type-k",
+        "-ctv": "--cache-type-v", "-a": "--alias", "-fa": "--flash-attn", "-b": "--batch-size",
+        "-ub": "--ubatch-size", "-t": "--threads", "-r": "--reverse-prompt",
+    }))
+
+
+def llamacpp_preflight(cmd: ServingCommand, inp: PreflightInput) -> list[PreflightFinding]:
+    out: list[PreflightFinding] = []
+    o = cmd.options
+    synth = [f for f in ("--spec-synth-len", "--spec-synth-rates") if f in o]
+    if synth:
+        out.append(PreflightFinding(
+            id="synthetic_acceptance", severity="error",
+            problem=("synthetic speculative acceptance accepts drafted tokens at random instead of verifying "
+                     "them: the output is invalid by design (llama.cpp: 'benchmarking only'). Speed numbers "
+                     "from it describe no real rig."),
+            evidence=" ".join(f"{f} {o[f]}" for f in synth),
+            fix=f"remove {' and '.join(synth)}"))
+    if inp.uses_tools and "--no-jinja" in o:
+        out.append(PreflightFinding(
+            id="tools_without_parser", severity="error",
+            problem="the run sends tools, but --no-jinja disables the chat-template engine that llama-server "
+                    "needs to format tools and parse tool calls.",
+            evidence="--no-jinja", fix="drop --no-jinja (or pass --jinja on builds where it is not the default)"))
+    return out
+
+
+def _llamacpp_context(o: Mapping[str, str | bool]) -> FlagReading:
+    c = int_flag(o, "--ctx-size")
+    np_ = int_flag(o, "--parallel")
+    if c and np_ and np_ > 0 and "--kv-unified" not in o and "-kvu" not in o:
+        return FlagReading(c // np_, f"--ctx-size {c} / --parallel {np_} slots = {c // np_} per request")
+    return FlagReading(c, f"--ctx-size {c}")
+
+
+def _llamacpp_slots(o: Mapping[str, str | bool]) -> FlagReading:
+    slots = int_flag(o, "--parallel")
+    how = f"--parallel {slots}"
+    if slots is not None and slots <= 0:
+        slots = None  # -1 = auto: the live server reports the real number
+    return FlagReading(slots, how)
+
+
+class LlamaCppEngine:
+    name = "llamacpp"
+    aliases = ("llama.cpp", "llama-server", "llama_cpp")
+    launch_spec = LlamaCppLaunch
+    default_port = DEFAULT_PORT
+    start_timeout_s = 300.0
+    # current spellings and the removed ones (--draft-max, --draft, --draft-n) that older argv carries
+    speculative_flags = MappingProxyType({
+        "-md": "draft_model", "--model-draft": "draft_model", "--spec-type": "type",
+        "--draft-max": "draft_max", "--draft": "draft_max", "--draft-n": "draft_max",
+        "--spec-draft-n-max": "draft_max", "--draft-min": "draft_min", "--spec-synth-len": "synthetic_length",
+    })
+
+    flag_syntax = LLAMACPP_FLAGS
+    context_overrun_note = ""
+
+    def adapter(self) -> LlamaCppAdapter:
+        return LlamaCppAdapter()
+
+    async def identify(self, client: ChatClient) -> bool:
+        props = await probe_json(client, "/props")
+        return isinstance(props, dict) and ("build_info" in props or "default_generation_settings" in props)
+
+    def command(self, spec: LlamaCppLaunch) -> LaunchCommand:
+        return llamacpp_command(spec)
+
+    def crash_hint(self, exit_code: int | None, log_text: str) -> str:
+        crash = classify_crash(exit_code, log_text)
+        return "" if crash is None else f"\n  cause: {crash.cause}\n  avoid it with: {crash.avoided_by}"
+
+    def preflight_rules(self, cmd: ServingCommand, given: PreflightInput) -> list[PreflightFinding]:
+        return llamacpp_preflight(cmd, given)
+
+    def served_context(self, options: Mapping[str, str | bool]) -> FlagReading:
+        return _llamacpp_context(options)
+
+    def flag_slots(self, options: Mapping[str, str | bool]) -> FlagReading:
+        return _llamacpp_slots(options)
+
+    def stop_strings(self, options: Mapping[str, str | bool]) -> list[str]:
+        return [str(options[f]) for f in ("--reverse-prompt", "--stop") if isinstance(options.get(f), str)]
+
+
+LLAMACPP = LlamaCppEngine()

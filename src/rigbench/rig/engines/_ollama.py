@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, Literal
 
 from rigbench.client import ChatClient
+from rigbench.records import PreflightFinding, ServingCommand
+from rigbench.rig.engines._base import PreflightInput
+from rigbench.rig.engines._flags import FlagReading, FlagSyntax
 from rigbench.rig.engines._http import get_json, post_json, probe_json, require_json
+from rigbench.rig.engines._spec import EngineSpec, LaunchCommand, finish_argv
 
-__all__ = ["OllamaAdapter"]
+__all__ = ["OLLAMA", "OllamaAdapter", "OllamaEngine", "OllamaLaunch", "ollama_command"]
 
 
 class OllamaAdapter:
@@ -61,3 +67,71 @@ class OllamaAdapter:
         # The OpenAI route maps reasoning_effort to `think`: "none" -> false, minimal -> low,
         # low/medium/high/max kept, xhigh -> max; other values are a 400.
         return {} if effort is None else {"reasoning_effort": effort}
+
+
+DEFAULT_PORT = 11434
+
+
+class OllamaLaunch(EngineSpec):
+    """`ollama serve`, configured by environment; the model is pulled and loaded on first request."""
+
+    kind: Literal["ollama"] = "ollama"
+    model: str  # the tag requests name, e.g. "qwen3:8b"
+    context_length: int | None = None  # OLLAMA_CONTEXT_LENGTH
+    num_parallel: int | None = None  # OLLAMA_NUM_PARALLEL
+    flash_attention: bool | None = None  # OLLAMA_FLASH_ATTENTION
+    kv_cache_type: str | None = None  # OLLAMA_KV_CACHE_TYPE: f16, q8_0, q4_0
+
+
+def ollama_command(s: OllamaLaunch) -> LaunchCommand:
+    env = {"OLLAMA_HOST": f"{s.host}:{s.port or DEFAULT_PORT}"}
+    if s.context_length is not None:
+        env["OLLAMA_CONTEXT_LENGTH"] = str(s.context_length)
+    if s.num_parallel is not None:
+        env["OLLAMA_NUM_PARALLEL"] = str(s.num_parallel)
+    if s.flash_attention is not None:
+        env["OLLAMA_FLASH_ATTENTION"] = "1" if s.flash_attention else "0"
+    if s.kv_cache_type is not None:
+        env["OLLAMA_KV_CACHE_TYPE"] = s.kv_cache_type
+    return LaunchCommand(finish_argv("ollama", s, [*(s.executable or ["ollama"]), "serve"]), env)
+
+
+class OllamaEngine:
+    name = "ollama"
+    aliases: tuple[str, ...] = ()
+    launch_spec = OllamaLaunch
+    default_port = DEFAULT_PORT
+    start_timeout_s = 300.0
+    speculative_flags: MappingProxyType[str, str] = MappingProxyType({})  # Ollama has no speculative decoding
+
+    # Ollama is configured through its environment, not flags: preflight has no command line to read.
+    flag_syntax = FlagSyntax(markers=(), programs=())
+    context_overrun_note = ""
+
+    def adapter(self) -> OllamaAdapter:
+        return OllamaAdapter()
+
+    async def identify(self, client: ChatClient) -> bool:
+        version = await probe_json(client, "/api/version")
+        return isinstance(version, dict) and isinstance(version.get("version"), str)
+
+    def command(self, spec: OllamaLaunch) -> LaunchCommand:
+        return ollama_command(spec)
+
+    def crash_hint(self, exit_code: int | None, log_text: str) -> str:
+        return ""
+
+    def preflight_rules(self, cmd: ServingCommand, given: PreflightInput) -> list[PreflightFinding]:
+        return []
+
+    def served_context(self, options: Mapping[str, str | bool]) -> FlagReading:
+        return FlagReading(None, "")
+
+    def flag_slots(self, options: Mapping[str, str | bool]) -> FlagReading:
+        return FlagReading(None, "")
+
+    def stop_strings(self, options: Mapping[str, str | bool]) -> list[str]:
+        return []
+
+
+OLLAMA = OllamaEngine()

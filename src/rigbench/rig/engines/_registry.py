@@ -1,34 +1,65 @@
-"""Engine name -> adapter."""
+"""Engine name -> engine module; the one place that lists the engines rigbench knows.
+
+The built-in engines are listed here; `register_engine` adds another at run time (a plugin, or a
+test's fake engine), which every caller then reaches through `get_engine` like the built-ins.
+"""
 
 from __future__ import annotations
 
 from typing import Literal, get_args
 
 from rigbench.errors import UsageError
-from rigbench.rig.engines._base import EngineAdapter
-from rigbench.rig.engines._llamacpp import LlamaCppAdapter
-from rigbench.rig.engines._ollama import OllamaAdapter
-from rigbench.rig.engines._sglang import SGLangAdapter
-from rigbench.rig.engines._vllm import VLLMAdapter
+from rigbench.rig.engines._base import Engine, EngineAdapter
+from rigbench.rig.engines._llamacpp import LLAMACPP
+from rigbench.rig.engines._ollama import OLLAMA
+from rigbench.rig.engines._sglang import SGLANG
+from rigbench.rig.engines._vllm import VLLM
 
-__all__ = ["ENGINE_NAMES", "EngineName", "get_adapter"]
+__all__ = ["ENGINE_NAMES", "EngineName", "get_adapter", "get_engine", "known_engines", "register_engine",
+           "unregister_engine"]
 
 EngineName = Literal["llamacpp", "vllm", "sglang", "ollama"]
 ENGINE_NAMES: tuple[str, ...] = get_args(EngineName)
 
-_ALIASES = {"llama.cpp": "llamacpp", "llama-server": "llamacpp", "llama_cpp": "llamacpp"}
+# In the order a server is identified and a command line matched: vLLM's marker is the bare word
+# "vllm", which an SGLang command line can hold too (a model path), and its /version is a common
+# path, so it is asked last; Ollama has no command-line markers (it is configured by environment).
+_BUILTIN: tuple[Engine, ...] = (LLAMACPP, OLLAMA, SGLANG, VLLM)
+_engines: dict[str, Engine] = {e.name: e for e in _BUILTIN}
+
+
+def known_engines() -> tuple[Engine, ...]:
+    """Every engine rigbench knows now, built-ins first, in the order command lines are matched."""
+    return tuple(_engines.values())
+
+
+def get_engine(name: str) -> Engine:
+    """The engine for `name` ("llamacpp", "vllm", "sglang", "ollama"; "llama.cpp" also accepted)."""
+    key = name.lower()
+    for engine in _engines.values():
+        if key == engine.name or key in engine.aliases:
+            return engine
+    names = [*ENGINE_NAMES, *(n for n in _engines if n not in ENGINE_NAMES)]
+    raise UsageError(f"unknown engine {name!r}: rigbench knows {', '.join(names)}. "
+                     "For another OpenAI-compatible server, attach to it with --endpoint and no engine.")
 
 
 def get_adapter(name: str) -> EngineAdapter:
-    """The adapter for `name` ("llamacpp", "vllm", "sglang", "ollama"; "llama.cpp" also accepted)."""
-    key = _ALIASES.get(name.lower(), name.lower())
-    if key == "llamacpp":
-        return LlamaCppAdapter()
-    if key == "vllm":
-        return VLLMAdapter()
-    if key == "sglang":
-        return SGLangAdapter()
-    if key == "ollama":
-        return OllamaAdapter()
-    raise UsageError(f"unknown engine {name!r}: rigbench knows {', '.join(ENGINE_NAMES)}. "
-                     "For another OpenAI-compatible server, attach to it with --endpoint and no engine.")
+    """A fresh adapter for `name` (see `get_engine`)."""
+    return get_engine(name).adapter()
+
+
+def register_engine(engine: Engine) -> None:
+    """Make `engine` known under its name and aliases; a name already taken is refused."""
+    taken = {n for e in _engines.values() for n in (e.name, *e.aliases)}
+    clash = sorted(taken & {engine.name, *engine.aliases})
+    if clash:
+        raise UsageError(f"cannot register engine {engine.name!r}: {', '.join(clash)} already names an engine.")
+    _engines[engine.name] = engine
+
+
+def unregister_engine(name: str) -> None:
+    """Forget a registered engine; the built-ins stay."""
+    if any(e.name == name for e in _BUILTIN):
+        raise UsageError(f"{name!r} is built into rigbench and cannot be unregistered")
+    _engines.pop(name, None)

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, Literal
 
 from rigbench.client import ChatClient
 from rigbench.errors import EndpointError
+from rigbench.records import PreflightFinding, ServingCommand
+from rigbench.rig.engines._base import PreflightInput
+from rigbench.rig.engines._flags import FlagReading, FlagSyntax, int_flag
 from rigbench.rig.engines._http import post_json, probe_json, require_json
 from rigbench.rig.engines._reasoning import template_reasoning_fields
+from rigbench.rig.engines._spec import EngineSpec, LaunchCommand, Spec, finish_argv, opt
 
-__all__ = ["SGLangAdapter"]
+__all__ = ["SGLANG", "SGLangAdapter", "SGLangEngine", "SGLangLaunch", "SGLangSpeculative", "sglang_command"]
 
 _METRICS = {
     "kv_cache_usage_ratio": "sglang:token_usage",
@@ -78,3 +84,117 @@ class SGLangAdapter:
 
     def reasoning_fields(self, effort: str | None) -> dict[str, Any]:
         return template_reasoning_fields(effort)
+
+
+DEFAULT_PORT = 30000
+
+
+class SGLangSpeculative(Spec):
+    algorithm: str  # EAGLE, EAGLE3, NEXTN, STANDALONE, NGRAM, ...
+    draft_model_path: str | None = None
+    num_steps: int | None = None
+    eagle_topk: int | None = None
+    num_draft_tokens: int | None = None
+
+
+class SGLangLaunch(EngineSpec):
+    """`python -m sglang.launch_server --model-path MODEL ...`"""
+
+    kind: Literal["sglang"] = "sglang"
+    model: str
+    served_model_name: str | None = None
+    tensor_parallel_size: int | None = None
+    context_length: int | None = None
+    mem_fraction_static: float | None = None
+    max_running_requests: int | None = None
+    speculative: SGLangSpeculative | None = None
+    tool_call_parser: str | None = None
+    reasoning_parser: str | None = None
+    enable_metrics: bool = True  # rigbench reads /metrics; SGLang serves it only with this flag
+
+
+def sglang_command(s: SGLangLaunch) -> LaunchCommand:
+    argv = [*(s.executable or ["python", "-m", "sglang.launch_server"]), "--model-path", s.model,
+            "--host", s.host, "--port", str(s.port or DEFAULT_PORT)]
+    opt(argv, "--served-model-name", s.served_model_name)
+    opt(argv, "--tp-size", s.tensor_parallel_size)
+    opt(argv, "--context-length", s.context_length)
+    opt(argv, "--mem-fraction-static", s.mem_fraction_static)
+    opt(argv, "--max-running-requests", s.max_running_requests)
+    if s.speculative is not None:
+        sp = s.speculative
+        argv += ["--speculative-algorithm", sp.algorithm]
+        opt(argv, "--speculative-draft-model-path", sp.draft_model_path)
+        opt(argv, "--speculative-num-steps", sp.num_steps)
+        opt(argv, "--speculative-eagle-topk", sp.eagle_topk)
+        opt(argv, "--speculative-num-draft-tokens", sp.num_draft_tokens)
+    opt(argv, "--tool-call-parser", s.tool_call_parser)
+    opt(argv, "--reasoning-parser", s.reasoning_parser)
+    if s.enable_metrics:
+        argv.append("--enable-metrics")
+    return LaunchCommand(finish_argv("sglang", s, argv), {})
+
+
+# -- reading a `sglang.launch_server` command line, and its traps --------------------------------
+
+SGLANG_FLAGS = FlagSyntax(
+    markers=("sglang",), programs=("launch_server",),
+    bare=frozenset({"--enable-metrics", "--trust-remote-code", "--disable-radix-cache", "--enable-torch-compile",
+                    "--disable-cuda-graph", "--skip-server-warmup", "--enable-mixed-chunk"}))
+
+
+def sglang_preflight(cmd: ServingCommand, inp: PreflightInput) -> list[PreflightFinding]:
+    out: list[PreflightFinding] = []
+    if inp.uses_tools and "--tool-call-parser" not in cmd.options:
+        out.append(PreflightFinding(
+            id="tools_without_parser", severity="error",
+            problem="the run sends tools, but SGLang has no tool-call parser: calls arrive as plain text.",
+            evidence="no --tool-call-parser on the command line",
+            fix="--tool-call-parser <the model's parser>"))
+    return out
+
+
+class SGLangEngine:
+    name = "sglang"
+    aliases: tuple[str, ...] = ()
+    launch_spec = SGLangLaunch
+    default_port = DEFAULT_PORT
+    start_timeout_s = 1800.0  # CUDA graph capture and warm-up take minutes on a large model
+    speculative_flags = MappingProxyType({"--speculative-algorithm": "algorithm",
+                                          "--speculative-num-draft-tokens": "num_draft_tokens"})
+
+    flag_syntax = SGLANG_FLAGS
+    context_overrun_note = ""
+
+    def adapter(self) -> SGLangAdapter:
+        return SGLangAdapter()
+
+    async def identify(self, client: ChatClient) -> bool:
+        # told apart from vLLM's dev-mode /server_info by its keys; older releases only have the get_ form
+        for path in ("/server_info", "/get_server_info"):
+            info = await probe_json(client, path)
+            if isinstance(info, dict) and "version" in info and {"model_path", "internal_states"} & info.keys():
+                return True
+        return False
+
+    def command(self, spec: SGLangLaunch) -> LaunchCommand:
+        return sglang_command(spec)
+
+    def crash_hint(self, exit_code: int | None, log_text: str) -> str:
+        return ""
+
+    def preflight_rules(self, cmd: ServingCommand, given: PreflightInput) -> list[PreflightFinding]:
+        return sglang_preflight(cmd, given)
+
+    def served_context(self, options: Mapping[str, str | bool]) -> FlagReading:
+        v = int_flag(options, "--context-length")
+        return FlagReading(v, f"--context-length {v}")
+
+    def flag_slots(self, options: Mapping[str, str | bool]) -> FlagReading:
+        return FlagReading(None, "")  # --max-running-requests caps the batch; the live server's figure is used
+
+    def stop_strings(self, options: Mapping[str, str | bool]) -> list[str]:
+        return []
+
+
+SGLANG = SGLangEngine()

@@ -2,13 +2,31 @@
 
 from __future__ import annotations
 
-from typing import Any
+import json
+import re
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, Literal
 
 from rigbench.client import ChatClient
-from rigbench.rig.engines._http import get_json, post_json, probe_json, require_json
+from rigbench.records import PreflightFinding, ServingCommand
+from rigbench.rig.engines._base import PreflightInput
+from rigbench.rig.engines._flags import FlagReading, FlagSyntax, int_flag
+from rigbench.rig.engines._http import get_json, has_metric_prefix, post_json, probe_json, require_json
+from rigbench.rig.engines._prometheus import parse_prometheus
 from rigbench.rig.engines._reasoning import template_reasoning_fields
+from rigbench.rig.engines._spec import EngineSpec, LaunchCommand, finish_argv, opt
 
-__all__ = ["VLLMAdapter"]
+__all__ = [
+    "VLLM",
+    "VLLM_API_SERVER_MODULE",
+    "VLLMAdapter",
+    "VLLMEngine",
+    "VLLMLaunch",
+    "parse_vllm_log",
+    "pool_from_metrics",
+    "vllm_command",
+]
 
 _METRICS = {
     "kv_cache_usage_ratio": "vllm:kv_cache_usage_perc",  # a 0..1 ratio despite the name
@@ -84,3 +102,274 @@ class VLLMAdapter:
     def reasoning_fields(self, effort: str | None) -> dict[str, Any]:
         return template_reasoning_fields(effort)
 
+
+DEFAULT_PORT = 8000
+
+
+class VLLMLaunch(EngineSpec):
+    """`vllm serve MODEL ...`
+
+    `model` is a Hugging Face id or directory, a .gguf (converted once to a bf16 directory), or
+    "embedded" (the bundled SmolLM2-135M, converted). With no `executable`, the launched rig finds
+    vLLM (`vllm` on PATH or importable) or installs the managed CPU venv (rig/_vllm_env.py).
+    """
+
+    kind: Literal["vllm"] = "vllm"
+    model: str
+    served_model_name: str | None = None
+    tensor_parallel_size: int | None = None
+    max_model_len: int | None = None
+    gpu_memory_utilization: float | None = None
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+    # --speculative-config JSON, e.g. {"method": "eagle3", "model": "...", "num_speculative_tokens": 4}
+    speculative_config: dict[str, Any] | None = None
+    tool_call_parser: str | None = None  # also turns on --enable-auto-tool-choice
+    reasoning_parser: str | None = None
+    generation_config: str | None = None  # "auto" | "vllm" | a folder
+    dtype: str | None = None  # --dtype (CPU: bfloat16)
+    enforce_eager: bool = False  # --enforce-eager: no torch.compile (faster start, slower decode)
+    cpu_kvcache_space_gib: float | None = None  # VLLM_CPU_KVCACHE_SPACE: the KV pool on a CPU build
+
+
+VLLM_API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
+
+
+def vllm_command(s: VLLMLaunch) -> LaunchCommand:
+    exe = s.executable or ["vllm", "serve"]
+    # `vllm serve` takes the model as its first argument; the api_server module only as --model
+    model = ["--model", s.model] if exe[-1] == VLLM_API_SERVER_MODULE else [s.model]
+    argv = [*exe, *model, "--host", s.host, "--port", str(s.port or DEFAULT_PORT)]
+    opt(argv, "--served-model-name", s.served_model_name)
+    opt(argv, "--tensor-parallel-size", s.tensor_parallel_size)
+    opt(argv, "--max-model-len", s.max_model_len)
+    opt(argv, "--gpu-memory-utilization", s.gpu_memory_utilization)
+    opt(argv, "--max-num-seqs", s.max_num_seqs)
+    opt(argv, "--max-num-batched-tokens", s.max_num_batched_tokens)
+    if s.speculative_config is not None:
+        spec_json = json.dumps(s.speculative_config, sort_keys=True, separators=(",", ":"))
+        argv += ["--speculative-config", spec_json]
+    if s.tool_call_parser is not None:
+        argv += ["--enable-auto-tool-choice", "--tool-call-parser", s.tool_call_parser]
+    opt(argv, "--reasoning-parser", s.reasoning_parser)
+    opt(argv, "--generation-config", s.generation_config)
+    opt(argv, "--dtype", s.dtype)
+    if s.enforce_eager:
+        argv.append("--enforce-eager")
+    env = {} if s.cpu_kvcache_space_gib is None else {"VLLM_CPU_KVCACHE_SPACE": f"{s.cpu_kvcache_space_gib:g}"}
+    return LaunchCommand(finish_argv("vllm", s, argv), env)
+
+
+# -- reading a `vllm serve` command line, and its traps ------------------------------------------
+
+VLLM_FLAGS = FlagSyntax(
+    markers=("vllm",), programs=("api_server",), subcommands=("serve",), model_positional=True,
+    bare=frozenset({"--enable-auto-tool-choice", "--trust-remote-code", "--enforce-eager", "--enable-prefix-caching",
+                    "--no-enable-prefix-caching", "--enable-chunked-prefill", "--no-enable-chunked-prefill",
+                    "--disable-log-requests", "--enable-log-requests", "--disable-log-stats"}))
+
+# vLLM defaults the checks fall back to when a flag is absent (read from vLLM's EngineArgs /
+# SchedulerConfig; the 2048-token budget is what seed 000 ran into).
+VLLM_DEFAULT_MAX_NUM_SEQS = 256
+VLLM_DEFAULT_MAX_NUM_BATCHED_TOKENS = 2048
+
+
+def _vllm_spec(cmd: ServingCommand) -> dict[str, Any] | None:
+    raw = cmd.options.get("--speculative-config") or cmd.options.get("--speculative_config")
+    if not isinstance(raw, str):
+        return None
+    try:
+        spec = json.loads(raw)
+    except ValueError:
+        return {"_unparsable": raw}
+    return spec if isinstance(spec, dict) else {"_unparsable": raw}
+
+
+def vllm_preflight(cmd: ServingCommand, inp: PreflightInput) -> list[PreflightFinding]:
+    out: list[PreflightFinding] = []
+    o = cmd.options
+    spec = _vllm_spec(cmd)
+    if spec is not None and "_unparsable" in spec:
+        out.append(PreflightFinding(
+            id="vllm_spec_config_json", severity="error",
+            problem="--speculative-config is not valid JSON, so vLLM will refuse to start.",
+            evidence=f"--speculative-config {spec['_unparsable']!r}",
+            fix="quote the JSON for your shell, e.g. --speculative-config '{\"method\": ..., "
+                "\"num_speculative_tokens\": 4}'"))
+    elif spec is not None:
+        k = int(spec.get("num_speculative_tokens") or 0)
+        seqs = int_flag(o, "--max-num-seqs")
+        budget = int_flag(o, "--max-num-batched-tokens")
+        s = seqs if seqs is not None else VLLM_DEFAULT_MAX_NUM_SEQS
+        b = budget if budget is not None else VLLM_DEFAULT_MAX_NUM_BATCHED_TOKENS
+        need = s * (1 + k)
+        if k and b < need:
+            fix_to = 1 << (need - 1).bit_length()
+            out.append(PreflightFinding(
+                id="vllm_spec_token_budget", severity="error",
+                problem=(f"speculative decoding needs max_num_seqs x (1 + num_speculative_tokens) = {need} tokens of "
+                         f"scheduler budget but gets {b}. vLLM does not refuse this (0.32 refuses only a budget at "
+                         "or below the draft slots: K for DFlash, 1 for a draft model, 0 for n-gram) and its only "
+                         "warning ('may lead to suboptimal performance') is printed for any budget under 8192, so "
+                         "it does not single this out. With DFlash on a GPU the overrun was a device-side assert "
+                         "that looks like a hardware problem (seed 000); in rigbench's live CPU trial (n-gram k=4, "
+                         "8 seqs, budget 16) nothing visible changed against a budget of 64 (docs/engines.md). "
+                         "Lowering the draft depth also 'fixes' it, at up to 2x less speed."),
+                evidence=(f"method={spec.get('method')!r}, num_speculative_tokens={k}; max_num_seqs={s}"
+                          f"{'' if seqs is not None else ' (default)'}; max_num_batched_tokens={b}"
+                          f"{'' if budget is not None else ' (default)'}"),
+                fix=f"--max-num-batched-tokens {fix_to} (or lower --max-num-seqs); keep the draft depth."))
+    gen = o.get("--generation-config")
+    if gen is None:
+        out.append(PreflightFinding(
+            id="vllm_generation_config", severity="warn",
+            problem=("--generation-config is not set. Its default changed across vLLM releases; when the "
+                     "model's generation_config.json is not read, its stop tokens and sampling defaults are "
+                     "silently dropped and turns can run past their end."),
+            evidence="no --generation-config on the command line",
+            fix="--generation-config auto"))
+    elif gen != "auto":
+        out.append(PreflightFinding(
+            id="vllm_generation_config", severity="warn",
+            problem=f"--generation-config {gen} ignores the model's generation_config.json (its stop tokens).",
+            evidence=f"--generation-config {gen}", fix="--generation-config auto"))
+    if inp.uses_tools and not ("--enable-auto-tool-choice" in o and "--tool-call-parser" in o):
+        missing = [f for f in ("--enable-auto-tool-choice", "--tool-call-parser") if f not in o]
+        out.append(PreflightFinding(
+            id="tools_without_parser", severity="error",
+            problem="the run sends tools, but vLLM has no tool-call parser, so it refuses them: verified live on "
+                    "0.32, every request with tools is HTTP 400 (tool_choice auto or absent: '\"auto\" tool "
+                    "choice requires --enable-auto-tool-choice and --tool-call-parser'; required or named: "
+                    "'requires --tool-call-parser').",
+            evidence=f"missing {' and '.join(missing)}",
+            fix="--enable-auto-tool-choice --tool-call-parser <the model's parser> (see the model's recipe)"))
+    return out
+
+
+def _vllm_stops(options: Mapping[str, str | bool]) -> list[str]:
+    raw = options.get("--override-generation-config")
+    if not isinstance(raw, str):
+        return []
+    try:
+        val = json.loads(raw)
+    except ValueError:
+        return []
+    s = val.get("stop") if isinstance(val, dict) else None
+    return [s] if isinstance(s, str) else list(s or [])
+
+
+# -- what vLLM tells only in its start-up log and /metrics ---------------------------------------
+
+_POOL = re.compile(r"KV cache size: ([\d,]+) tokens")
+_CONCURRENCY = re.compile(r"Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x")
+# vllm/compilation/backends.py, decorators.py and monitor.py (0.32): a warm start loads the graphs (or a
+# whole AOT artifact) from VLLM_CACHE_ROOT/torch_compile_cache; a cold one compiles them.
+_COMPILE_WARM = re.compile(r"Directly load the compiled graph\(s\) for .*? from the cache, took ([\d.]+) s"
+                           r"|Directly load AOT compilation from path")
+_COMPILE_COLD = re.compile(r"Compiling a graph for .*? takes ([\d.]+) s")
+_COMPILE_TOTAL = re.compile(r"torch\.compile (?:takes|took) ([\d.]+) s in total")
+_BATCHED = re.compile(r"max_num_batched_tokens=(\d+)")
+_ASYNC = re.compile(r"[Aa]synchronous scheduling is enabled")
+_ENGINE_CONFIG = re.compile(r"Initializing a V1 LLM engine \(v([^)]+)\) with config: (.*)$")
+_CONFIG_KEYS = ("dtype", "max_seq_len", "enforce_eager", "kv_cache_dtype", "enable_prefix_caching",
+                "speculative_config")
+
+
+def parse_vllm_log(text: str) -> dict[str, Any]:
+    """Facts vLLM prints while starting (absent keys: not printed by this version)."""
+    out: dict[str, Any] = {}
+    if m := _POOL.search(text):
+        out["kv_pool_tokens_log"] = int(m.group(1).replace(",", ""))
+    if m := _CONCURRENCY.search(text):
+        out["max_concurrency_log"] = {"tokens_per_request": int(m.group(1).replace(",", "")),
+                                      "sessions": float(m.group(2))}
+    warm = [float(x) for x in _COMPILE_WARM.findall(text) if x]
+    warm_any = _COMPILE_WARM.search(text) is not None
+    cold = [float(x) for x in _COMPILE_COLD.findall(text)]
+    if cold:
+        out["compile_cache"] = "cold"
+    elif warm_any:
+        out["compile_cache"] = "warm"
+    elif "enforce_eager=True" in text:
+        out["compile_cache"] = "off"
+    if m := _BATCHED.search(text):
+        out["max_num_batched_tokens_log"] = int(m.group(1))
+    out["async_scheduling_log"] = bool(_ASYNC.search(text))
+    if m := _COMPILE_TOTAL.search(text):
+        out["compile_s"] = float(m.group(1))
+    elif cold or warm:
+        out["compile_s"] = round(sum(cold) + sum(warm), 3)
+    for line in text.splitlines():
+        if m := _ENGINE_CONFIG.search(line):
+            out["version_log"] = m.group(1)
+            cfg = m.group(2)
+            for key in _CONFIG_KEYS:
+                km = re.search(rf"(?:^|, ){key}=(.*?)(?=, [a-z_]+=|$)", cfg)
+                if km:
+                    out[f"engine_{key}"] = km.group(1)
+            break
+    return out
+
+
+def pool_from_metrics(text: str) -> dict[str, Any]:
+    """`vllm:cache_config_info` labels: block_size x num_gpu_blocks (the CPU pool uses the same label)."""
+    for s in parse_prometheus(text).get("vllm:cache_config_info", []):
+        labels = dict(s.labels)
+        try:
+            block = int(labels["block_size"])
+            blocks = int(labels["num_gpu_blocks"])
+        except (KeyError, ValueError):
+            return {"cache_config_info": labels}
+        return {"block_size": block, "num_blocks": blocks, "kv_pool_tokens_metrics": block * blocks,
+                "cache_config_info": labels}
+    return {}
+
+
+class VLLMEngine:
+    name = "vllm"
+    aliases: tuple[str, ...] = ()
+    launch_spec = VLLMLaunch
+    default_port = DEFAULT_PORT
+    start_timeout_s = 1800.0  # a cold torch.compile on a CPU takes minutes
+    speculative_flags = MappingProxyType({"--speculative-config": "config"})
+
+    flag_syntax = VLLM_FLAGS
+    context_overrun_note = (
+        " vLLM (verified live on 0.32) refuses a prompt past --max-model-len with HTTP 400, but when "
+        "only prompt + output is over it answers 200 with the output cut short and finish_reason "
+        "'stop' (431 + 300 tokens at 512: 1 token), silently.")
+
+    def adapter(self) -> VLLMAdapter:
+        return VLLMAdapter()
+
+    async def identify(self, client: ChatClient) -> bool:
+        # /version alone is too common a path: confirmed by `owned_by: "vllm"` or vllm: metrics
+        version = await probe_json(client, "/version")
+        if not (isinstance(version, dict) and "version" in version):
+            return False
+        models = await probe_json(client, "/v1/models")
+        owners = {m.get("owned_by") for m in (models or {}).get("data", []) if isinstance(m, dict)} \
+            if isinstance(models, dict) else set()
+        return "vllm" in owners or await has_metric_prefix(client, "vllm:")
+
+    def command(self, spec: VLLMLaunch) -> LaunchCommand:
+        return vllm_command(spec)
+
+    def crash_hint(self, exit_code: int | None, log_text: str) -> str:
+        return ""
+
+    def preflight_rules(self, cmd: ServingCommand, given: PreflightInput) -> list[PreflightFinding]:
+        return vllm_preflight(cmd, given)
+
+    def served_context(self, options: Mapping[str, str | bool]) -> FlagReading:
+        v = int_flag(options, "--max-model-len")
+        return FlagReading(v, f"--max-model-len {v}")
+
+    def flag_slots(self, options: Mapping[str, str | bool]) -> FlagReading:
+        return FlagReading(None, "")  # --max-num-seqs caps the batch; the live server's figure is used
+
+    def stop_strings(self, options: Mapping[str, str | bool]) -> list[str]:
+        return _vllm_stops(options)
+
+
+VLLM = VLLMEngine()

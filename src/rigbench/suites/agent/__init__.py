@@ -1,7 +1,6 @@
 """Agent readiness: conformance probes, tool-call cases, BFCL, multi-turn tasks in a sandbox."""
 
 from rigbench.suites.agent._bfcl import BFCL_CATEGORIES, BFCL_VERSION, BFCLSuite
-from rigbench.suites.agent._probes import PROBES, ProbesSuite
 from rigbench.suites.agent._records import (
     BFCLItemRecord,
     Exchange,
@@ -14,6 +13,7 @@ from rigbench.suites.agent._records import (
 from rigbench.suites.agent._suite import AgentSuite
 from rigbench.suites.agent._tasks import RepoTaskSuite
 from rigbench.suites.agent._toolcalls import TOOL_CASES, ToolCallSuite
+from rigbench.suites.agent.probes import PROBES, ProbesSuite
 
 __all__ = [
     "BFCL_CATEGORIES",

@@ -7,8 +7,8 @@ import time
 from typing import Any, NamedTuple
 
 from rigbench.client import ChatClient
+from rigbench.records import Exchange, RequestError, StreamResult
 from rigbench.store import RunWriter
-from rigbench.suites.agent._records import Exchange
 
 __all__ = ["Reply", "canonical_calls", "parse_arguments", "send"]
 
@@ -40,31 +40,15 @@ async def send(
     t0 = time.perf_counter()
     if streamed:
         r = await client.stream_chat(body)
-        elapsed = time.perf_counter() - t0
-        err = None
-        if r.error is not None:
-            err = f"{r.error.kind}: {r.error.message}" + (f" | {r.error.body[:1800]}" if r.error.body else "")
-        calls = [dict(c) for c in r.tool_calls]
-        ex = Exchange(
-            streamed=True,
-            request=req,
-            request_blob=req_blob,
-            http_status=r.http_status,
-            content=r.content,
-            reasoning=r.reasoning,
-            reasoning_field=r.reasoning_field,
-            tool_calls=calls,
-            finish_reason=r.finish_reason,
-            usage=r.usage,
-            error=err,
-            elapsed_s=elapsed,
-        )
+        ex = Exchange(streamed=True, request=req, request_blob=req_blob, elapsed_s=time.perf_counter() - t0,
+                      result=r.model_copy(update={"tool_calls": [dict(c) for c in r.tool_calls]}))
     else:
         payload = dict(body)
         payload["stream"] = False
+        sent_ns = time.perf_counter_ns()
         status, data = await client.post_json("/chat/completions", payload, timeout_s=timeout_s)
-        elapsed = time.perf_counter() - t0
-        ex = _from_json(writer, status, data, req, req_blob, elapsed)
+        done_ns = time.perf_counter_ns()
+        ex = _from_json(writer, status, data, req, req_blob, time.perf_counter() - t0, sent_ns, done_ns)
     msg: dict[str, Any] = {"role": "assistant", "content": ex.content or None}
     if ex.tool_calls:
         msg["tool_calls"] = ex.tool_calls
@@ -72,31 +56,28 @@ async def send(
 
 
 def _from_json(
-    writer: RunWriter, status: int, data: Any, req: Any, req_blob: str | None, elapsed: float
+    writer: RunWriter, status: int, data: Any, req: Any, req_blob: str | None, elapsed: float, sent_ns: int,
+    done_ns: int,
 ) -> Exchange:
+    """A non-streamed response in the fields a streamed one fills (no chunks)."""
     raw_blob = (
         writer.blob("response.json", json.dumps(data, ensure_ascii=False))
         if len(json.dumps(data)) > _INLINE_LIMIT_CHARS
         else None
     )
+    kept = dict(streamed=False, request=req, request_blob=req_blob, response_blob=raw_blob, elapsed_s=elapsed)
     if status != 200 or not isinstance(data, dict) or not data.get("choices"):
         body = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
-        return Exchange(
-            streamed=False,
-            request=req,
-            request_blob=req_blob,
-            http_status=status,
-            error=f"HTTP {status}: {body[:1800]}",
-            response_blob=raw_blob,
-            elapsed_s=elapsed,
-        )
+        error = RequestError(kind="http_status" if status != 200 else "not_openai", message=f"HTTP {status}",
+                             http_status=status, body=body[:1800])
+        return Exchange(**kept, result=StreamResult(sent_ns=sent_ns, done_ns=done_ns, http_status=status,
+                                                    error=error))
     choice = data["choices"][0]
     m = choice.get("message") or {}
     field = next((f for f in ("reasoning_content", "reasoning") if m.get(f)), None)
-    return Exchange(
-        streamed=False,
-        request=req,
-        request_blob=req_blob,
+    return Exchange(**kept, result=StreamResult(
+        sent_ns=sent_ns,
+        done_ns=done_ns,
         http_status=status,
         content=m.get("content") or "",
         reasoning=(m.get(field) or "") if field else "",
@@ -104,9 +85,9 @@ def _from_json(
         tool_calls=[dict(c) for c in (m.get("tool_calls") or [])],
         finish_reason=choice.get("finish_reason"),
         usage=data.get("usage"),
-        response_blob=raw_blob,
-        elapsed_s=elapsed,
-    )
+        response_id=data.get("id") if isinstance(data.get("id"), str) else None,
+        model=data.get("model") if isinstance(data.get("model"), str) else None,
+    ))
 
 
 def parse_arguments(call: dict[str, Any]) -> dict[str, Any] | None:

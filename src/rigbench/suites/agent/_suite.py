@@ -5,9 +5,9 @@ from __future__ import annotations
 from rigbench.sandbox import require_confinement
 from rigbench.suites._context import Suite, SuiteContext
 from rigbench.suites.agent._bfcl import BFCLSuite
-from rigbench.suites.agent._probes import ProbesSuite
 from rigbench.suites.agent._tasks import RepoTaskSuite
 from rigbench.suites.agent._toolcalls import ToolCallSuite
+from rigbench.suites.agent.probes import ProbesSuite
 
 __all__ = ["AgentSuite"]
 

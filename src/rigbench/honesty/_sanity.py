@@ -32,8 +32,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rigbench.analysis._gibberish import screen_text
 from rigbench.client import ChatClient
+from rigbench.honesty._gibberish import screen_text
 from rigbench.records import OutputScreen, SanityAnswer, SanityVerdict
 
 __all__ = [

@@ -1,0 +1,34 @@
+"""The honesty checks: what stands between a rig and a number rigbench prints as trusted.
+
+The known-answer gate (questions generated per run), the gibberish screen on every measured
+output, and the engine-independent preflight rules (engine-specific ones live in each engine's
+module and are collected through the `Engine` protocol). docs/honesty.md defines each check.
+"""
+
+from rigbench.honesty._gibberish import GibberishScreen, screen_text
+from rigbench.honesty._preflight import PreflightInput, ScenarioLength, parse_command, preflight
+from rigbench.honesty._sanity import (
+    DEFAULT_MIX,
+    SanityQuestion,
+    extract_answer,
+    generate_questions,
+    new_question_seed,
+    run_sanity_gate,
+    screen_outputs,
+)
+
+__all__ = [
+    "DEFAULT_MIX",
+    "GibberishScreen",
+    "PreflightInput",
+    "SanityQuestion",
+    "ScenarioLength",
+    "extract_answer",
+    "generate_questions",
+    "new_question_seed",
+    "parse_command",
+    "preflight",
+    "run_sanity_gate",
+    "screen_outputs",
+    "screen_text",
+]

@@ -1,0 +1,186 @@
+"""One report table as data (title, header, rows of cells, notes, each with a severity), built once
+per section and drawn three ways: rich for the terminal, Markdown, and HTML. A section's builder
+decides what the figures are; these renderers decide only how each medium shows them.
+
+How a severity shows (a cell or note without one is plain everywhere):
+
+| severity | terminal      | Markdown     | HTML            |
+| ---      | ---           | ---          | ---             |
+| ok       | green         | plain        | plain           |
+| muted    | dim           | plain        | plain           |
+| notable  | bold          | plain        | bold            |
+| warn     | yellow        | plain        | plain           |
+| error    | red           | bold         | bold            |
+| critical | bold magenta  | bold         | bold            |
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from rigbench.report._layout import fitted_table
+
+__all__ = ["Cell", "Note", "Section", "Severity", "html_table", "markdown_table", "rich_cell", "section_html", "section_markdown",
+           "section_terminal", "text"]
+
+Severity = Literal["ok", "muted", "notable", "warn", "error", "critical"]
+
+_RICH_STYLE: dict[Severity, str] = {"ok": "green", "muted": "dim", "notable": "bold", "warn": "yellow",
+                                    "error": "red", "critical": "bold magenta"}
+_MD_BOLD = {"error", "critical"}
+_HTML_BOLD = {"notable", "error", "critical"}
+
+
+@dataclass(frozen=True)
+class Cell:
+    """A cell the reader must not miss (a failed check, a changed verdict)."""
+
+    text: str
+    severity: Severity
+
+
+@dataclass(frozen=True)
+class Note:
+    """A sentence under the table: how to read it, or a warning about its figures."""
+
+    text: str
+    severity: Severity | None = None
+
+
+@dataclass(frozen=True)
+class Section:
+    """One table of a report. `left_cols`: the leading text columns; the rest are right-aligned
+    figures. `short_head` and `short_title`: the terminal's (narrower; line breaks allowed in
+    headers), explained in `key`."""
+
+    title: str
+    head: Sequence[str]
+    rows: Sequence[Sequence[str | Cell]]
+    notes: Sequence[Note] = ()
+    left_cols: int = 1
+    short_head: Sequence[str] | None = None
+    short_title: str | None = None
+    key: str | None = None
+
+    def __post_init__(self) -> None:
+        # a ragged row would silently shift every later cell under the wrong header in all three outputs
+        for row in self.rows:
+            if len(row) != len(self.head):
+                raise ValueError(f"report section {self.title!r}: a row has {len(row)} cells for "
+                                 f"{len(self.head)} columns ({list(self.head)}): {[text(c) for c in row]}")
+        if self.short_head is not None and len(self.short_head) != len(self.head):
+            raise ValueError(f"report section {self.title!r}: {len(self.short_head)} short headers for "
+                             f"{len(self.head)} columns")
+
+    @property
+    def texts(self) -> list[list[str]]:
+        """The rows as plain text, as a reader of any output sees them."""
+        return [[text(c) for c in row] for row in self.rows]
+
+
+def text(c: str | Cell) -> str:
+    return c.text if isinstance(c, Cell) else c
+
+
+def rich_cell(c: str | Cell) -> str | Text:
+    return Text(c.text, style=_RICH_STYLE[c.severity]) if isinstance(c, Cell) else c
+
+
+def _md_cell(c: str | Cell) -> str:
+    t = text(c).replace("|", "\\|").replace("\n", " ")
+    return f"**{t}**" if isinstance(c, Cell) and c.severity in _MD_BOLD else t
+
+
+# -- terminal ------------------------------------------------------------------------------------
+
+
+def section_terminal(console: Console, sec: Section, *, layout: Literal["fitted", "simple", "pairs"] = "fitted",
+                     title: bool = True, notes_indent: str = "  ") -> None:
+    """`fitted`: a table that turns into cards on a narrow console (report/_layout.py). `simple`: the
+    short headers with the key as the caption, the first column never wrapped. `pairs`: a boxed
+    two-column table of name and value, no header. `title=False`: the caller prints the title."""
+    shown = (sec.short_title or sec.title) if title else None
+    if layout == "fitted":
+        console.print(fitted_table(console, shown, sec.short_head or sec.head,
+                                   [[rich_cell(c) for c in r] for r in sec.rows], left_cols=sec.left_cols))
+    elif layout == "simple":
+        t = Table(title=shown, title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True,
+                  pad_edge=False, caption=sec.key, caption_justify="left")
+        for i, h in enumerate(sec.short_head or sec.head):
+            t.add_column(h, justify="left" if i < sec.left_cols else "right", no_wrap=i == 0)
+        for r in sec.rows:
+            t.add_row(*(rich_cell(c) for c in r))
+        console.print(t)
+    else:
+        t = Table(title=shown, show_header=False)
+        t.add_column(style="bold")
+        t.add_column(overflow="fold")
+        for r in sec.rows:
+            t.add_row(*(rich_cell(c) for c in r))
+        console.print(t)
+    for n in sec.notes:
+        console.print(f"{notes_indent}{n.text}", style=_RICH_STYLE[n.severity] if n.severity else None,
+                      highlight=False)
+
+
+# -- Markdown ------------------------------------------------------------------------------------
+
+
+def section_markdown(sec: Section, *, heading: str | None = "###", align: bool = True) -> str:
+    """The title as a heading of that level (None: a bold line), the table, then the notes as a list.
+    `align=False`: every column left-aligned."""
+    lines = [f"{heading} {sec.title}" if heading else f"**{sec.title}**", "", *markdown_table(sec, align=align)]
+    if sec.notes:
+        lines += [""] + [f"- {n.text}" for n in sec.notes]
+    return "\n".join(lines)
+
+
+def markdown_table(sec: Section, *, align: bool = True) -> list[str]:
+    n = len(sec.head)
+    left = sec.left_cols if align else n
+    return ["| " + " | ".join(sec.head) + " |",
+            "|" + "|".join(["---"] * left + ["---:"] * (n - left)) + "|",
+            *("| " + " | ".join(_md_cell(c) for c in row) + " |" for row in sec.rows)]
+
+
+# -- HTML ----------------------------------------------------------------------------------------
+
+
+def _e(s: object) -> str:
+    return html.escape(str(s))
+
+
+def html_table(head: Sequence[str], rows: Sequence[Sequence[str | Cell]], *, numeric_from: int = 2, cls: str = "",
+               flag: str | None = None) -> str:
+    """A table; cells (and headers) containing `flag` are drawn in red, cells of a bold severity in bold."""
+    def th(h: str) -> str:
+        return f'<th class="synth">{_e(h)}</th>' if flag and flag in h else f"<th>{_e(h)}</th>"
+
+    def td(i: int, c: str | Cell) -> str:
+        t = text(c)
+        classes = (["num"] if i >= numeric_from else []) + (["synth"] if flag and flag in t else [])
+        body = f"<b>{_e(t)}</b>" if isinstance(c, Cell) and c.severity in _HTML_BOLD else _e(t)
+        return f'<td class="{" ".join(classes)}">{body}</td>' if classes else f"<td>{body}</td>"
+
+    out = [f'<table class="{cls}"><thead><tr>' + "".join(th(h) for h in head) + "</tr></thead><tbody>"]
+    for row in rows:
+        out.append("<tr>" + "".join(td(i, c) for i, c in enumerate(row)) + "</tr>")
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
+def section_html(sec: Section, *, numeric_from: int | None = None) -> str:
+    """An h3 title, the table (none when the section has no rows), then the notes."""
+    out = f"<h3>{_e(sec.title)}</h3>"
+    if sec.rows:
+        out += html_table(sec.head, sec.rows, numeric_from=sec.left_cols if numeric_from is None else numeric_from)
+    return out + "".join(f'<p class="note">{_e(n.text)}</p>' for n in sec.notes)
+

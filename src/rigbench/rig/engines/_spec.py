@@ -1,0 +1,56 @@
+"""What every engine's launch spec shares, and the helpers its command-line builder uses.
+
+Flag spellings are the engines' own and live in each engine's module; this module only knows
+how a typed spec becomes an argv: options appended when set, `extra_args` last and never
+repeating a flag the typed fields already set.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any, NamedTuple
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from rigbench.errors import UsageError
+
+__all__ = ["EngineSpec", "LaunchCommand", "Spec", "finish_argv", "opt"]
+
+
+class Spec(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class EngineSpec(Spec):
+    kind: str  # the engine's name; each engine's spec narrows it to a Literal
+    host: str = "127.0.0.1"
+    port: int | None = None  # None: the engine's default port
+    executable: list[str] | None = None  # None: the engine's usual command
+    extra_args: list[str] = Field(default_factory=list)  # appended verbatim
+
+    @field_validator("extra_args", mode="before")
+    @classmethod
+    def _split(cls, v: Any) -> Any:
+        return shlex.split(v) if isinstance(v, str) else v
+
+
+class LaunchCommand(NamedTuple):
+    argv: list[str]
+    env: dict[str, str]  # variables to add to the inherited environment
+
+
+def opt(argv: list[str], flag: str, value: Any) -> None:
+    if value is not None:
+        argv += [flag, str(value)]
+
+
+def finish_argv(engine: str, spec: EngineSpec, argv: list[str]) -> list[str]:
+    """Append extra_args, refusing one that repeats a flag the typed config already set."""
+    typed = {a.split("=", 1)[0] for a in argv if a.startswith("-")}
+    clashes = sorted({a.split("=", 1)[0] for a in spec.extra_args if a.startswith("-")} & typed)
+    if clashes:
+        raise UsageError(
+            f"extra_args repeats {', '.join(clashes)}, which the {engine} config already sets "
+            f"(argv so far: {shlex.join(argv)}). Set it in one place only."
+        )
+    return argv + list(spec.extra_args)

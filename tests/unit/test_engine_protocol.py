@@ -1,0 +1,277 @@
+"""The Engine protocol: every engine's knowledge is reached through `get_engine`, and an engine
+rigbench has never heard of works once its one module is registered."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Literal
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+
+from rigbench.client import ChatClient
+from rigbench.errors import UsageError
+from rigbench.honesty import PreflightInput, ScenarioLength, parse_command, preflight
+from rigbench.records import PreflightFinding, ServingCommand
+from rigbench.rig._launch_spec import LlamaCppLaunch, SGLangLaunch, SGLangSpeculative, VLLMLaunch, command_for
+from rigbench.rig._rig import LaunchedRig, _crash_hint
+from rigbench.rig._spec_rig import launched_rig
+from rigbench.rig.engines import (
+    ENGINE_NAMES,
+    EngineSpec,
+    FlagReading,
+    FlagSyntax,
+    LaunchCommand,
+    detect_engine,
+    get_adapter,
+    get_engine,
+    int_flag,
+    known_engines,
+    register_engine,
+    speculative_from_argv,
+    unregister_engine,
+)
+
+
+def test_every_builtin_engine_is_reached_by_its_name_and_owns_its_spec() -> None:
+    assert sorted(e.name for e in known_engines()) == sorted(ENGINE_NAMES)
+    for name in ENGINE_NAMES:
+        engine = get_engine(name)
+        assert engine.name == name and engine.adapter().name == name
+        assert engine.launch_spec.model_fields["kind"].default == name
+    assert get_engine("llama.cpp") is get_engine("llamacpp")
+
+
+def test_launch_waits_longer_for_engines_that_compile_at_start(tmp_path: Path) -> None:
+    assert get_engine("vllm").start_timeout_s == get_engine("sglang").start_timeout_s == 1800.0
+    assert get_engine("llamacpp").start_timeout_s == 300.0
+    rig = launched_rig(SGLangLaunch(model="m"), tmp_path / "e.log")
+    assert rig.start_timeout_s == 1800.0 and rig.health_path == "/health"
+
+
+def test_speculative_facts_are_read_with_the_engines_own_flags() -> None:
+    llama = command_for(LlamaCppLaunch(model="m.gguf", draft_model="d.gguf", draft_max=8)).argv
+    assert speculative_from_argv(llama, "llamacpp") == {"draft_model": "d.gguf", "type": "draft-simple",
+                                                         "draft_max": "8"}
+    vllm = command_for(VLLMLaunch(model="m", speculative_config={"method": "ngram",
+                                                                 "num_speculative_tokens": 4})).argv
+    assert json.loads(speculative_from_argv(vllm, "vllm")["config"])["num_speculative_tokens"] == 4  # type: ignore[index]
+    sgl = command_for(SGLangLaunch(model="m", speculative=SGLangSpeculative(algorithm="EAGLE3",
+                                                                            num_draft_tokens=4))).argv
+    assert speculative_from_argv(sgl, "sglang") == {"algorithm": "EAGLE3", "num_draft_tokens": "4"}
+    assert speculative_from_argv(command_for(LlamaCppLaunch(model="m.gguf")).argv, "llamacpp") is None
+    # another engine's spelling is not that engine's fact...
+    assert speculative_from_argv(["vllm", "serve", "m", "-md", "d"], "vllm") is None
+    # ...but a command whose engine is unknown is read with every engine's spellings
+    assert speculative_from_argv(["./serve.sh", "-md", "d.gguf"], "unknown") == {"draft_model": "d.gguf"}
+
+
+def test_only_llamacpp_explains_a_cpu_crash() -> None:
+    log = "load_tensors: AMX model buffer size = 1.0 MiB\n"
+    assert "AMX" in _crash_hint("llamacpp", -11, log)
+    assert _crash_hint("vllm", -11, log) == ""
+    assert _crash_hint("unknown", -11, log) == ""
+
+
+# -- a fake engine, registered as a plugin would be: no edit anywhere else in rigbench ----------
+
+
+class ToyLaunch(EngineSpec):
+    kind: Literal["toy"] = "toy"
+    model: str
+    depth: int | None = None
+
+
+class ToyAdapter:
+    name = "toy"
+    health_path = "/ready"
+    metrics_path: str | None = None
+    forced_length_exact = False
+
+    def __init__(self) -> None:
+        self.metric_names: dict[str, str] = {}
+
+    async def server_info(self, client: ChatClient) -> dict[str, Any]:
+        return {"engine": self.name}
+
+    async def tokenize(self, client: ChatClient, text: str) -> list[int] | None:
+        return None
+
+    async def detokenize(self, client: ChatClient, tokens: list[int]) -> str | None:
+        return None
+
+    async def count_chat_tokens(self, client: ChatClient, model: str,
+                                messages: list[dict[str, Any]]) -> int | None:
+        return None
+
+    def forced_length_fields(self, max_tokens: int) -> dict[str, Any]:
+        return {"max_tokens": max_tokens}
+
+    def reasoning_fields(self, effort: str | None) -> dict[str, Any]:
+        return {}
+
+
+class ToyEngine:
+    name = "toy"
+    aliases = ("toy-server",)
+    launch_spec = ToyLaunch
+    default_port = 7070
+    start_timeout_s = 42.0
+    speculative_flags = MappingProxyType({"--lookahead": "draft_max"})
+
+    def adapter(self) -> ToyAdapter:
+        return ToyAdapter()
+
+    async def identify(self, client: ChatClient) -> bool:
+        status, body = await client.get_json(client.server_root + "/toy/about", timeout_s=5)
+        return status == 200 and isinstance(body, dict) and body.get("toy") is True
+
+    def command(self, spec: ToyLaunch) -> LaunchCommand:
+        argv = ["toy-server", spec.model, "--port", str(spec.port or self.default_port)]
+        if spec.depth is not None:
+            argv += ["--lookahead", str(spec.depth)]
+        return LaunchCommand(argv, {"TOY_HOST": spec.host})
+
+    def crash_hint(self, exit_code: int | None, log_text: str) -> str:
+        return "\n  cause: the toy ran out of batteries" if "battery" in log_text else ""
+
+    flag_syntax = FlagSyntax(markers=("toy-server",), programs=("toy-server",), bare=frozenset({"--fast"}),
+                             aliases=MappingProxyType({"-n": "--slots"}), model_positional=True)
+    context_overrun_note = " The toy wraps around past its window."
+
+    def preflight_rules(self, cmd: ServingCommand, given: PreflightInput) -> list[PreflightFinding]:
+        if "--fast" not in cmd.options:
+            return []
+        return [PreflightFinding(id="toy_fast", severity="warn", problem="--fast skips half the layers",
+                                 evidence="--fast", fix="drop --fast")]
+
+    def served_context(self, options: Mapping[str, str | bool]) -> FlagReading:
+        v = int_flag(options, "--window")
+        return FlagReading(v, f"--window {v}")
+
+    def flag_slots(self, options: Mapping[str, str | bool]) -> FlagReading:
+        v = int_flag(options, "--slots")
+        return FlagReading(v, f"--slots {v}")
+
+    def stop_strings(self, options: Mapping[str, str | bool]) -> list[str]:
+        return [str(options["--halt"])] if isinstance(options.get("--halt"), str) else []
+
+
+@pytest.fixture
+def toy() -> Iterator[ToyEngine]:
+    engine = ToyEngine()
+    register_engine(engine)
+    try:
+        yield engine
+    finally:
+        unregister_engine("toy")
+
+
+def test_a_registered_engine_launches_through_the_protocol_only(toy: ToyEngine, tmp_path: Path) -> None:
+    assert get_engine("Toy-Server") is toy and get_adapter("toy").health_path == "/ready"
+    assert command_for(ToyLaunch(model="m", port=1, depth=3)) == LaunchCommand(
+        ["toy-server", "m", "--port", "1", "--lookahead", "3"], {"TOY_HOST": "127.0.0.1"})
+    rig = launched_rig(ToyLaunch(model="m", depth=3), tmp_path / "e.log")
+    assert isinstance(rig, LaunchedRig) and rig.engine == "toy"
+    assert rig.health_path == "/ready" and rig.start_timeout_s == 42.0
+    assert rig.argv[rig.argv.index("--port") + 1] == str(rig.port)  # a free port, not the default
+    assert rig.process._env == {"TOY_HOST": "127.0.0.1"}  # the engine's environment reaches the process
+    assert speculative_from_argv(rig.argv, "toy") == {"draft_max": "3"}
+    assert "batteries" in _crash_hint("toy", 1, "no battery left")
+
+
+def test_a_registered_engine_gets_its_own_and_the_generic_preflight_rules(toy: ToyEngine) -> None:
+    given = PreflightInput(concurrency=[8], scenarios=[ScenarioLength(name="long", input_tokens=900,
+                                                                      output_tokens=200)])
+    report = preflight("toy-server my-model --fast --window 1024 -n 4 --halt '<|eom|>'", given)
+    cmd = report.command
+    assert cmd is not None and (cmd.engine, cmd.model) == ("toy", "my-model")
+    assert cmd.options == {"--fast": True, "--window": "1024", "--slots": "4", "--halt": "<|eom|>"}
+    by_id = {f.id: f for f in report.findings}
+    assert set(by_id) == {"toy_fast", "stop_splits_turn", "scenario_over_context", "concurrency_over_slots"}
+    assert "--window 1024" in by_id["scenario_over_context"].evidence
+    assert by_id["scenario_over_context"].problem.endswith("The toy wraps around past its window.")
+    assert "4 slots (--slots 4)" in by_id["concurrency_over_slots"].evidence
+    # the toy's stop flag is read on every command line, as the built-ins' are
+    assert "stop_splits_turn" in {f.id for f in preflight("vllm serve m --halt '<|eom|>'").findings}
+
+
+def test_a_command_read_for_an_engine_that_is_gone_gets_the_generic_rules_only(toy: ToyEngine) -> None:
+    cmd = parse_command("toy-server m --fast")
+    unregister_engine("toy")
+    try:
+        report = preflight(cmd, PreflightInput(stop=["<|eom|>"]))
+        assert [f.id for f in report.findings] == ["stop_splits_turn"]
+    finally:
+        register_engine(toy)  # the fixture unregisters it
+
+
+async def test_an_attached_server_is_identified_as_the_registered_engine(toy: ToyEngine) -> None:
+    async def about(request: web.Request) -> web.Response:
+        return web.json_response({"toy": True})
+
+    async def root(request: web.Request) -> web.Response:
+        return web.Response(text="toy")
+
+    app = web.Application()
+    app.router.add_get("/toy/about", about)
+    app.router.add_get("/", root)
+    server = TestServer(app)
+    await server.start_server()
+    client = ChatClient(f"http://127.0.0.1:{server.port}/v1")
+    try:
+        assert await detect_engine(client) == "toy"
+        unregister_engine("toy")
+        assert await detect_engine(client) == "unknown"  # the built-ins' probes all miss
+    finally:
+        register_engine(toy)  # the fixture unregisters it
+        await client.aclose()
+        await server.close()
+
+
+def test_a_registered_engine_cannot_take_a_builtin_name(toy: ToyEngine) -> None:
+    class Clash(ToyEngine):
+        name = "other"
+        aliases = ("llama.cpp",)
+
+    with pytest.raises(UsageError, match=r"llama\.cpp already names an engine"):
+        register_engine(Clash())
+    with pytest.raises(UsageError, match="built into rigbench"):
+        unregister_engine("vllm")
+
+
+# -- one llama.cpp command line for the embedded rig and launched specs ---------------------------
+
+
+def test_embedded_argv_is_the_one_it_has_always_recorded() -> None:
+    """The fingerprint stores this argv; `rigbench compare` against older runs lists any change."""
+    from rigbench.rig._embedded import LlamaCppConfig, llamacpp_argv
+
+    cfg = LlamaCppConfig(slots=2, threads=3, spec_type="draft-simple", draft_max=6, spec_synth_len=0.5,
+                         extra_args=["-fa", "on"])
+    assert llamacpp_argv(Path("/bin/llama-server"), Path("/m/smol.gguf"), 8123, cfg, Path("/d.gguf")) == [
+        "/bin/llama-server", "-m", "/m/smol.gguf", "--host", "127.0.0.1", "--port", "8123", "-c", "8192",
+        "-np", "2", "--kv-unified", "--jinja", "--metrics", "--no-webui", "--alias", "smol", "-t", "3",
+        "-md", "/d.gguf", "--spec-type", "draft-simple", "--spec-draft-n-max", "6", "--spec-synth-len", "0.5",
+        "-fa", "on"]
+    # no draft model: no speculative flags at all, even with a kind and depth set
+    no_draft = llamacpp_argv(Path("s"), Path("m.gguf"), 1, LlamaCppConfig(threads=1, spec_type="x", draft_max=4),
+                             None)
+    assert not {"--spec-type", "--spec-draft-n-max", "-md"} & set(no_draft)
+
+
+def test_a_launched_llamacpp_spec_and_the_embedded_rig_share_one_builder() -> None:
+    from rigbench.rig._embedded import LlamaCppConfig, llamacpp_argv
+
+    embedded = llamacpp_argv(Path("llama-server"), Path("m.gguf"), 8080,
+                             LlamaCppConfig(slots=2, threads=2, draft_max=4), Path("d.gguf"))
+    launched = command_for(LlamaCppLaunch(model="m.gguf", port=8080, alias="m", ctx_size=8192, parallel=2,
+                                          draft_model="d.gguf", draft_max=4)).argv
+    # the embedded rig adds only its own choices (shared KV pool, no web UI, threads) to the same line
+    t = embedded.index("-t")
+    assert embedded[t + 1] == "2"
+    assert [a for a in embedded[:t] + embedded[t + 2:] if a not in ("--kv-unified", "--no-webui")] == launched
