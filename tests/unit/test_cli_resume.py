@@ -68,6 +68,8 @@ def test_resume_takes_the_header_settings_and_refuses_a_changed_command(tmp_path
             (["--endpoint", other.url], "--endpoint", emu.url, other.url),
             (["--model", "other"], "--model", "null", '"other"'),
             (["--suite", "speed,agent"], "--suite", '"speed"', '"speed,agent"'),
+            (["--tool-trials", "5"], "--tool-trials", "null", "5"),
+            (["--set", "speed.temperature=0.5"], "--set", "null", '["speed.temperature=0.5"]'),
         ]:
             res = rigbench("run", "--resume", str(run_dir), *change)
             assert res.code == 2, (change, res.stdout, res.stderr)

@@ -199,6 +199,13 @@ def test_plan_runs_each_rig_against_the_emulator_and_resumes(tmp_path: Path) -> 
             p.write_text(p.read_text().replace("repetitions: 2", "repetitions: 3"))
             with pytest.raises(PlanError, match="configuration changed"):
                 await execute_plan(load_plan(p), tmp_path / "plan", resume=True)
+            # the directory's own plan copy resolving differently means another rigbench wrote it:
+            # the error says so instead of advising to resume with that very copy
+            idx = tmp_path / "plan" / "plan.json"
+            idx.write_text(idx.read_text().replace(index.config_sha256, "0" * 16))
+            with pytest.raises(PlanError, match="written by a rigbench") as e:
+                await execute_plan(load_plan(tmp_path / "plan" / "plan.yaml"), tmp_path / "plan", resume=True)
+            assert "rigbench report" in str(e.value)
 
     asyncio.run(go())
 

@@ -184,6 +184,14 @@ def test_a_bad_setting_in_a_plan_names_file_line_and_key(body: str, where: str, 
         load_plan(p)
 
 
+def test_set_is_refused_with_a_plan_whose_file_holds_the_settings(tmp_path: Path) -> None:
+    plan = tmp_path / "plan.yaml"
+    plan.write_text("name: p\nrigs:\n  - {name: r, endpoint: {base_url: http://127.0.0.1:9/v1}}\n")
+    res = invoke("run", str(plan), "--set", "agent.tool_trials=5", "--out", str(tmp_path / "out"))
+    assert res.code == 2 and "write them in the plan file" in " ".join(res.stderr.split()), res.stderr
+    assert not (tmp_path / "out").exists()  # refused before the plan directory is made
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (["--tool-trials", "0"], "--tool-trials: Input should be greater than or equal to 1; got 0."),
     (["--set", "agent.nope=1"], "--set agent.nope: no such setting"),

@@ -69,7 +69,7 @@ def resumed_options(ctx: Any, options: dict[str, Any], resume: Path,
             continue
         given = _jsonable(name, value)
         if given != recorded[name]:
-            flag = "--" + name.replace("_", "-")
+            flag = "--" + name.rstrip("_").replace("_", "-")  # set_ is --set
             raise UsageError(
                 f"cannot resume {resume}: it was started with {flag} {json.dumps(recorded[name])} and this command "
                 f"gives {flag} {json.dumps(given)}. A resumed run measures the same rig with the same settings: "

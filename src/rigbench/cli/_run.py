@@ -149,6 +149,9 @@ def run(
         if allow_unconfined:
             raise UsageError(f"--allow-unconfined applies to single runs; for {plan} set "
                              "`allow_unconfined: true` in the plan file (it is recorded with the plan).")
+        if set_:
+            raise UsageError(f"--set changes a single run's suite settings; for {plan} write them in the plan "
+                             "file (e.g. `agent: {tool_trials: 5}`; every key: docs/plans.md).")
         if clients > 1:
             raise UsageError("--clients spreads one endpoint's speed load; a plan's rigs are spread with "
                              "--ray alone. Drop --clients, or run --endpoint URL --clients N --ray ADDRESS.")

@@ -53,6 +53,13 @@ def _kind(rig: ResolvedRig) -> str:
 def open_index(loaded: LoadedPlan, plan_dir: Path, resume: bool) -> PlanIndex:
     if resume:
         index = read_plan_index(plan_dir)
+        if index.config_sha256 != loaded.config_sha256 and loaded.path.resolve() == (plan_dir / PLAN_FILE).resolve():
+            # its own copy resolves differently: the directory was written by another rigbench version
+            raise PlanError(
+                f"cannot resume {plan_dir}: it was written by a rigbench whose resolved configuration of "
+                f"this plan differs (was {index.config_sha256}, now {loaded.config_sha256}), so new runs "
+                f"would not be comparable with its completed ones. Its runs stay readable (`rigbench report "
+                f"{plan_dir}`); start a new plan directory to measure again.")
         if index.config_sha256 != loaded.config_sha256:
             raise PlanError(
                 f"cannot resume {plan_dir} with {loaded.path}: the plan's resolved configuration changed "

@@ -11,6 +11,7 @@ suite skips those units.
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -51,6 +52,10 @@ class SuiteContext:
     progress: Progress = field(default_factory=NullProgress)
     done_units: set[str] = field(default_factory=set)
     seed: int = 0
+    # Fresh per run, in every speed prompt's opening: the seed makes prompts reproducible in shape,
+    # and without this a second run with the same seed sends the same prompts, which a server's
+    # prefix cache (llama.cpp's slot cache, vLLM/SGLang prefix caching) serves without a prefill.
+    prompt_nonce: str = field(default_factory=lambda: secrets.token_hex(4))
 
 
 class Suite(Protocol):

@@ -61,8 +61,8 @@ class PromptBuilder:
         self._count_chat = count_chat
         self._overhead: int | None = None
 
-    async def build(self, task: str, target_tokens: int, seed: int) -> ExactPrompt:
-        head = f"[request {seed:08x}] {task}\n\n"
+    async def build(self, task: str, target_tokens: int, seed: int, nonce: str = "") -> ExactPrompt:
+        head = f"[request {nonce}-{seed:08x}] {task}\n\n" if nonce else f"[request {seed:08x}] {task}\n\n"
         def msgs(body: str) -> list[dict[str, Any]]:
             return [{"role": "user", "content": head + body}]
 

@@ -92,7 +92,8 @@ class SpeedSuite:
     async def _batch(self, ctx: SuiteContext, builder: PromptBuilder, scenario: Scenario, conc: int, rep: int,
                      task: int) -> None:
         seed0 = (ctx.seed * 1_000_003 + zlib.crc32(scenario.name.encode()) % 10_007 * 7919 + conc * 131 + (rep + 100) * 17) & 0xFFFFFFF
-        prompts = [await builder.build(scenario.task, scenario.input_tokens, seed0 * 1024 + i) for i in range(conc)]
+        prompts = [await builder.build(scenario.task, scenario.input_tokens, seed0 * 1024 + i, ctx.prompt_nonce)
+                   for i in range(conc)]
         extra = _forced_length_fields(ctx.rig.engine, scenario.output_tokens)
 
         async def one(i: int, prompt: ExactPrompt) -> StreamResult:
