@@ -31,6 +31,7 @@ class _Captured(UsageError):
 @pytest.fixture
 def captured(monkeypatch: pytest.MonkeyPatch) -> list[RunConfig]:
     """The RunConfig each `rigbench run` (flags or plan) would measure with."""
+    import rigbench.plan._execute
     import rigbench.runner
 
     got: list[RunConfig] = []
@@ -40,6 +41,8 @@ def captured(monkeypatch: pytest.MonkeyPatch) -> list[RunConfig]:
         raise _Captured("captured")
 
     monkeypatch.setattr(rigbench.runner, "execute_run", fake_execute_run)
+    # plan files run through plan/_execute.py, which imports execute_run at the top of the module
+    monkeypatch.setattr(rigbench.plan._execute, "execute_run", fake_execute_run)
     return got
 
 
