@@ -87,3 +87,36 @@ def test_engine_dies_with_rigbench_even_on_kill_9(tmp_path: Path) -> None:
         time.sleep(0.05)
     os.kill(engine, signal.SIGKILL)
     pytest.fail("the engine outlived a kill -9 of the process that launched it")
+
+
+def test_llama_server_that_hangs_on_sigterm_still_dies_with_rigbench(tmp_path: Path) -> None:
+    """Adversary: an engine whose graceful exit hangs. After a kill -9 of rigbench, llama-server got
+    the death signal SIGTERM, logged "cleaning up before exit..." and hung there, orphaned, holding
+    its port. llama.cpp's engine module asks for SIGKILL; this stand-in ignores SIGTERM."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    pidfile = tmp_path / "engine.pid"
+    stubborn = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)"
+    parent = ("import sys, time; from pathlib import Path; from rigbench.rig import EngineProcess; "
+              "from rigbench.rig._rig import engine_death_signal; "
+              f"p = EngineProcess([sys.executable, '-c', {stubborn!r}], Path({str(tmp_path / 'log')!r}), "
+              "death_signal=engine_death_signal('llamacpp')); "
+              f"p.start(); time.sleep(0.5); open({str(pidfile)!r}, 'w').write(str(p.pid)); time.sleep(60)")
+    rb = subprocess.Popen([sys.executable, "-c", parent])
+    deadline = time.monotonic() + 20
+    while not (pidfile.exists() and pidfile.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    engine = int(pidfile.read_text())
+    os.kill(rb.pid, signal.SIGKILL)
+    rb.wait()
+    while time.monotonic() < deadline:
+        try:
+            os.kill(engine, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    os.kill(engine, signal.SIGKILL)
+    pytest.fail("a llama-server that ignores SIGTERM outlived a kill -9 of rigbench")

@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from rigbench.errors import PortInUseError, RigStartError
@@ -41,14 +42,16 @@ _LIBC = _libc() if sys.platform == "linux" else None
 _PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent() -> None:
-    """In the child, before exec: SIGTERM when rigbench dies, even by kill -9 (Linux prctl).
+def _die_with_parent(sig: int) -> Callable[[], None]:
+    """In the child, before exec: `sig` when rigbench dies, even by kill -9 (Linux prctl).
 
     The engine runs in its own session so Ctrl-C reaches rigbench first and rigbench stops it in
     order; without this, a rigbench killed outright would leave the engine serving forever.
     """
-    if _LIBC is not None:
-        _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)  # type: ignore[attr-defined]
+    def arm() -> None:
+        if _LIBC is not None:
+            _LIBC.prctl(_PR_SET_PDEATHSIG, sig)  # type: ignore[attr-defined]
+    return arm
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -70,10 +73,14 @@ def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
 class EngineProcess:
     """Runs `argv` in a new session (process group), stdout+stderr appended to `log_path`."""
 
-    def __init__(self, argv: list[str], log_path: Path, *, env: dict[str, str] | None = None) -> None:
+    def __init__(self, argv: list[str], log_path: Path, *, env: dict[str, str] | None = None,
+                 death_signal: int = signal.SIGTERM) -> None:
         self.argv = argv
         self.log_path = log_path
         self._env = env
+        # what the engine gets when rigbench dies without stopping it: SIGTERM lets an engine take
+        # its own workers down (vLLM, SGLang); an engine whose graceful exit can hang gets SIGKILL
+        self.death_signal = death_signal
         self._proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -98,7 +105,7 @@ class EngineProcess:
             self._proc = subprocess.Popen(
                 self.argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 start_new_session=True, env={**os.environ, **(self._env or {})},
-                preexec_fn=_die_with_parent if _LIBC is not None else None,
+                preexec_fn=_die_with_parent(self.death_signal) if _LIBC is not None else None,
             )
         except FileNotFoundError as e:
             raise RigStartError(f"cannot start the engine: {self.argv[0]} not found.\n  command: {self.command}\n"

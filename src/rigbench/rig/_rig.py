@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -98,7 +99,7 @@ class LaunchedRig:
         self.draft_model = draft_model
         self.health_path = health_path
         self.start_timeout_s = start_timeout_s
-        self.process = EngineProcess(argv, log_path)
+        self.process = EngineProcess(argv, log_path, death_signal=engine_death_signal(engine))
         self.base_url = f"http://{host}:{port}/v1"
         self.client = ChatClient(self.base_url, api_key=api_key)
         self.startup: StartupTiming | None = None
@@ -273,3 +274,13 @@ def _crash_hint(engine: str, code: int | None, log_text: str) -> str:
 
 def _indent(text: str) -> str:
     return "\n".join("    " + line for line in text.splitlines()) or "    (empty)"
+
+
+def engine_death_signal(engine: str) -> int:
+    """The signal an engine gets when rigbench dies without stopping it: its module's
+    `death_signal` where it sets one, else SIGTERM (an unknown engine gets the graceful one)."""
+    try:
+        return int(getattr(get_engine(engine), "death_signal", signal.SIGTERM))
+    except (KeyError, UsageError):
+        return signal.SIGTERM
+

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import signal
 import time
 import urllib.error
 import urllib.request
@@ -93,7 +94,7 @@ def smoke_test(binary: Path, model: Path, log_path: Path, *, extra_args: list[st
             "--no-webui", *(extra_args or [])]
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log_path.write_text("")
-    proc = EngineProcess(argv, log_path)
+    proc = EngineProcess(argv, log_path, death_signal=signal.SIGKILL)  # llama-server: see its engine module
     t0 = time.monotonic()
     proc.start(port=port)
     try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Literal
@@ -211,6 +212,10 @@ class LlamaCppEngine:
     launch_spec = LlamaCppLaunch
     default_port = DEFAULT_PORT
     start_timeout_s = 300.0
+    # Sent by the kernel when rigbench dies without stopping it (rig/_process.py). Not SIGTERM:
+    # llama-server then logs "cleaning up before exit..." and can hang there with SIGTERM blocked
+    # when its client died mid-connection (seen after kill -9 of rigbench); it has no state to save.
+    death_signal = signal.SIGKILL
     # current spellings and the removed ones (--draft-max, --draft, --draft-n) that older argv carries
     speculative_flags = MappingProxyType({
         "-md": "draft_model", "--model-draft": "draft_model", "--spec-type": "type",
