@@ -248,30 +248,31 @@ class ChatClient:
                     return acc
                 parser = SSEParser()
                 reader = resp.content
-                while not acc.finished:
-                    # the same idle (tokens, not bytes) and total deadlines as the default stack
-                    now = _perf_ns()
-                    idle_left = self.idle_timeout_s - (now - (acc.chunk_ns[-1] if acc.chunk_ns else sent_ns)) / 1e9
-                    total_left = (self.total_timeout_s - (now - sent_ns) / 1e9 if self.total_timeout_s is not None
-                                  else float("inf"))
-                    try:
-                        raw = await asyncio.wait_for(reader.readany(), max(0.0, min(idle_left, total_left)))
-                    except TimeoutError:
-                        if total_left <= idle_left:
-                            acc.error = RequestError(kind="total_timeout", message=(
-                                f"the request ran longer than its total deadline of {self.total_timeout_s:g} s "
-                                "(--request-timeout)"))
-                        else:
-                            acc.error = RequestError(kind="idle_timeout", message=(
-                                f"no generated token for {self.idle_timeout_s:g} s (idle deadline, --idle-timeout)"))
-                        acc.done_ns = _perf_ns()
-                        break
-                    if not raw:
-                        break
-                    now = _perf_ns()
-                    events = parser.feed(raw)
-                    if events:
-                        acc.on_events(events, now)
+                loop = asyncio.get_running_loop()
+                expiring = "idle_timeout"
+                try:
+                    # the same idle (tokens, not bytes) and total deadlines as the default stack: one
+                    # timeout moved before each read (asyncio.wait_for would make a task per read)
+                    async with asyncio.timeout(None) as budget:
+                        while not acc.finished:
+                            now = _perf_ns()
+                            idle_left = self.idle_timeout_s - (now - (acc.chunk_ns[-1] if acc.chunk_ns else sent_ns)) / 1e9
+                            total_left = (self.total_timeout_s - (now - sent_ns) / 1e9
+                                          if self.total_timeout_s is not None else float("inf"))
+                            expiring = "total_timeout" if total_left <= idle_left else "idle_timeout"
+                            budget.reschedule(loop.time() + max(0.0, min(idle_left, total_left)))
+                            raw = await reader.readany()
+                            if not raw:
+                                break
+                            now = _perf_ns()
+                            events = parser.feed(raw)
+                            if events:
+                                acc.on_events(events, now)
+                except TimeoutError:
+                    if not budget.expired():  # aiohttp's own read timeout: handled below
+                        raise
+                    acc.error = _deadline_error(expiring, self.idle_timeout_s, self.total_timeout_s, acc.comments)
+                    acc.done_ns = _perf_ns()
                 if not acc.finished:
                     tail = parser.flush()
                     if tail:
@@ -286,6 +287,15 @@ class ChatClient:
             acc.error = acc.error or RequestError(kind="connect", message=f"{type(e).__name__}: {e}")
         acc.end_check()
         return acc
+
+
+def _deadline_error(kind: str, idle_s: float, total_s: float | None, comments: int) -> RequestError:
+    if kind == "total_timeout":
+        return RequestError(kind="total_timeout", message=(
+            f"the request ran longer than its total deadline of {total_s:g} s (--request-timeout)"))
+    return RequestError(kind="idle_timeout", message=(
+        f"no generated token for {idle_s:g} s (idle deadline, --idle-timeout)"
+        + (f"; {comments} keep-alive comments in between" if comments else "")))
 
 
 def _not_sse(ctype: str, status: int, text: str) -> RequestError:
@@ -399,16 +409,11 @@ class _Deadlines:
             return
         self.h = None
         if not acc.finished:
-            if total_left <= 0:
-                acc.error = RequestError(kind="total_timeout", message=(
-                    f"the request ran longer than its total deadline of {self.total_s:g} s "
-                    "(--request-timeout)"))
-            elif read_left <= 0:
+            if read_left <= 0 < total_left:
                 acc.error = RequestError(kind="timeout", message=f"no data for {self.read_s:g} s (read timeout)")
             else:
-                acc.error = RequestError(kind="idle_timeout", message=(
-                    f"no generated token for {self.idle_s:g} s (idle deadline, --idle-timeout)"
-                    + (f"; {acc.comments} keep-alive comments in between" if acc.comments else "")))
+                acc.error = _deadline_error("total_timeout" if total_left <= 0 else "idle_timeout",
+                                            self.idle_s, self.total_s, acc.comments)
             acc.done_ns = now
         self.conn.close()
         self.sink.resolve()
