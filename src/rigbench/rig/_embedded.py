@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rigbench.errors import RigbenchError
-from rigbench.rig._cpu import affinity_threads
 from rigbench.rig._fingerprint import model_info
 from rigbench.rig._models import EMBEDDED_MODEL, LocalFile, ModelSource, WheelFile
 from rigbench.rig._process import free_port
@@ -43,7 +42,7 @@ def llamacpp_argv(binary: Path, model: Path, port: int, cfg: LlamaCppConfig, dra
         # without a draft model the embedded rig runs no speculative decoding, whatever else is set
         spec_type=cfg.spec_type if draft is not None else None,
         draft_max=cfg.draft_max if draft is not None else None)
-    argv = server_argv(spec, kv_unified=True, webui=False, threads=cfg.threads or affinity_threads() or None,
+    argv = server_argv(spec, kv_unified=True, webui=False, threads=cfg.threads,
                        spec_synth_len=cfg.spec_synth_len if draft is not None else None)
     return argv + list(cfg.extra_args)
 

@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from rigbench.client import ChatClient
 from rigbench.records import PreflightFinding, ServingCommand
+from rigbench.rig._cpu import affinity_threads
 from rigbench.rig._crash import classify_crash
 from rigbench.rig.engines._base import PreflightInput
 from rigbench.rig.engines._flags import FlagReading, FlagSyntax, int_flag
@@ -138,7 +139,9 @@ def server_argv(s: LlamaCppLaunch, *, kv_unified: bool = False, webui: bool = Tr
     if not webui:
         argv.append("--no-webui")
     opt(argv, "--alias", s.alias)
-    opt(argv, "-t", threads)
+    # confined to fewer CPUs than the host has (taskset, a cpuset), llama.cpp would still start a
+    # thread per host core: give it the usable count (a spec's extra_args -t comes later and wins)
+    opt(argv, "-t", threads or affinity_threads())
     opt(argv, "-ngl", s.n_gpu_layers)
     if s.draft_model is not None:
         argv += ["-md", s.draft_model, "--spec-type", s.spec_type or "draft-simple"]
