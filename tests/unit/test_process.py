@@ -62,7 +62,9 @@ def test_stop_kills_the_whole_process_group(tmp_path: Path) -> None:
         pytest.fail("the engine's child process outlived stop()")
 
 
-def test_engine_dies_with_rigbench_even_on_kill_9(tmp_path: Path) -> None:
+def _engine_outlives_kill_9(tmp_path: Path, program: str, death_signal: str = "") -> bool:
+    """Start `program` as an engine from a stand-in rigbench, kill -9 that, and say whether the
+    engine was still running 20 s later (`death_signal`: the EngineProcess keyword, as source)."""
     import os
     import signal
     import subprocess
@@ -70,8 +72,9 @@ def test_engine_dies_with_rigbench_even_on_kill_9(tmp_path: Path) -> None:
 
     pidfile = tmp_path / "engine.pid"
     parent = ("import sys, time; from pathlib import Path; from rigbench.rig import EngineProcess; "
-              f"p = EngineProcess([sys.executable, '-c', 'import time; time.sleep(60)'], Path({str(tmp_path / 'log')!r})); "
-              f"p.start(); open({str(pidfile)!r}, 'w').write(str(p.pid)); time.sleep(60)")
+              "from rigbench.rig._rig import engine_death_signal; "
+              f"p = EngineProcess([sys.executable, '-c', {program!r}], Path({str(tmp_path / 'log')!r}){death_signal}); "
+              f"p.start(); time.sleep(0.5); open({str(pidfile)!r}, 'w').write(str(p.pid)); time.sleep(60)")
     rb = subprocess.Popen([sys.executable, "-c", parent])
     deadline = time.monotonic() + 20
     while not (pidfile.exists() and pidfile.read_text()) and time.monotonic() < deadline:
@@ -83,40 +86,21 @@ def test_engine_dies_with_rigbench_even_on_kill_9(tmp_path: Path) -> None:
         try:
             os.kill(engine, 0)
         except ProcessLookupError:
-            return
+            return False
         time.sleep(0.05)
     os.kill(engine, signal.SIGKILL)
-    pytest.fail("the engine outlived a kill -9 of the process that launched it")
+    return True
+
+
+def test_engine_dies_with_rigbench_even_on_kill_9(tmp_path: Path) -> None:
+    if _engine_outlives_kill_9(tmp_path, "import time; time.sleep(60)"):
+        pytest.fail("the engine outlived a kill -9 of the process that launched it")
 
 
 def test_llama_server_that_hangs_on_sigterm_still_dies_with_rigbench(tmp_path: Path) -> None:
     """Adversary: an engine whose graceful exit hangs. After a kill -9 of rigbench, llama-server got
     the death signal SIGTERM, logged "cleaning up before exit..." and hung there, orphaned, holding
     its port. llama.cpp's engine module asks for SIGKILL; this stand-in ignores SIGTERM."""
-    import os
-    import signal
-    import subprocess
-    import time
-
-    pidfile = tmp_path / "engine.pid"
     stubborn = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)"
-    parent = ("import sys, time; from pathlib import Path; from rigbench.rig import EngineProcess; "
-              "from rigbench.rig._rig import engine_death_signal; "
-              f"p = EngineProcess([sys.executable, '-c', {stubborn!r}], Path({str(tmp_path / 'log')!r}), "
-              "death_signal=engine_death_signal('llamacpp')); "
-              f"p.start(); time.sleep(0.5); open({str(pidfile)!r}, 'w').write(str(p.pid)); time.sleep(60)")
-    rb = subprocess.Popen([sys.executable, "-c", parent])
-    deadline = time.monotonic() + 20
-    while not (pidfile.exists() and pidfile.read_text()) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    engine = int(pidfile.read_text())
-    os.kill(rb.pid, signal.SIGKILL)
-    rb.wait()
-    while time.monotonic() < deadline:
-        try:
-            os.kill(engine, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.05)
-    os.kill(engine, signal.SIGKILL)
-    pytest.fail("a llama-server that ignores SIGTERM outlived a kill -9 of rigbench")
+    if _engine_outlives_kill_9(tmp_path, stubborn, ", death_signal=engine_death_signal('llamacpp')"):
+        pytest.fail("a llama-server that ignores SIGTERM outlived a kill -9 of rigbench")
