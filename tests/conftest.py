@@ -56,6 +56,18 @@ class LiveRig:
         return ChatClient(self.info.base_url)
 
 
+def wait_for_batches(out: Path, n: int, timeout_s: float = 300) -> Path:
+    """The run directory under `out` once its records hold `n` speed batches (a run to interrupt)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for d in out.iterdir() if out.exists() else []:
+            rec = d / "records.jsonl"
+            if rec.exists() and rec.read_text().count('"speed_batch"') >= n:
+                return d
+        time.sleep(0.2)
+    raise AssertionError(f"no run reached {n} speed batches in {timeout_s} s")
+
+
 def start_llama_server(binary: Path, model: Path, log: Path, *, ctx: int = 8192, slots: int = 4,
                        extra: list[str] | None = None, timeout_s: float = 120) -> tuple[EngineProcess, str]:
     """Start llama-server on a free port and wait for /health; returns (process, base URL)."""

@@ -9,13 +9,14 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psutil
 import pytest
 
 from rigbench.store import RunReader
+
+from ..conftest import wait_for_batches
 
 pytestmark = pytest.mark.live
 
@@ -26,17 +27,6 @@ def _start(out: Path) -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, "-m", "rigbench", "run", *ARGS, "--out", str(out)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, "COLUMNS": "160"},
                             start_new_session=True)
-
-
-def _wait_for_batches(out: Path, n: int, timeout_s: float = 300) -> Path:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        for d in out.iterdir() if out.exists() else []:
-            rec = d / "records.jsonl"
-            if rec.exists() and rec.read_text().count('"speed_batch"') >= n:
-                return d
-        time.sleep(0.1)
-    raise AssertionError(f"no run reached {n} speed batches in {timeout_s} s")
 
 
 def _resume_and_check(run_dir: Path, done_before: set[str]) -> None:
@@ -55,7 +45,7 @@ def _resume_and_check(run_dir: Path, done_before: set[str]) -> None:
 def test_crashed_engine_fails_the_run_keeps_completed_units_and_resumes(tmp_path: Path) -> None:
     out = tmp_path / "runs"
     proc = _start(out)
-    run_dir = _wait_for_batches(out, 1)
+    run_dir = wait_for_batches(out, 1)
     servers = [c for c in psutil.Process(proc.pid).children(recursive=True) if "llama-server" in c.name()]
     assert len(servers) == 1, servers
     servers[0].kill()  # the engine crashes mid-run; rigbench itself lives on
@@ -76,7 +66,7 @@ def test_crashed_engine_fails_the_run_keeps_completed_units_and_resumes(tmp_path
 def test_ctrl_c_marks_the_run_interrupted_and_resumes(tmp_path: Path) -> None:
     out = tmp_path / "runs"
     proc = _start(out)
-    run_dir = _wait_for_batches(out, 1)
+    run_dir = wait_for_batches(out, 1)
     os.kill(proc.pid, signal.SIGINT)  # what Ctrl-C sends to the foreground process
     proc.communicate(timeout=120)
     assert proc.returncode == 130
@@ -94,7 +84,7 @@ def test_resume_of_the_embedded_rig_takes_its_settings_from_the_run_and_refuses_
     measure a different configuration into this run; `--resume DIR` alone finishes it as started."""
     out = tmp_path / "runs"
     proc = _start(out)
-    run_dir = _wait_for_batches(out, 1)
+    run_dir = wait_for_batches(out, 1)
     os.killpg(proc.pid, signal.SIGKILL)  # rigbench and its engine die at once
     proc.wait(timeout=60)
     done_before = {r["unit_id"] for r in RunReader(run_dir).raw_records("speed_batch")}

@@ -30,6 +30,8 @@ from rigbench.rig._vllm_rig import VLLMRig
 from rigbench.rig.engines import VLLMAdapter, canonical_values, detect_engine, parse_prometheus
 from rigbench.store import RunReader
 
+from ..conftest import wait_for_batches
+
 # vLLM's start is minutes on a busy 2-core machine (more with torch.compile): the servers here run
 # --enforce-eager, and the per-test limit leaves room for a start.
 pytestmark = [pytest.mark.live, pytest.mark.vllm, pytest.mark.timeout(1800)]
@@ -223,17 +225,6 @@ class TestSharedServer:
         assert "no call" in verdicts["parallel_tool_calls_false"]["detail"]
 
 
-def _wait_for_batches(out: Path, n: int, timeout_s: float) -> Path:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        for d in out.iterdir() if out.exists() else []:
-            rec = d / "records.jsonl"
-            if rec.exists() and rec.read_text().count('"speed_batch"') >= n:
-                return d
-        time.sleep(0.5)
-    raise AssertionError(f"no run reached {n} speed batches in {timeout_s} s")
-
-
 def test_run_engine_vllm_killed_with_9_leaves_no_server_and_resumes(tmp_path: Path) -> None:
     """`rigbench run --engine vllm`: launch, gate, speed; kill -9 rigbench; vLLM goes too; --resume finishes."""
     _need_vllm()
@@ -244,7 +235,7 @@ def test_run_engine_vllm_killed_with_9_leaves_no_server_and_resumes(tmp_path: Pa
     proc = subprocess.Popen([sys.executable, "-m", "rigbench", "run", *args, "--out", str(out)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=ENV, start_new_session=True)
     try:
-        run_dir = _wait_for_batches(out, 1, timeout_s=900)
+        run_dir = wait_for_batches(out, 1, timeout_s=900)
     except AssertionError:
         proc.kill()
         raise
