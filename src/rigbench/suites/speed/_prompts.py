@@ -1,6 +1,7 @@
 """Prompts of an exact length in the served model's tokens, measured on the rendered prompt.
 
-Each request gets a unique opening (so no engine can serve it from a prefix cache) followed by
+Each request gets a unique opening, per run and per request (so no engine can serve it from a prefix
+cache, not even on a second run with the same seed), followed by
 seeded filler prose; the filler is cut in token space with the server's tokenizer, and the
 rendered chat prompt (template included) is re-measured until it hits the target.
 """
@@ -61,8 +62,8 @@ class PromptBuilder:
         self._count_chat = count_chat
         self._overhead: int | None = None
 
-    async def build(self, task: str, target_tokens: int, seed: int, nonce: str = "") -> ExactPrompt:
-        head = f"[request {nonce}-{seed:08x}] {task}\n\n" if nonce else f"[request {seed:08x}] {task}\n\n"
+    async def build(self, task: str, target_tokens: int, seed: int, nonce: str) -> ExactPrompt:
+        head = f"[request {nonce}-{seed:08x}] {task}\n\n"
         def msgs(body: str) -> list[dict[str, Any]]:
             return [{"role": "user", "content": head + body}]
 
