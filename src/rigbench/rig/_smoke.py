@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import signal
 import time
 import urllib.error
 import urllib.request
@@ -36,6 +35,7 @@ from rigbench.rig._cpu import CpuFeatures, cpu_features
 from rigbench.rig._crash import CpuCrash, classify_crash
 from rigbench.rig._fingerprint import EngineBinary
 from rigbench.rig._process import EngineProcess, free_port
+from rigbench.rig.engines._llamacpp import LlamaCppEngine
 
 __all__ = ["EngineBinary", "SmokeResult", "ensure_llama_server", "smoke_test"]
 
@@ -94,7 +94,7 @@ def smoke_test(binary: Path, model: Path, log_path: Path, *, extra_args: list[st
             "--no-webui", *(extra_args or [])]
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log_path.write_text("")
-    proc = EngineProcess(argv, log_path, death_signal=signal.SIGKILL)  # llama-server: see its engine module
+    proc = EngineProcess(argv, log_path, death_signal=LlamaCppEngine.death_signal)
     t0 = time.monotonic()
     proc.start(port=port)
     try:
