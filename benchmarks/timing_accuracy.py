@@ -15,22 +15,35 @@ import argparse
 import asyncio
 import json
 
+import psutil
+
 from rigbench.client import ChatClient, SelfCheck, SelfCheckMonitor, StreamResult
+from rigbench.rig._cpu import usable_cpus
 from rigbench.testing import Delay, EmulatorProcess, EmulatorScript, compare_with_truth
 from rigbench.testing._accuracy_check import judge_accuracy, measure_noise
 
 BODY = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
 
 
-async def drive(url: str, streams: int, stack: str, tokens: int) -> tuple[list[StreamResult], SelfCheck]:
+def cpu_s(proc: psutil.Process) -> float:
+    t = proc.cpu_times()
+    return t.user + t.system
+
+
+async def drive(
+    url: str, server: psutil.Process, streams: int, stack: str, tokens: int
+) -> tuple[list[StreamResult], SelfCheck, float]:
+    """Results, the client's self-check, and the emulator's CPU seconds over the measured part."""
     async with ChatClient(url, http_stack=stack) as c:  # type: ignore[arg-type]
         await asyncio.gather(*[c.stream_chat({**BODY, "max_tokens": 2}) for _ in range(streams)])
+        server_cpu0 = cpu_s(server)
         async with SelfCheckMonitor(f"c{streams}") as mon:
             res = await asyncio.gather(
                 *[c.stream_chat({**BODY, "max_tokens": tokens}) for _ in range(streams)]
             )
+        server_cpu_s = cpu_s(server) - server_cpu0
     assert mon.record is not None
-    return list(res), mon.record
+    return list(res), mon.record, server_cpu_s
 
 
 def main() -> None:
@@ -77,17 +90,19 @@ def main() -> None:
             for n in [n for n in map(int, args.streams.split(",")) for _ in range(args.repeats)]:
                 emu.reset()
                 before = measure_noise()
-                coro = drive(emu.url, n, stack, args.tokens)
+                assert emu.pid is not None
+                coro = drive(emu.url, psutil.Process(emu.pid), n, stack, args.tokens)
                 if loop == "uvloop":
                     import uvloop
 
-                    res, sc = uvloop.run(coro)
+                    res, sc, server_cpu_s = uvloop.run(coro)
                 else:
-                    res, sc = asyncio.run(coro)
+                    res, sc, server_cpu_s = asyncio.run(coro)
                 after = measure_noise()
                 rep = compare_with_truth(res, emu.fetch_truth())
                 verdict = judge_accuracy(rep, before, after, bound_s=0.001, client_cpu_s=sc.cpu_s,
-                                         schedule_s=(30 + args.tokens * args.itl_ms) / 1e3)
+                                         schedule_s=(30 + args.tokens * args.itl_ms) / 1e3,
+                                         server_cpu_s=server_cpu_s, cores=usable_cpus())
                 ms = {k: round(v * 1e3, 3) for k, v in rep.model_dump().items() if k.endswith("_s")}
                 print(
                     json.dumps(
@@ -114,6 +129,7 @@ def main() -> None:
                             "noise_wake_late_p99_ms": round(max(before.wake_late_p99_s,
                                                                 after.wake_late_p99_s) * 1e3, 3),
                             "client_own_load": round(verdict.own_load, 3),
+                            "rig_share": round(verdict.rig_share, 3),
                             "verdict": verdict.kind,
                         }
                     ),

@@ -17,10 +17,19 @@ Two separate measurements here:
   1.0 the client needs more than a whole core to keep up with the stream, so it falls behind on
   any machine, however quiet.
 
+- **The test's own contention**: the emulator is a process on the same machine, and its CPU time
+  during the measurement (`server_cpu_s`) plus the client's, per second of schedule and per usable
+  core, is how busy the measurement itself keeps the machine (`rig_share`). On a 2-core box at 512
+  streams the two need about 0.6 + 0.6 cores in bursts (measured 2026-11-30: client 0.64, emulator
+  1.1 with connection set-up): the machine is saturated by the test, and a miss there says nothing
+  about the client. Above MAX_RIG_SHARE (half the cores) the machine is not quiet, whatever the
+  idle probes saw.
+
 Verdict: **pass** when TTFT and ITL errors are within the bound at p99. A miss **fails** when the
-machine was quiet both before and after (CPU share >= 0.9 and wake-up p99 <= half the bound) or
-when the client's own load exceeds MAX_OWN_LOAD; otherwise it is **too_noisy** (the test skips
-with the figures). Figures behind 1.5 (tests/unit/test_accuracy.py): a healthy client's own load
+client's own load exceeds MAX_OWN_LOAD (checked first: no contention excuses a client that needs
+more than a core), or when the machine was quiet (CPU share >= 0.9 and wake-up p99 <= half the
+bound both before and after, and rig_share <= MAX_RIG_SHARE); otherwise it is **too_noisy** (the
+test skips with the figures). Figures behind 1.5 (tests/unit/test_accuracy.py): a healthy client's own load
 is 0.4-0.6 at 512 streams on a quiet 16-core host and up to 0.9 on the shared 2-core box at load
 average 18; one that does 300 us of CPU work per event is at 1.8-2.2 at 64 streams (at least 1.77 by
 construction) and about 3.7 at 512.
@@ -38,9 +47,10 @@ from pydantic import BaseModel, ConfigDict
 
 from rigbench.testing._accuracy import AccuracyReport
 
-__all__ = ["MAX_OWN_LOAD", "AccuracyVerdict", "MachineNoise", "judge_accuracy", "measure_noise", "own_load"]
+__all__ = ["MAX_OWN_LOAD", "MAX_RIG_SHARE", "AccuracyVerdict", "MachineNoise", "judge_accuracy", "measure_noise", "own_load"]
 
 MAX_OWN_LOAD = 1.5
+MAX_RIG_SHARE = 0.5
 QUIET_CPU_SHARE = 0.9
 
 _PROBE = r"""
@@ -76,7 +86,8 @@ class AccuracyVerdict(BaseModel):
     kind: Literal["pass", "fail", "too_noisy"]
     worst_err_p99_s: float  # max of TTFT and ITL error p99
     own_load: float  # client CPU s per second of nominal schedule
-    quiet: bool  # the machine was quiet before and after
+    rig_share: float  # (client + emulator CPU s) per second of schedule, per usable core
+    quiet: bool  # the machine was quiet before and after, and the test itself left it half idle
     reason: str
 
 
@@ -105,19 +116,26 @@ def own_load(client_cpu_s: float, schedule_s: float) -> float:
 
 
 def judge_accuracy(rep: AccuracyReport, before: MachineNoise, after: MachineNoise, *, bound_s: float,
-                   client_cpu_s: float, schedule_s: float) -> AccuracyVerdict:
-    """pass, fail, or too_noisy (a miss on a busy machine by a client whose own load is sustainable)."""
+                   client_cpu_s: float, schedule_s: float, server_cpu_s: float, cores: int) -> AccuracyVerdict:
+    """pass, fail, or too_noisy (a miss on a busy machine by a client whose own load is sustainable).
+
+    `server_cpu_s` is the emulator's CPU time over the same measurement, `cores` the CPUs the
+    two may run on.
+    """
     worst = max(rep.ttft_err_p99_s, rep.itl_err_p99_s)
     load = own_load(client_cpu_s, schedule_s)
-    quiet = all(n.cpu_share >= QUIET_CPU_SHARE and n.wake_late_p99_s <= bound_s / 2 for n in (before, after))
+    rig_share = own_load(client_cpu_s + server_cpu_s, schedule_s) / max(1, cores)
+    quiet = rig_share <= MAX_RIG_SHARE and all(
+        n.cpu_share >= QUIET_CPU_SHARE and n.wake_late_p99_s <= bound_s / 2 for n in (before, after))
     figures = (f"TTFT err p99 {rep.ttft_err_p99_s * 1e3:.2f} ms, ITL err p99 {rep.itl_err_p99_s * 1e3:.2f} ms; "
                f"client own load {load:.2f} cores ({client_cpu_s * 1e3:.0f} ms CPU over a {schedule_s:.2f} s "
-               f"schedule); machine with the client idle: CPU share {before.cpu_share:.2f} before, "
+               f"schedule); client + emulator keep {rig_share:.0%} of {cores} cores busy; "
+               f"machine with the client idle: CPU share {before.cpu_share:.2f} before, "
                f"{after.cpu_share:.2f} after, wake-up lateness p99 {before.wake_late_p99_s * 1e3:.2f} / "
                f"{after.wake_late_p99_s * 1e3:.2f} ms")
 
     def verdict(kind: Literal["pass", "fail", "too_noisy"], why: str) -> AccuracyVerdict:
-        return AccuracyVerdict(kind=kind, worst_err_p99_s=worst, own_load=load, quiet=quiet,
+        return AccuracyVerdict(kind=kind, worst_err_p99_s=worst, own_load=load, rig_share=rig_share, quiet=quiet,
                                reason=f"{why}: {figures}")
 
     if worst <= bound_s:
