@@ -34,9 +34,10 @@ import sys
 import time
 from typing import Any
 
-from rigbench.client import ChatClient, StreamResult
+from rigbench.client import ChatClient
 from rigbench.client._client import _Accumulator
 from rigbench.client._sse import SSEParser
+from rigbench.records import StreamResult
 from rigbench.testing import Delay, EmulatorProcess, EmulatorScript
 
 STACKS = ("protocol", "aiohttp", "streams")

@@ -27,7 +27,7 @@ def _post(port: int, body: dict[str, object]) -> dict[str, object]:
     req = urllib.request.Request(f"http://127.0.0.1:{port}/completion", data=json.dumps(body).encode(),
                                  headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(req, timeout=300) as r:
-        return json.loads(r.read())  # type: ignore[no-any-return]
+        return json.loads(r.read())
 
 
 def _round(binary: str, model: Path, tokens: int, threads: int, log: Path) -> list[float]:

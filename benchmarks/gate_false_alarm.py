@@ -80,7 +80,7 @@ async def _embedded(seeds: list[int]) -> list[SanityVerdict]:
 
 
 async def _rogue(name: str, seeds: list[int]) -> list[SanityVerdict]:
-    script = EmulatorScript(persona=name, ttft=Delay(mean_ms=1.0), itl=Delay(mean_ms=0.2))  # type: ignore[arg-type]
+    script = EmulatorScript(persona=name, ttft=Delay(mean_ms=1.0), itl=Delay(mean_ms=0.2))
     async with Emulator(script) as emu:
         return await _gates(emu.url, "m", seeds, name)
 

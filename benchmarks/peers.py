@@ -43,7 +43,7 @@ import numpy as np
 import psutil
 
 from rigbench.analysis import request_timing
-from rigbench.client import StreamResult
+from rigbench.records import StreamResult
 from rigbench.testing import Delay, EmulatorProcess, EmulatorScript
 
 PEERS = Path(os.environ.get("RIGBENCH_PEERS_DIR", Path.home() / ".cache" / "rigbench-peers"))

@@ -18,7 +18,7 @@ def main() -> None:
     for line in lines:
         if line.startswith("{"):
             d = json.loads(line)
-            key = (
+            key: tuple[str, ...] = (
                 d["stack"],
                 d["loop"],
                 str(d["streams"]),

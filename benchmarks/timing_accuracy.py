@@ -17,7 +17,8 @@ import json
 
 import psutil
 
-from rigbench.client import ChatClient, SelfCheck, SelfCheckMonitor, StreamResult
+from rigbench.client import ChatClient, SelfCheckMonitor
+from rigbench.records import SelfCheck, StreamResult
 from rigbench.rig._cpu import usable_cpus
 from rigbench.testing import Delay, EmulatorProcess, EmulatorScript, compare_with_truth
 from rigbench.testing._accuracy_check import judge_accuracy, measure_noise

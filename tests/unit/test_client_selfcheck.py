@@ -46,6 +46,21 @@ async def test_monitor_measures_a_blocked_loop_and_emits_one_record() -> None:
     assert assess_selfcheck(got).client_bound
 
 
+async def test_an_idle_loop_is_probed_sparsely_and_a_busy_one_densely_again() -> None:
+    # Standing work must scale with what the loop does (issue 15: a probe every 5 ms was most of
+    # the client's CPU per request at one slow stream), without missing lag when the loop turns busy.
+    async with SelfCheckMonitor("mixed") as mon:
+        await asyncio.sleep(1.0)  # idle: backs off to a probe per 100 ms
+        idle_probes = len(mon.loop_lags_ns)
+        for _ in range(30):  # then busy: stuck for 20 ms out of every 24 ms
+            await asyncio.sleep(0.004)
+            time.sleep(0.02)
+    assert idle_probes <= 20, idle_probes  # a fixed 5 ms pace took 200
+    late = [lag for lag in mon.loop_lags_ns[idle_probes:] if lag >= 10_000_000]
+    assert len(late) >= 5, mon.loop_lags_ns[idle_probes:]
+    assert mon.record is not None and assess_selfcheck([mon.record]).client_bound
+
+
 async def test_client_reports_send_lag_to_the_monitor() -> None:
     script = EmulatorScript(ttft=Delay(mean_ms=1), itl=Delay(mean_ms=0.2), output_tokens=4)
     async with Emulator(script) as emu, ChatClient(emu.url) as c, SelfCheckMonitor("sends") as mon:

@@ -3,9 +3,17 @@
     async with SelfCheckMonitor("speed", writer.append) as mon:
         await suite.run(ctx)
 
-On exit one `SelfCheck` record (kind="selfcheck") goes to `emit`. The monitor costs one timer
-callback per `interval_s` and one list append per request. Judging the record ("client-bound")
-happens in `rigbench.analysis`.
+On exit one `SelfCheck` record (kind="selfcheck") goes to `emit`. Judging the record
+("client-bound") happens in `rigbench.analysis`.
+
+Its cost scales with what the loop is doing, not with wall time. The loop-lag probe runs every
+`interval_s` (5 ms) while it finds lag, and backs off, doubling up to `max_interval_s` (100 ms),
+while every probe finds the loop idle (lag under QUIET_LAG_S): a probe every 5 ms costs 2-3% of a
+core on its own (measured on the 2-core VM, 2026-11-30), which at one slow stream was most of
+rigbench's CPU per request. Lag comes back to the 5 ms pace at the first late probe, so busy spans
+get the dense sampling and quiet spans few samples: the p99 over the samples leans towards the
+busy spans, the cautious side for a check that flags late stamps. GC pauses are timed by the
+collector's own callbacks, whatever the probe's pace. Plus one list append per request.
 """
 
 from __future__ import annotations
@@ -29,6 +37,10 @@ _thread_ns = time.thread_time_ns
 
 GC_SLOW_PAUSE_S = 0.0005  # half the smallest threshold the analysis judges (1 ms)
 GC_SLOW_PAUSES_KEPT = 100
+QUIET_LAG_S = 0.00025  # a probe this prompt found the loop idle: the next one may wait longer
+# uvloop keeps timer deadlines in whole milliseconds, so a timer may fire up to 1 ms after the
+# perf_counter deadline on an idle loop; lateness beyond that is the loop (or the OS) holding it.
+TIMER_SLACK_NS = 1_000_000
 
 _current: contextvars.ContextVar[SelfCheckMonitor | None] = contextvars.ContextVar(
     "rigbench_selfcheck", default=None
@@ -51,18 +63,24 @@ def _q(xs: list[int], q: float) -> float | None:
 
 
 class SelfCheckMonitor:
-    """Async context manager sampling loop lag every `interval_s` and collecting send lags."""
+    """Async context manager sampling loop lag (every `interval_s` while there is lag, backing off to
+    `max_interval_s` while there is none) and collecting send lags."""
 
     def __init__(
-        self, label: str, emit: Callable[[SelfCheck], object] | None = None, *, interval_s: float = 0.005
+        self, label: str, emit: Callable[[SelfCheck], object] | None = None, *, interval_s: float = 0.005,
+        max_interval_s: float = 0.1,
     ) -> None:
         self.label = label
         self.emit = emit
         self.interval_s = interval_s
+        self.max_interval_s = max(interval_s, max_interval_s)
+        self._next_s = interval_s
         self.loop_lags_ns: list[int] = []
         self.send_lags_ns: list[int] = []
         self.record: SelfCheck | None = None
         self._handle: asyncio.TimerHandle | None = None
+        self._due_ns = 0
+        self._closed = False
         self._token: contextvars.Token[SelfCheckMonitor | None] | None = None
         self._gc_start = 0
         self._gc_cpu_start = 0
@@ -72,16 +90,26 @@ class SelfCheckMonitor:
     def note_send_lag(self, lag_ns: int) -> None:
         self.send_lags_ns.append(max(0, lag_ns))
 
-    def _tick(self) -> None:
-        # Every interval, queue a probe behind whatever the loop has to do and time how long it
-        # waits: that is how late the loop would run any callback (a data_received, a send).
-        # Timed with perf_counter, not loop.time(): uvloop's timer clock has 1 ms resolution.
-        loop = asyncio.get_running_loop()
-        loop.call_soon(self._probe, _perf_ns())
-        self._handle = loop.call_later(self.interval_s, self._tick)
+    def _arm(self, loop: asyncio.AbstractEventLoop, delay_s: float) -> None:
+        self._due_ns = _perf_ns() + int(delay_s * 1e9)
+        self._handle = loop.call_later(delay_s, self._tick)
 
-    def _probe(self, queued_ns: int) -> None:
-        self.loop_lags_ns.append(_perf_ns() - queued_ns)
+    def _tick(self) -> None:
+        # Two views of how late the loop would run a callback (a data_received, a send): how late
+        # this timer fired (a stuck loop or a descheduled process holds every timer), and how long
+        # a probe queued now waits behind whatever is ready. Timed with perf_counter, not
+        # loop.time(): uvloop's timer clock has 1 ms resolution, hence TIMER_SLACK_NS.
+        now = _perf_ns()
+        asyncio.get_running_loop().call_soon(self._probe, now, now - self._due_ns - TIMER_SLACK_NS)
+
+    def _probe(self, queued_ns: int, timer_late_ns: int) -> None:
+        if self._closed:  # queued just before the block ended: neither count it nor re-arm
+            return
+        lag = max(_perf_ns() - queued_ns, timer_late_ns)
+        self.loop_lags_ns.append(lag)
+        quiet = lag < QUIET_LAG_S * 1e9
+        self._next_s = min(self._next_s * 2, self.max_interval_s) if quiet else self.interval_s
+        self._arm(asyncio.get_running_loop(), self._next_s)
 
     def _on_gc(self, phase: str, info: dict[str, int]) -> None:
         if phase == "start":
@@ -99,13 +127,16 @@ class SelfCheckMonitor:
         self._t0 = time.perf_counter()
         self._c0 = time.process_time()
         self._token = _current.set(self)
-        self._handle = loop.call_later(self.interval_s, self._tick)
+        self._next_s = self.interval_s
+        self._closed = False
+        self._arm(loop, self.interval_s)
         gc.callbacks.append(self._on_gc)
         return self
 
     async def __aexit__(
         self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
     ) -> None:
+        self._closed = True
         if self._handle is not None:
             self._handle.cancel()
         if self._on_gc in gc.callbacks:
