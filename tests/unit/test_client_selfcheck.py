@@ -55,7 +55,9 @@ async def test_an_idle_loop_is_probed_sparsely_and_a_busy_one_densely_again() ->
         for _ in range(30):  # then busy: stuck for 20 ms out of every 24 ms
             await asyncio.sleep(0.004)
             time.sleep(0.02)
-    assert idle_probes <= 20, idle_probes  # a fixed 5 ms pace took 200
+    # About 15 on a quiet machine; each wake-up the OS delays restarts the 5 ms pace once, so a
+    # loaded one takes more. A fixed 5 ms pace takes 200.
+    assert idle_probes <= 80, idle_probes
     late = [lag for lag in mon.loop_lags_ns[idle_probes:] if lag >= 10_000_000]
     assert len(late) >= 5, mon.loop_lags_ns[idle_probes:]
     assert mon.record is not None and assess_selfcheck([mon.record]).client_bound

@@ -6,14 +6,15 @@
 On exit one `SelfCheck` record (kind="selfcheck") goes to `emit`. Judging the record
 ("client-bound") happens in `rigbench.analysis`.
 
-Its cost scales with what the loop is doing, not with wall time. The loop-lag probe runs every
-`interval_s` (5 ms) while it finds lag, and backs off, doubling up to `max_interval_s` (100 ms),
-while every probe finds the loop idle (lag under QUIET_LAG_S): a probe every 5 ms costs 2-3% of a
-core on its own (measured on the 2-core VM, 2026-11-30), which at one slow stream was most of
-rigbench's CPU per request. Lag comes back to the 5 ms pace at the first late probe, so busy spans
-get the dense sampling and quiet spans few samples: the p99 over the samples leans towards the
-busy spans, the cautious side for a check that flags late stamps. GC pauses are timed by the
-collector's own callbacks, whatever the probe's pace. Plus one list append per request.
+Its cost scales with what the loop is doing, not with wall time: a probe every 5 ms costs 2-3%
+of a core on its own (measured on the 2-core VM, 2026-11-30), which at one slow stream was most
+of rigbench's CPU per request. So the loop-lag probe's interval doubles, from `interval_s` (5 ms)
+up to `max_interval_s` (100 ms), after every probe, except that the first late probe after a
+quiet one (lag over QUIET_LAG_S) brings it back to 5 ms: the onset of lag is sampled densely,
+quiet spans and lasting lag (a loaded machine whose level is already seen) sparsely, never less
+than 10 times a second. The p99 over the samples leans towards the spans where lag began, the
+cautious side for a check that flags late stamps. GC pauses are timed by the collector's own
+callbacks, whatever the probe's pace. Plus one list append per request.
 """
 
 from __future__ import annotations
@@ -80,6 +81,7 @@ class SelfCheckMonitor:
         self.record: SelfCheck | None = None
         self._handle: asyncio.TimerHandle | None = None
         self._due_ns = 0
+        self._was_quiet = True
         self._closed = False
         self._token: contextvars.Token[SelfCheckMonitor | None] | None = None
         self._gc_start = 0
@@ -108,7 +110,11 @@ class SelfCheckMonitor:
         lag = max(_perf_ns() - queued_ns, timer_late_ns)
         self.loop_lags_ns.append(lag)
         quiet = lag < QUIET_LAG_S * 1e9
-        self._next_s = min(self._next_s * 2, self.max_interval_s) if quiet else self.interval_s
+        if not quiet and self._was_quiet:  # lag begins: sample it densely
+            self._next_s = self.interval_s
+        else:  # quiet, or lag that has lasted (a loaded machine): its level is known, sample less
+            self._next_s = min(self._next_s * 2, self.max_interval_s)
+        self._was_quiet = quiet
         self._arm(asyncio.get_running_loop(), self._next_s)
 
     def _on_gc(self, phase: str, info: dict[str, int]) -> None:
@@ -128,6 +134,7 @@ class SelfCheckMonitor:
         self._c0 = time.process_time()
         self._token = _current.set(self)
         self._next_s = self.interval_s
+        self._was_quiet = True
         self._closed = False
         self._arm(loop, self.interval_s)
         gc.callbacks.append(self._on_gc)
