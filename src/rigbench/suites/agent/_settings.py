@@ -9,17 +9,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from rigbench.records import Frozen
 
 __all__ = ["AGENT_PARTS", "AgentSettings", "agent_settings"]
 
 AGENT_PARTS = ("probes", "tools", "bfcl", "tasks")
 
 
-class AgentSettings(BaseModel):
+class AgentSettings(Frozen):
     """Settings of `--suite agent` and its parts (plan key `agent`)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     probe_max_tokens: int = Field(default=128, ge=1)  # per conformance-probe request
     tool_trials: int = Field(default=3, ge=1)  # trials of each tool-call case
