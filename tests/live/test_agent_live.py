@@ -42,11 +42,11 @@ def test_agent_suite_against_the_embedded_rig(live_rig, tmp_path: Path) -> None:
         run, RunHeader(run_id="live-agent", created_at="2026-01-01T00:00:00Z", rigbench_version="t")
     )
     client = live_rig.client()
-    ctx = SuiteContext(client=client, writer=writer, rig=live_rig.info, settings=dict(SETTINGS))
+    ctx = SuiteContext(client=client, writer=writer, rig=live_rig.info, settings={})
 
     async def go() -> None:
         try:
-            await AgentSuite().run(ctx)
+            await AgentSuite(SETTINGS).run(ctx)
         finally:
             await client.aclose()
 

@@ -236,3 +236,37 @@ def test_docs_plans_md_names_every_plan_key() -> None:
     missing = [f"{m.__name__}.{k}" for m in models for k in m.model_fields  # type: ignore[union-attr]
                if f"`{k}`" not in doc]
     assert not missing, f"docs/plans.md does not document: {', '.join(missing)}"
+
+
+def test_a_misspelt_agent_setting_names_the_keys_there_are(tmp_path: Path) -> None:
+    res = invoke("run", "--endpoint", "http://127.0.0.1:9/v1", "--suite", "agent_tools",
+                 "--set", "agent.tool_trial=2", "--out", str(tmp_path / "out"))
+    msg = " ".join(res.stderr.split())
+    assert res.code == 2 and res.traceback is None, res.stderr
+    assert "--set agent.tool_trial: no such setting; the keys of agent are agent_tasks," in msg
+    assert "tool_trials" in msg and "probe_max_tokens" in msg
+    assert not (tmp_path / "out").exists()  # refused before anything ran
+
+
+def test_a_misspelt_key_in_a_plan_names_file_line_and_the_keys_there_are(tmp_path: Path) -> None:
+    p = tmp_path / "plan.yaml"
+    p.write_text("name: p\nagent:\n  tool_trial: 2\nrigs:\n  - {name: r, endpoint: {base_url: http://h/v1}}\n")
+    with pytest.raises(PlanError, match=r"plan\.yaml:3: agent\.tool_trial: unknown key \(misspelt\? the keys here "
+                                        r"are agent_tasks, .*tool_max_tokens, tool_trials;"):
+        load_plan(p)
+
+
+def test_an_agent_setting_given_with_set_reaches_the_suite(tmp_path: Path) -> None:
+    from rigbench.store import RunReader
+    from rigbench.suites.agent import TOOL_CASES
+    from rigbench.testing import Delay, EmulatorProcess, EmulatorScript
+
+    fast = EmulatorScript(ttft=Delay(mean_ms=2), itl=Delay(mean_ms=1), output_tokens=16)
+    with EmulatorProcess(fast) as emu:
+        res = invoke("run", "--endpoint", emu.url, "--suite", "agent_tools", "--no-sanity", "--allow-untrusted",
+                     "--set", "agent.tool_trials=2", "--out", str(tmp_path))
+    assert res.code == 0 and res.traceback is None, res.stderr
+    (run,) = [d for d in tmp_path.iterdir() if d.is_dir()]
+    trials = [r["unit_id"] for r in RunReader(run).raw_records("agent_tool_trial")]
+    assert len(trials) == 2 * len(TOOL_CASES)  # the default is 3 trials per case
+    assert {u.rsplit("/", 1)[1] for u in trials} == {"t0", "t1"}

@@ -306,9 +306,9 @@ async def test_agent_tasks_refuse_without_a_sandbox_and_mark_unconfined_runs(
 
     monkeypatch.setattr(_run, "confinement", lambda: _confine.Confinement("unconfined", "no bwrap here"))
     rig = RigInfo(engine="llamacpp", model="m", base_url="http://x/v1", server_root="http://x")
-    ctx = SuiteContext(client=None, writer=None, rig=rig, settings={"parts": ["tasks"]})  # type: ignore[arg-type]
+    ctx = SuiteContext(client=None, writer=None, rig=rig, settings={})  # type: ignore[arg-type]
     with pytest.raises(SandboxUnavailable, match="--allow-unconfined"):
-        await AgentSuite().run(ctx)  # refused before any request: the client is None
+        await AgentSuite(parts=["tasks"]).run(ctx)  # refused before any request: the client is None
     task = load_task("cart_bugs")
     sb = Workdir.copy_of(task.path / "project")
     try:

@@ -8,11 +8,18 @@ from collections import Counter
 from math import comb, nan
 from typing import TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from rigbench.analysis._quality import Proportion, proportion
 from rigbench.analysis._stats import Stat, describe
-from rigbench.records import BFCLItemRecord, ProbeRecord, ProbeVerdict, TaskTrialRecord, ToolTrialRecord
+from rigbench.records import (
+    BFCLItemRecord,
+    Frozen,
+    ProbeRecord,
+    ProbeVerdict,
+    TaskTrialRecord,
+    ToolTrialRecord,
+)
 from rigbench.store import RunReader
 
 __all__ = [
@@ -29,17 +36,13 @@ __all__ = [
 R = TypeVar("R", ProbeRecord, ToolTrialRecord, BFCLItemRecord, TaskTrialRecord)
 
 
-class ProbeRow(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class ProbeRow(Frozen):
     probe: str
     verdict: ProbeVerdict
     detail: str
 
 
-class ToolCaseScore(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class ToolCaseScore(Frozen):
     case: str
     accuracy: Proportion
     calls_per_message: dict[int, int]  # calls in one assistant message -> how many messages had that many
@@ -47,17 +50,13 @@ class ToolCaseScore(BaseModel):
     failure_reasons: dict[str, int]
 
 
-class BFCLCategoryScore(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class BFCLCategoryScore(Frozen):
     category: str
     accuracy: Proportion
     error_types: dict[str, int]
 
 
-class TaskScore(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class TaskScore(Frozen):
     task: str
     task_kind: str
     trials: int
@@ -75,9 +74,7 @@ class TaskScore(BaseModel):
     network: str | None  # how the tests were isolated from the network (repo_fix)
 
 
-class AgentSummary(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class AgentSummary(Frozen):
     probes: list[ProbeRow] = Field(default_factory=list)
     verdict_counts: dict[str, int] = Field(default_factory=dict)
     silently_ignored: list[str] = Field(default_factory=list)  # the dangerous probes

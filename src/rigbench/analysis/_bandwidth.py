@@ -22,14 +22,13 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
+
+from rigbench.records import Frozen
 
 __all__ = ["BandwidthMeasurement", "machine_bandwidth", "machine_key", "measure_gpu_bandwidth", "measure_host_bandwidth"]
 
 
-class BandwidthMeasurement(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class BandwidthMeasurement(Frozen):
     kind: Literal["bandwidth"] = "bandwidth"
     device: str  # "host" or the GPU's name
     method: str

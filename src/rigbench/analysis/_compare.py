@@ -17,12 +17,13 @@ from __future__ import annotations
 import math
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 from scipy import stats as _st
 
 from rigbench.analysis._speed import ScenarioSpeed, summarize_speed
 from rigbench.analysis._stats import Stat
 from rigbench.errors import UsageError
+from rigbench.records import Frozen
 from rigbench.store import RunReader
 
 __all__ = [
@@ -49,9 +50,7 @@ INFORMATIONAL_FIELDS = ("argv", "speculative", "draft_model.sha256", "context_le
                         "endpoint", "engine_binary.build_variant", "engine_binary.fallback")  # CPU build/fallback
 
 
-class StatComparison(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class StatComparison(Frozen):
     ratio: float | None  # mean_B / mean_A
     ratio_err: float | None  # propagated standard error of the ratio
     t: float | None
@@ -89,9 +88,7 @@ def _welch_df(a: Stat, b: Stat) -> float | None:
     return (va + vb) ** 2 / den if den > 0 else None
 
 
-class FingerprintDifference(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class FingerprintDifference(Frozen):
     field: str
     baseline: Any
     other: Any
@@ -120,9 +117,7 @@ def fingerprint_differences(a: dict[str, Any], b: dict[str, Any]) -> list[Finger
     return out
 
 
-class ScenarioComparison(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class ScenarioComparison(Frozen):
     scenario: str
     concurrency: int
     metric: str
@@ -131,9 +126,7 @@ class ScenarioComparison(BaseModel):
     result: StatComparison
 
 
-class Comparison(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class Comparison(Frozen):
     kind: Literal["comparison"] = "comparison"
     baseline_run: str
     other_run: str

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from rigbench.analysis._roofline import Roofline, lookup_device, roofline, weights_from_path
 from rigbench.analysis._speculation import acceptance_samples
@@ -19,6 +19,7 @@ from rigbench.analysis._telemetry import (
 )
 from rigbench.errors import RigbenchError
 from rigbench.records import (
+    Frozen,
     OutputScreen,
     PreflightReport,
     SanityVerdict,
@@ -31,10 +32,8 @@ from rigbench.store import RunReader
 __all__ = ["RowEfficiency", "RunRoofline", "honesty_sections"]
 
 
-class RowEfficiency(BaseModel):
+class RowEfficiency(Frozen):
     """One speed row's median per-request decode speed against the single-stream ceiling."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     scenario: str
     concurrency: int
@@ -42,10 +41,8 @@ class RowEfficiency(BaseModel):
     efficiency: float  # decode_tok_s / ceiling_tok_s (above 1.0: an input is wrong, see Roofline.finding)
 
 
-class RunRoofline(BaseModel):
+class RunRoofline(Frozen):
     """The decode roofline against the most decode-heavy scenario's median decode speed."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     scenario: str | None
     roofline: Roofline | None

@@ -34,9 +34,10 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from rigbench.errors import AnalysisError, UsageError
+from rigbench.records import Frozen
 
 __all__ = [
     "KV_DTYPE_BYTES",
@@ -60,9 +61,7 @@ KV_DTYPE_BYTES: dict[str, float] = {
 }
 
 
-class KVArchitecture(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class KVArchitecture(Frozen):
     layers: int
     kv_heads: int
     head_dim: int
@@ -90,10 +89,8 @@ class KVArchitecture(BaseModel):
         return sum(1 for w in self.windows() if w is None)
 
 
-class VLLMAccounting(BaseModel):
+class VLLMAccounting(Frozen):
     """vLLM's block bookkeeping (defaults: vLLM 0.32 on a GPU with async scheduling)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     block_size: int = Field(default=16, ge=1)
     max_num_batched_tokens: int = Field(default=2048, ge=1)
@@ -106,9 +103,7 @@ class VLLMAccounting(BaseModel):
         return -(-tokens // self.block_size) + 1
 
 
-class KVCapacity(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class KVCapacity(Frozen):
     kind: Literal["kv_capacity"] = "kv_capacity"
     budget_bytes: int
     kv_dtype: str

@@ -14,11 +14,18 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
 from scipy import stats
 
 from rigbench.analysis._stats import Stat, describe
-from rigbench.records import OFF_LEVELS, MMLUProAnswer, MMLUProConfig, PackAnswer, PackConfig, StreamResult
+from rigbench.records import (
+    OFF_LEVELS,
+    Frozen,
+    MMLUProAnswer,
+    MMLUProConfig,
+    PackAnswer,
+    PackConfig,
+    StreamResult,
+)
 from rigbench.store import RunReader
 
 __all__ = [
@@ -46,10 +53,8 @@ __all__ = [
 ALPHA = 0.05  # significance level of every test here, and 95% intervals
 
 
-class Proportion(BaseModel):
+class Proportion(Frozen):
     """k of n, with the standard error sqrt(p(1-p)/n) and a 95% Wilson interval."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     n: int
     k: int
@@ -82,9 +87,7 @@ def _vs_chance(k: int, n: int, chance: float) -> float | None:
 # -- MMLU-Pro ---------------------------------------------------------------------------------
 
 
-class SubjectScore(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class SubjectScore(Frozen):
     subject: str
     accuracy: Proportion
     chance: float  # mean of 1 / options over the questions asked
@@ -92,9 +95,7 @@ class SubjectScore(BaseModel):
     request_failures: int  # the server gave no usable response (scored wrong)
 
 
-class MMLUProSummary(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class MMLUProSummary(Frozen):
     run_id: str
     dataset: str | None
     sample_seed: int | None
@@ -185,10 +186,8 @@ def _dedupe(answers: Sequence[MMLUProAnswer]) -> list[MMLUProAnswer]:
     return list({a.question_id: a for a in answers}.values())
 
 
-class PairTest(BaseModel):
+class PairTest(Frozen):
     """Is run A different from run B on this subject (or "overall")?"""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     subject: str
     run_a: str
@@ -202,9 +201,7 @@ class PairTest(BaseModel):
     significant: bool
 
 
-class SubjectComparison(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class SubjectComparison(Frozen):
     subject: str
     accuracy: dict[str, Proportion]  # run id -> accuracy
     vs_best: dict[str, float]  # run id -> its accuracy minus the best *other* run's
@@ -212,9 +209,7 @@ class SubjectComparison(BaseModel):
     chance: float
 
 
-class MMLUProComparison(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class MMLUProComparison(Frozen):
     runs: list[str]
     subjects: list[SubjectComparison]  # "overall" last
     tests: list[PairTest]
@@ -278,9 +273,7 @@ def compare_mmlu_pro(runs: Sequence[tuple[str, Sequence[MMLUProAnswer]]]) -> MML
 # -- task packs and the effort sweep ------------------------------------------------------------
 
 
-class PackTaskScore(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class PackTaskScore(Frozen):
     task_id: str
     language: str
     accuracy: Proportion  # over repetitions
@@ -292,9 +285,7 @@ class PackTaskScore(BaseModel):
     answer_chars: Stat | None
 
 
-class PackSummary(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class PackSummary(Frozen):
     run_id: str
     pack: str
     pack_sha256: str | None
@@ -348,9 +339,7 @@ def summarize_packs(run_id: str, answers: Sequence[PackAnswer],
     return out
 
 
-class EffortLevel(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class EffortLevel(Frozen):
     effort: str
     accuracy: Proportion
     reasoning_tokens_total: int | None  # None: the server reported no token counts
@@ -369,9 +358,7 @@ class EffortLevel(BaseModel):
     request_fields: dict[str, object]  # what was sent for this level
 
 
-class EffortSummary(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class EffortSummary(Frozen):
     run_id: str
     pack: str
     engine: str | None
@@ -450,10 +437,8 @@ def summarize_effort(run_id: str, answers: Sequence[PackAnswer],
     return out
 
 
-class QualitySummary(BaseModel):
+class QualitySummary(Frozen):
     """Everything quality in one run, for the report."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     run_id: str
     mmlu_pro: MMLUProSummary | None

@@ -6,17 +6,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
 from rigbench.analysis._compare import ScenarioComparison, Verdict, compare_stats, fingerprint_differences
 from rigbench.analysis._run import RunAnalysis
+from rigbench.records import Frozen
 
 __all__ = ["Revision", "find_revisions"]
 
 
-class Revision(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class Revision(Frozen):
     earlier_name: str
     later_name: str
     earlier_date: str

@@ -16,9 +16,8 @@ import struct
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from rigbench.errors import AnalysisError, UsageError
+from rigbench.records import Frozen
 
 __all__ = [
     "KNOWN_DEVICES",
@@ -38,9 +37,7 @@ __all__ = [
 GB = 1e9  # bandwidth and weight sizes are decimal GB, as vendors quote bandwidth
 
 
-class DeviceBandwidth(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class DeviceBandwidth(Frozen):
     name: str
     bandwidth_gb_s: float  # peak theoretical memory bandwidth, decimal GB/s
     source: str  # where the figure comes from
@@ -101,9 +98,7 @@ def lookup_device(name: str) -> DeviceBandwidth | None:
     return None
 
 
-class WeightsInfo(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class WeightsInfo(Frozen):
     source: Literal["gguf", "safetensors"]
     path: str
     weights_bytes: int  # bytes of tensor data (what one decode step reads for a dense model)
@@ -195,9 +190,7 @@ def weights_from_path(path: Path | str) -> WeightsInfo:
     return weights_from_safetensors(p)
 
 
-class Roofline(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class Roofline(Frozen):
     kind: Literal["roofline"] = "roofline"
     weights_bytes: int
     bandwidth_gb_s: float
@@ -241,9 +234,7 @@ def roofline(weights_bytes: int, bandwidth_gb_s: float, *, measured_tok_s: float
                     finding=over_ceiling_finding(eff, bandwidth_basis))
 
 
-class SpeedupPrediction(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class SpeedupPrediction(Frozen):
     kind: Literal["speedup_prediction"] = "speedup_prediction"
     scenario: str
     prefill_share: float  # baseline's time before the first token / its whole request time

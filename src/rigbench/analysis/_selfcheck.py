@@ -22,9 +22,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from rigbench.records import SelfCheck
+from rigbench.records import Frozen, SelfCheck
 
 __all__ = [
     "CPU_FRACTION_MAX",
@@ -46,10 +46,8 @@ OWN_WORK_CPU_FRACTION = 0.5
 GC_OWN_CPU_SHARE = 0.5
 
 
-class ClientVerdict(BaseModel):
+class ClientVerdict(Frozen):
     """The self-check's judgement of one monitored span (or of several, merged)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     client_bound: bool
     labels: list[str] = Field(default_factory=list)  # the spans judged

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 from statistics import median
 
-from pydantic import BaseModel, ConfigDict
-
 from rigbench.analysis._roofline import SpeedupPrediction, predict_speedup
 from rigbench.analysis._speed import summarize_speed
-from rigbench.records import SpeedRequest
+from rigbench.records import Frozen, SpeedRequest
 from rigbench.store import RunReader
 
 __all__ = ["SpeculationFit", "acceptance_by_scenario", "acceptance_samples", "fit_speculation"]
@@ -38,9 +36,7 @@ def acceptance_by_scenario(reader: RunReader) -> dict[str, float]:
     return {k: median(v) for k, v in acceptance_samples(reader).items()}
 
 
-class SpeculationFit(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class SpeculationFit(Frozen):
     calibrated_on: str | None  # scenario whose decode speed-up fixed the draft cost; None: not calibrated
     draft_cost_ratio: float  # c: a verification step's drafting cost, in target decode steps
     predictions: list[SpeedupPrediction]  # with c (upper bound with c = 0 when not calibrated)

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from rigbench.analysis._reasoning import split_tokens
 from rigbench.analysis._stats import Stat, describe
 from rigbench.analysis._timing import RequestTiming, request_timing
-from rigbench.records import SpeedBatch, SpeedRequest, SpeedSkip, StreamResult
+from rigbench.records import Frozen, SpeedBatch, SpeedRequest, SpeedSkip, StreamResult
 from rigbench.store import RunReader
 
 __all__ = ["ScenarioSpeed", "SpeedSummary", "TokenProvenance", "summarize_speed", "token_provenance"]
@@ -19,9 +19,7 @@ __all__ = ["ScenarioSpeed", "SpeedSummary", "TokenProvenance", "summarize_speed"
 SHORT_OUTPUT_ATTAINMENT = 0.98
 
 
-class ScenarioSpeed(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class ScenarioSpeed(Frozen):
     scenario: str
     concurrency: int
     input_tokens_target: int
@@ -55,7 +53,7 @@ class ScenarioSpeed(BaseModel):
 USAGE_ENGINES = frozenset({"llamacpp", "vllm", "sglang", "ollama"})
 
 
-class TokenProvenance(BaseModel):
+class TokenProvenance(Frozen):
     """Where one row's token counts came from (docs/metrics.md, "Provenance of every figure").
 
     - output tokens: the server's `usage`, llama.cpp's `timings.predicted_n`, or estimated from the
@@ -65,8 +63,6 @@ class TokenProvenance(BaseModel):
     - reasoning/answer split: measured (server usage details, or one token per chunk counted by
       kind), estimated (by characters), or none (no reasoning in the outputs).
     """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     output_tokens: dict[str, int]  # "usage" | "timings" | "estimated" -> requests
     chunk_tokens: Literal["exact", "inferred", "none"]
@@ -103,9 +99,7 @@ def token_provenance(results: list[tuple[StreamResult, RequestTiming]], engine: 
     return TokenProvenance(output_tokens=dict(sources), chunk_tokens=chunk, reasoning_split=reasoning, flag=flag)
 
 
-class SpeedSummary(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class SpeedSummary(Frozen):
     rows: list[ScenarioSpeed]
     skipped: dict[str, str]  # scenario -> reason
     warnings: list[str]

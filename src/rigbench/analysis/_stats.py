@@ -7,14 +7,13 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
+
+from rigbench.records import Frozen
 
 __all__ = ["Stat", "describe"]
 
 
-class Stat(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class Stat(Frozen):
     n: int
     median: float
     mean: float

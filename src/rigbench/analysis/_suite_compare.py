@@ -9,7 +9,7 @@ marked; multi-turn tasks: pass^k side by side (k trials are too few for a test).
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from rigbench.analysis._agent import summarize_agent
 from rigbench.analysis._quality import (
@@ -20,16 +20,14 @@ from rigbench.analysis._quality import (
     pair_test,
     proportion,
 )
-from rigbench.records import BFCLItemRecord, MMLUProAnswer, PackAnswer, ToolTrialRecord
+from rigbench.records import BFCLItemRecord, Frozen, MMLUProAnswer, PackAnswer, ToolTrialRecord
 from rigbench.store import RunReader
 
 __all__ = ["AccuracyDiff", "ProbeDiff", "SuiteComparison", "TaskDiff", "compare_suites"]
 
 
-class AccuracyDiff(BaseModel):
+class AccuracyDiff(Frozen):
     """One graded set (a pack, a pack's task, tool calls, BFCL) in both runs, with its test."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str
     baseline: Proportion
@@ -37,9 +35,7 @@ class AccuracyDiff(BaseModel):
     test: PairTest  # run_a = other, run_b = baseline: diff = other − baseline
 
 
-class ProbeDiff(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class ProbeDiff(Frozen):
     probe: str
     baseline: str | None  # verdict, None when the probe did not run there
     other: str | None
@@ -49,17 +45,13 @@ class ProbeDiff(BaseModel):
         return self.baseline != self.other
 
 
-class TaskDiff(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class TaskDiff(Frozen):
     task: str
     baseline: str  # "passed/trials, pass^k"
     other: str
 
 
-class SuiteComparison(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class SuiteComparison(Frozen):
     baseline_run: str
     other_run: str
     mmlu_pro: MMLUProComparison | None = None

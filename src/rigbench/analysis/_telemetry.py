@@ -18,10 +18,10 @@ import statistics
 from collections.abc import Iterable, Sequence
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from rigbench.analysis._timing import request_timing
-from rigbench.records import StreamResult, TelemetryRecord, TelemetrySample
+from rigbench.records import Frozen, StreamResult, TelemetryRecord, TelemetrySample
 
 __all__ = [
     "TIMING_AGREEMENT_TOLERANCE",
@@ -34,9 +34,7 @@ __all__ = [
 TIMING_AGREEMENT_TOLERANCE = 0.10  # client and server decode rates within 10% agree
 
 
-class ScenarioTelemetry(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class ScenarioTelemetry(Frozen):
     scenario: str
     concurrency: int
     engine: str
@@ -124,10 +122,8 @@ def summarize_telemetry(records: Iterable[TelemetryRecord]) -> list[ScenarioTele
     return out
 
 
-class TimingCrossCheck(BaseModel):
+class TimingCrossCheck(Frozen):
     """Client-measured decode rate against llama.cpp's own `timings`, per scenario."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     scenario: str
     concurrency: int

@@ -22,9 +22,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from rigbench.records import StreamResult
+from rigbench.records import Frozen, StreamResult
 
 __all__ = ["MULTI_TOKEN_CHUNK_THRESHOLD", "RequestTiming", "chunk_token_counts", "mean_itl_s", "request_timing",
            "token_gaps_s"]
@@ -37,10 +37,8 @@ MULTI_TOKEN_CHUNK_THRESHOLD = 1.05
 ChunkTokensSource = Literal["exact", "one_each", "by_chars", "none"]
 
 
-class RequestTiming(BaseModel):
+class RequestTiming(Frozen):
     """Timing of one request. Seconds since the request was sent unless the name says otherwise."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     output_tokens: int
     output_tokens_source: str  # "usage" | "timings" | "chunks"

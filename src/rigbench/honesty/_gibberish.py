@@ -23,9 +23,9 @@ import unicodedata
 import zlib
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from rigbench.records import GibberishFinding
+from rigbench.records import Frozen, GibberishFinding
 
 __all__ = ["GibberishScreen", "screen_text"]
 
@@ -45,10 +45,8 @@ COMPRESSION_MIN_BYTES = 200
 COMPRESSION_MIN_RATIO = 0.20
 
 
-class GibberishScreen(BaseModel):
+class GibberishScreen(Frozen):
     """The statistics of one text and what they say."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     kind: Literal["gibberish_screen"] = "gibberish_screen"
     text_chars: int

@@ -30,11 +30,11 @@ import unicodedata
 from collections.abc import Callable, Iterable
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from rigbench.client import ChatClient
 from rigbench.honesty._gibberish import screen_text
-from rigbench.records import OutputScreen, SanityAnswer, SanityVerdict
+from rigbench.records import Frozen, OutputScreen, SanityAnswer, SanityVerdict
 
 __all__ = [
     "DEFAULT_MIX",
@@ -49,9 +49,7 @@ __all__ = [
 CheckKind = Literal["add", "copy", "count", "capital"]
 
 
-class SanityQuestion(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class SanityQuestion(Frozen):
     id: str
     language: str  # BCP 47 tag of the question
     prompt: str

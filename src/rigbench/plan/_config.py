@@ -15,6 +15,7 @@ import yaml
 from pydantic import ValidationError
 
 from rigbench.errors import UsageError
+from rigbench.plan._keys import known_keys
 from rigbench.plan._load import ResolvedRig, expand_rigs
 from rigbench.plan._models import EmbeddedRig, Plan
 from rigbench.rig import (
@@ -138,7 +139,9 @@ def _cli_error(e: ValidationError, sets: dict[str, Any]) -> UsageError:
             flag = _flag(str(loc[-1])) if loc else "--set"
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
-            msg = f"no such setting (see `rigbench run --help` and docs/plans.md for the keys of {loc[0]})"
+            keys = known_keys(loc)
+            msg = (f"no such setting; the keys of {loc[0]} are {', '.join(keys)}" if keys and len(loc) > 1
+                   else "no such setting") + " (`rigbench run --help`, docs/plans.md)"
         got = "" if "got" in msg or err["type"] == "extra_forbidden" else f"; got {err['input']!r}"
         lines.append(f"{flag}: {msg}{got}.".replace("..", "."))
     return UsageError(" ".join(lines))

@@ -14,9 +14,10 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from rigbench.errors import StoreError
+from rigbench.records import Frozen
 
 __all__ = ["PLAN_FILE", "PLAN_INDEX_FILE", "PLAN_INDEX_VERSION", "PlanIndex", "PlanRigEntry",
            "is_plan_dir", "read_plan_index", "write_plan_index"]
@@ -28,9 +29,7 @@ PLAN_FILE = "plan.yaml"
 RigStatus = Literal["pending", "running", "complete", "failed", "interrupted"]
 
 
-class PlanRigEntry(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class PlanRigEntry(Frozen):
     name: str
     kind: str  # embedded | vllm | sglang | llamacpp | ollama | command | container | endpoint
     run_dir: str | None = None  # relative to the plan directory; None until the rig's run starts
@@ -40,9 +39,7 @@ class PlanRigEntry(BaseModel):
     trusted: bool | None = None
 
 
-class PlanIndex(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class PlanIndex(Frozen):
     format_version: int = PLAN_INDEX_VERSION
     name: str
     plan_file: str  # the path it was started from (informational; the copy is plan.yaml)

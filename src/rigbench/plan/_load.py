@@ -19,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 
 from rigbench.client import redact_text
 from rigbench.errors import UsageError
+from rigbench.plan._keys import known_keys
 from rigbench.plan._models import EmbeddedRig, Plan, PlanRig
 from rigbench.rig import EndpointSpec
 from rigbench.suites.speed import SpeedSettings
@@ -122,7 +123,9 @@ def _format_errors(path: Path, root: yaml.Node | None, err: ValidationError) -> 
     for e in err.errors():
         msg = e["msg"].removeprefix("Value error, ")
         if e["type"] == "extra_forbidden":
-            msg = "unknown key (misspelt? see docs/plans.md for the keys each section takes)"
+            keys = known_keys(e["loc"])
+            msg = (f"unknown key (misspelt? the keys here are {', '.join(keys)}; docs/plans.md)" if keys
+                   else "unknown key (misspelt? see docs/plans.md for the keys each section takes)")
         lines.append(f"  {_where(path, root, e['loc'])}: {msg}")
     return f"plan {path} is not valid:\n" + "\n".join(lines)
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
+from rigbench.records import Frozen
 from rigbench.rig import EndpointSpec, LaunchSpec
 from rigbench.suites import SuiteSettings
 from rigbench.suites.agent import AgentSettings
@@ -20,8 +21,8 @@ from rigbench.suites.speed import SpeedSettings
 __all__ = ["Deadlines", "EmbeddedRig", "Plan", "PlanRig", "RigResources", "SpeedPlan"]
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class _Model(Frozen):
+    """The base of the plan's models: a misspelt key is an error, not ignored."""
 
 
 class EmbeddedRig(_Model):

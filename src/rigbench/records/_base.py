@@ -8,7 +8,11 @@ __all__ = ["Frozen", "Record"]
 
 
 class Frozen(BaseModel):
-    """Immutable, and a field the model does not declare is an error, not silently kept."""
+    """Immutable, and a field the model does not declare is an error, not silently kept.
+
+    The base of every plain value model in rigbench, stored or not (settings, plan models, analysis
+    results, emulator scripts): records is the lowest layer pydantic models live in, so every layer
+    above imports it from `rigbench.records`."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 

@@ -12,6 +12,10 @@ How a severity shows (a cell or note without one is plain everywhere):
 | warn     | yellow        | plain        | plain           |
 | error    | red           | bold         | bold            |
 | critical | bold magenta  | bold         | bold            |
+
+A section's `title_severity` colours its title on the terminal only (Markdown and HTML titles are
+already bold). A note of `level` 1 is a sub-item of the note before it: indented on the terminal and
+in HTML, a nested list item in Markdown. A section with no rows is its title and notes alone.
 """
 
 from __future__ import annotations
@@ -53,13 +57,14 @@ class Note:
 
     text: str
     severity: Severity | None = None
+    level: int = 0  # 1: a sub-item of the note before it
 
 
 @dataclass(frozen=True)
 class Section:
     """One table of a report. `left_cols`: the leading text columns; the rest are right-aligned
     figures. `short_head` and `short_title`: the terminal's (narrower; line breaks allowed in
-    headers), explained in `key`."""
+    headers), explained in `key`. `title_severity`: the title's colour on the terminal."""
 
     title: str
     head: Sequence[str]
@@ -69,6 +74,7 @@ class Section:
     short_head: Sequence[str] | None = None
     short_title: str | None = None
     key: str | None = None
+    title_severity: Severity | None = None
 
     def __post_init__(self) -> None:
         # a ragged row would silently shift every later cell under the wrong header in all three outputs
@@ -102,33 +108,45 @@ def _md_cell(c: str | Cell) -> str:
 # -- terminal ------------------------------------------------------------------------------------
 
 
-def section_terminal(console: Console, sec: Section, *, layout: Literal["fitted", "simple", "pairs"] = "fitted",
-                     title: bool = True, notes_indent: str = "  ") -> None:
-    """`fitted`: a table that turns into cards on a narrow console (report/_layout.py). `simple`: the
+def section_terminal(console: Console, sec: Section,
+                     *, layout: Literal["fitted", "cards", "simple", "pairs"] = "fitted", title: bool = True,
+                     notes_indent: str = "  ") -> None:
+    """`fitted`: a table that turns into cards on a narrow console (report/_layout.py); `cards`: the
+    cards at any width (the first cell as a heading, then `column: value` lines). `simple`: the
     short headers with the key as the caption, the first column never wrapped. `pairs`: a boxed
     two-column table of name and value, no header. `title=False`: the caller prints the title."""
-    shown = (sec.short_title or sec.title) if title else None
-    if layout == "fitted":
-        console.print(fitted_table(console, shown, sec.short_head or sec.head,
-                                   [[rich_cell(c) for c in r] for r in sec.rows], left_cols=sec.left_cols))
+    name = (sec.short_title or sec.title) if title else None
+    # the title as text, not markup: a run label such as "[synthetic L=3.4]" must survive
+    shown = Text(name) if name else None
+    if not sec.rows:
+        if shown:
+            console.print(shown, style=_RICH_STYLE[sec.title_severity] if sec.title_severity else "italic",
+                          highlight=False)
+    elif layout in ("fitted", "cards"):
+        console.print(fitted_table(console, name, sec.short_head or sec.head,
+                                   [[rich_cell(c) for c in r] for r in sec.rows], left_cols=sec.left_cols,
+                                   title_style=_RICH_STYLE[sec.title_severity] if sec.title_severity else None,
+                                   cards=layout == "cards"))
     elif layout == "simple":
         t = Table(title=shown, title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True,
-                  pad_edge=False, caption=sec.key, caption_justify="left")
+                  pad_edge=False, caption=sec.key, caption_justify="left",
+                  title_style=_RICH_STYLE[sec.title_severity] if sec.title_severity else None)
         for i, h in enumerate(sec.short_head or sec.head):
             t.add_column(h, justify="left" if i < sec.left_cols else "right", no_wrap=i == 0)
         for r in sec.rows:
             t.add_row(*(rich_cell(c) for c in r))
         console.print(t)
     else:
-        t = Table(title=shown, show_header=False)
+        t = Table(title=shown, show_header=False,
+                  title_style=_RICH_STYLE[sec.title_severity] if sec.title_severity else None)
         t.add_column(style="bold")
         t.add_column(overflow="fold")
         for r in sec.rows:
             t.add_row(*(rich_cell(c) for c in r))
         console.print(t)
     for n in sec.notes:
-        console.print(f"{notes_indent}{n.text}", style=_RICH_STYLE[n.severity] if n.severity else None,
-                      highlight=False)
+        console.print(f"{notes_indent}{'  ' * n.level}{n.text}", style=_RICH_STYLE[n.severity] if n.severity else None,
+                      highlight=False, markup=False)
 
 
 # -- Markdown ------------------------------------------------------------------------------------
@@ -137,10 +155,16 @@ def section_terminal(console: Console, sec: Section, *, layout: Literal["fitted"
 def section_markdown(sec: Section, *, heading: str | None = "###", align: bool = True) -> str:
     """The title as a heading of that level (None: a bold line), the table, then the notes as a list.
     `align=False`: every column left-aligned."""
-    lines = [f"{heading} {sec.title}" if heading else f"**{sec.title}**", "", *markdown_table(sec, align=align)]
+    lines = [f"{heading} {sec.title}" if heading else f"**{sec.title}**"]
+    if sec.rows:
+        lines += ["", *markdown_table(sec, align=align)]
     if sec.notes:
-        lines += [""] + [f"- {n.text}" for n in sec.notes]
+        lines += [""] + [f"{'  ' * n.level}- {_md_note(n)}" for n in sec.notes]
     return "\n".join(lines)
+
+
+def _md_note(n: Note) -> str:
+    return f"**{n.text}**" if n.severity in _MD_BOLD else n.text
 
 
 def markdown_table(sec: Section, *, align: bool = True) -> list[str]:
@@ -177,10 +201,15 @@ def html_table(head: Sequence[str], rows: Sequence[Sequence[str | Cell]], *, num
     return "".join(out)
 
 
-def section_html(sec: Section, *, numeric_from: int | None = None) -> str:
-    """An h3 title, the table (none when the section has no rows), then the notes."""
-    out = f"<h3>{_e(sec.title)}</h3>"
+def section_html(sec: Section, *, numeric_from: int | None = None, level: int = 3) -> str:
+    """A title (h3, or h`level`), the table (none when the section has no rows), then the notes."""
+    out = f"<h{level}>{_e(sec.title)}</h{level}>"
     if sec.rows:
         out += html_table(sec.head, sec.rows, numeric_from=sec.left_cols if numeric_from is None else numeric_from)
-    return out + "".join(f'<p class="note">{_e(n.text)}</p>' for n in sec.notes)
+    return out + "".join(_html_note(n) for n in sec.notes)
+
+
+def _html_note(n: Note) -> str:
+    body = f"<b>{_e(n.text)}</b>" if n.severity in _HTML_BOLD else _e(n.text)
+    return f'<p class="note{" sub" if n.level else ""}">{body}</p>'
 

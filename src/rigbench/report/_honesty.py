@@ -9,10 +9,7 @@ import difflib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rich import box
 from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 from rigbench.analysis import (
     Comparison,
@@ -24,23 +21,35 @@ from rigbench.analysis import (
     TimingCrossCheck,
 )
 from rigbench.records import OutputScreen, PreflightReport, SanityVerdict, TrafficCheck
-from rigbench.report._cells import Section, markdown_table, section_markdown, section_terminal
+from rigbench.report._cells import (
+    Cell,
+    Note,
+    Section,
+    Severity,
+    markdown_table,
+    section_markdown,
+    section_terminal,
+)
 
 __all__ = [
     "comparison_markdown",
+    "comparison_section",
     "comparison_terminal",
     "decode_efficiency_text",
     "kv_markdown",
     "kv_section",
     "kv_terminal",
     "preflight_markdown",
+    "preflight_section",
     "preflight_terminal",
     "roofline_markdown",
     "roofline_section",
     "roofline_terminal",
     "sanity_markdown",
+    "sanity_section",
     "sanity_terminal",
     "speculation_markdown",
+    "speculation_section",
     "speculation_terminal",
     "speedup_markdown",
     "telemetry_markdown",
@@ -78,59 +87,55 @@ def traffic_text(c: TrafficCheck) -> str:
             f"server timings in {c.timings_checked} ({c.timings_inconsistent} contradict the client's clock)")
 
 
-def sanity_terminal(v: SanityVerdict, screen: OutputScreen | None, console: Console) -> None:
+def sanity_section(v: SanityVerdict, screen: OutputScreen | None = None) -> Section:
+    """The gate's answer per question, why it failed (or what it missed within the bar), then the
+    gibberish screen of the measured outputs."""
     ok = sum(1 for a in v.answers if a.passed)
-    style = "green" if v.trusted else "bold red"
-    console.print(f"[{style}]sanity gate: {ok}/{len(v.answers)} known-answer questions passed "
-                  f"({_gate_how(v)})[/]")
-    for r in v.reasons:
-        console.print(f"  [red]✗[/] {r}", highlight=False)
-    for r in v.notes:
-        console.print(f"  [yellow]missed (within the bar)[/] {r}", highlight=False)
+    rows: list[list[str | Cell]] = [
+        [a.question_id, a.language, Cell("pass", "ok") if a.passed else Cell("FAIL", "error"),
+         " ".join(a.answer.split())[:60].rstrip()] for a in v.answers]
+    notes = [Note(f"✗ {r}", "error") for r in v.reasons]
+    notes += [Note(f"missed (within the bar): {r}", "warn") for r in v.notes]
     if screen is not None:
-        style = "green" if screen.trusted else "bold red"
-        console.print(f"[{style}]gibberish screen: {screen.failed_outputs} of {screen.outputs} outputs fail, "
-                      f"{screen.warned_outputs} repetitive (warning only)[/]")
-        for e in screen.examples:
-            console.print(f"  [red]✗[/] {e}", highlight=False)
+        notes.append(Note(f"gibberish screen: {screen.failed_outputs} of {screen.outputs} measured outputs fail, "
+                          f"{screen.warned_outputs} repetitive (warning only)", "ok" if screen.trusted else "error"))
+        notes += [Note(f"✗ {e}", "error", level=1) for e in screen.examples]
+    return Section(f"Sanity gate: {'passed' if v.trusted else 'FAILED'}, {ok}/{len(v.answers)} known-answer "
+                   f"questions ({_gate_how(v)})", ["question", "lang", "result", "answer"], rows, notes, left_cols=4,
+                   title_severity="ok" if v.trusted else "error")
+
+
+def sanity_terminal(v: SanityVerdict, screen: OutputScreen | None, console: Console) -> None:
+    section_terminal(console, sanity_section(v, screen), notes_indent="")
 
 
 def sanity_markdown(v: SanityVerdict, screen: OutputScreen | None = None) -> str:
-    rows = [[a.question_id, a.language, "pass" if a.passed else "FAIL", " ".join(a.answer.split())[:60]]
-            for a in v.answers]
-    out = [f"**Sanity gate:** {'passed' if v.trusted else 'FAILED'} "
-           f"({sum(1 for a in v.answers if a.passed)}/{len(v.answers)}, {_gate_how(v)})", "",
-           _md_table(["question", "lang", "result", "answer"], rows)]
-    if screen is not None:
-        out += ["", f"**Gibberish screen:** {screen.failed_outputs} of {screen.outputs} measured outputs fail; "
-                    f"{screen.warned_outputs} repetitive (warning only)."]
-        out += [f"- `{e}`" for e in screen.examples]
-    return "\n".join(out)
+    return section_markdown(sanity_section(v, screen), heading=None)
 
 
 # -- preflight -----------------------------------------------------------------------------------
 
-_SEV_STYLE = {"error": "bold red", "warn": "yellow", "info": "cyan"}
+_PREFLIGHT_SEVERITY: dict[str, Severity | None] = {"error": "error", "warn": "warn", "info": None}
+
+
+def preflight_section(r: PreflightReport) -> Section:
+    """One row per configuration trap found (none: a note that says so)."""
+    what = "" if r.command is None else (f" of a {r.command.engine} command line"
+                                         + (f" (model {r.command.model})" if r.command.model else ""))
+    rows: list[list[str | Cell]] = [
+        [f.id, Cell(f.severity, sev) if (sev := _PREFLIGHT_SEVERITY[f.severity]) else f.severity, f.problem,
+         f.evidence, f.fix] for f in r.findings]
+    notes = [] if r.findings else [Note("no configuration traps found", "ok")]
+    return Section(f"Preflight{what}", ["check", "severity", "problem", "evidence", "fix"], rows, notes, left_cols=5)
 
 
 def preflight_terminal(r: PreflightReport, console: Console) -> None:
-    if r.command is not None:
-        console.print(f"preflight of a {r.command.engine} command line"
-                      + (f" (model {r.command.model})" if r.command.model else ""))
-    if not r.findings:
-        console.print("[green]no configuration traps found[/]")
-        return
-    for f in r.findings:
-        console.print(f"[{_SEV_STYLE[f.severity]}]{f.severity}[/] [bold]{f.id}[/]: {f.problem}", highlight=False)
-        console.print(f"    evidence: {f.evidence}", highlight=False)
-        console.print(f"    fix:      {f.fix}", highlight=False)
+    """One card per finding: its problem, evidence and fix are paragraphs, too long for columns."""
+    section_terminal(console, preflight_section(r), layout="cards", notes_indent="")
 
 
 def preflight_markdown(r: PreflightReport) -> str:
-    if not r.findings:
-        return "**Preflight:** no configuration traps found."
-    rows = [[f.severity, f.id, f.problem, f.evidence, f.fix] for f in r.findings]
-    return "**Preflight**\n\n" + _md_table(["severity", "check", "problem", "evidence", "fix"], rows)
+    return section_markdown(preflight_section(r), heading=None)
 
 
 # -- roofline and speed-up -----------------------------------------------------------------------
@@ -185,21 +190,20 @@ def _spec_rows(fit: SpeculationFit) -> list[list[str]]:
              _f(p.measured_speedup, 2, "×")] for p, f in zip(fit.predictions, fit.free_drafter, strict=True)]
 
 
+def speculation_section(run_id: str, fit: SpeculationFit) -> Section:
+    """Predicted vs measured speed-up, with and without the calibrated draft cost. A `run_id` that
+    carries a synthetic-acceptance mark gets a red title."""
+    return Section(f"Speculative decoding: predicted vs measured speed-up ({run_id})", _SPEC_HEAD, _spec_rows(fit),
+                   [Note(_spec_intro(fit))], short_head=_SPEC_SHORT,
+                   title_severity="error" if "[synthetic" in run_id else None)
+
+
 def speculation_markdown(run_id: str, fit: SpeculationFit) -> str:
-    """Predicted vs measured speed-up, with and without the calibrated draft cost."""
-    return (f"**Speculative decoding: predicted vs measured speed-up ({run_id})**\n\n{_spec_intro(fit)}\n\n"
-            + _md_table(_SPEC_HEAD, _spec_rows(fit)))
+    return section_markdown(speculation_section(run_id, fit), heading=None)
 
 
 def speculation_terminal(run_id: str, fit: SpeculationFit, console: Console) -> None:
-    t = Table(title=f"Speculative decoding: predicted vs measured speed-up ({escape(run_id)})", title_justify="left",
-              title_style="bold red" if "[synthetic" in run_id else None,
-              box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True, pad_edge=False, caption=_spec_intro(fit), caption_justify="left")
-    for i, h in enumerate(_SPEC_SHORT):
-        t.add_column(h, justify="left" if i == 0 else "right", no_wrap=i == 0)
-    for r in _spec_rows(fit):
-        t.add_row(*r)
-    console.print(t)
+    section_terminal(console, speculation_section(run_id, fit), layout="simple", notes_indent="")
 
 
 def speedup_markdown(preds: Sequence[SpeedupPrediction]) -> str:
@@ -307,17 +311,17 @@ def telemetry_markdown(ts: Sequence[ScenarioTelemetry], checks: Sequence[TimingC
 # -- comparisons ---------------------------------------------------------------------------------
 
 
-def _cmp_rows(c: Comparison, *, with_t: bool = False) -> list[list[str]]:
-    rows = []
-    for r in c.rows:
-        res = r.result
-        ratio = "–" if res.ratio is None else (f"{res.ratio:.2f}×±{res.ratio_err:.2f}" if res.ratio_err is not None
-                                               else f"{res.ratio:.2f}×")
-        p = "–" if res.p is None else "<0.001" if res.p < 0.001 else f"{res.p:.3f}"
-        test = f"t = {res.t:.2f}, p = {res.p:.3g}" if with_t and res.t is not None and res.p is not None else p
-        rows.append([r.scenario, str(r.concurrency), f"{r.baseline.n}/{r.other.n}", _ms(r.baseline.mean, r.baseline.std),
-                     _ms(r.other.mean, r.other.std), ratio, test, res.verdict])
-    return rows
+_VERDICT: dict[str, Severity] = {"differs": "notable", "reproduces": "ok", "insufficient": "warn"}
+
+
+def _cmp_row(r: Any, *, one_c: bool, synthetic: bool) -> list[str | Cell]:
+    res = r.result
+    ratio = "–" if res.ratio is None else (f"{res.ratio:.2f}×±{res.ratio_err:.2f}" if res.ratio_err is not None
+                                           else f"{res.ratio:.2f}×")
+    p = "–" if res.p is None else "<0.001" if res.p < 0.001 else f"{res.p:.3f}"
+    return [r.scenario, *([] if one_c else [str(r.concurrency)]), f"{r.baseline.n}/{r.other.n}",
+            _ms(r.baseline.mean, r.baseline.std), _ms(r.other.mean, r.other.std),
+            Cell(ratio, "error") if synthetic else ratio, p, Cell(res.verdict, _VERDICT[res.verdict])]
 
 
 def _ms(mean: float, sd: float) -> str:
@@ -328,6 +332,7 @@ def _ms(mean: float, sd: float) -> str:
 
 _CMP_HEAD = ["scenario", "c", "n A/B", "A mean±sd", "B mean±sd", "ratio B/A", "Welch p", "verdict"]
 _CMP_SHORT = ["scenario", "c", "n\nA/B", "A\nmean±sd", "B\nmean±sd", "ratio\nB/A", "Welch\np", "verdict"]
+_RATIO = 5  # the ratio column of _CMP_HEAD
 
 
 def _names(c: Comparison, labels: Mapping[str, str] | None) -> tuple[str, str]:
@@ -352,52 +357,40 @@ def _difference(d: Any) -> str:
     return f"{d.field}: {d.baseline!r} → {d.other!r}"
 
 
+def comparison_section(c: Comparison, labels: Mapping[str, str] | None = None,
+                       synthetic: Mapping[str, str] | None = None) -> Section:
+    """One metric of B against A, scenario by scenario: means ± sd, the ratio with its error, Welch's p
+    and the verdict; under it what each run is, what differs in their fingerprints, and what only
+    one run has. `labels`: run directory name -> short rig label. `synthetic`: run directory name ->
+    the synthetic-acceptance note, shown in red with every ratio of that run. The concurrency column
+    is left out when every row is at concurrency 1 (the title says so)."""
+    a, b = _names(c, labels)
+    note = (synthetic or {}).get(c.other_run)
+    one_c = all(r.concurrency == 1 for r in c.rows)
+    keep = [i for i in range(len(_CMP_HEAD)) if not (one_c and i == 1)]
+    head = [_CMP_HEAD[i].replace("ratio", "SYNTHETIC ratio") if note and i == _RATIO else _CMP_HEAD[i] for i in keep]
+    short = [_CMP_SHORT[i].replace("ratio", "SYNTH.") if note and i == _RATIO else _CMP_SHORT[i] for i in keep]
+    notes = [Note(f"{b}: {note}", "error")] if note else []
+    notes.append(Note(f"A = {c.baseline_run} (data {c.baseline_source_data_id}), "
+                      f"B = {c.other_run} (data {c.other_source_data_id})", "muted"))
+    if c.differences:
+        notes.append(Note("fingerprint differences" + (" (compared anyway: --allow-mismatch)" if c.mismatch_allowed
+                                                       else "") + ":", "error" if c.mismatch_allowed else None))
+        notes += [Note(_difference(d) + ("" if d.matters else " (expected)"), level=1) for d in c.differences]
+    if c.missing:
+        notes.append(Note(f"in one run only: {', '.join(c.missing)}"))
+    return Section(f"{c.metric}: B = {b} vs A = {a} (Welch t-test, α = {c.alpha}"
+                   + (", concurrency 1)" if one_c else ")"), head,
+                   [_cmp_row(r, one_c=one_c, synthetic=note is not None) for r in c.rows], notes, short_head=short)
+
+
 def comparison_terminal(cs: Sequence[Comparison], console: Console, labels: Mapping[str, str] | None = None,
                         synthetic: Mapping[str, str] | None = None) -> None:
-    """`labels`: run directory name -> short rig label. `synthetic`: run directory name -> the red
-    synthetic-acceptance note, printed with every ratio of that run."""
+    """`comparison_section` per comparison (its arguments)."""
     for c in cs:
-        a, b = (escape(x) for x in _names(c, labels))
-        note = (synthetic or {}).get(c.other_run)
-        one_c = all(r.concurrency == 1 for r in c.rows)
-        t = Table(title=f"{c.metric}: B = {b} vs A = {a} (Welch t-test, α = {c.alpha}"
-                  + (", concurrency 1)" if one_c else ")"), title_justify="left",
-                  box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True, pad_edge=False)
-        keep = [i for i in range(len(_CMP_SHORT)) if not (one_c and i == 1)]
-        for i in keep:
-            h = _CMP_SHORT[i]
-            t.add_column(h.replace("ratio", "SYNTH.") if note and i == 5 else h, justify="left" if i == 0 else "right",
-                         no_wrap=True, header_style="bold red" if note and i == 5 else "bold")
-        for r in _cmp_rows(c):
-            style = {"differs": "bold", "reproduces": "green", "insufficient": "yellow"}[r[-1]]
-            cells = [*r[:5], f"[bold red]{r[5]}[/]" if note else r[5], r[6], f"[{style}]{r[-1]}[/]"]
-            t.add_row(*(cells[i] for i in keep))
-        console.print(t)
-        if note:
-            console.print(f"[bold red]{b}: {note}[/]", highlight=False)
-        console.print(f"[dim]A = {c.baseline_run}, B = {c.other_run}[/]", highlight=False)
-        if c.differences:
-            console.print("fingerprint differences" + (" [red](compared anyway: --allow-mismatch)[/]"
-                                                        if c.mismatch_allowed else "") + ":")
-            for d in c.differences:
-                console.print(f"  {_difference(d)}" + ("" if d.matters else " (expected)"), highlight=False)
-        if c.missing:
-            console.print(f"in one run only: {', '.join(c.missing)}")
+        section_terminal(console, comparison_section(c, labels, synthetic), layout="simple", notes_indent="")
 
 
 def comparison_markdown(cs: Sequence[Comparison], labels: Mapping[str, str] | None = None,
                         synthetic: Mapping[str, str] | None = None) -> str:
-    parts = []
-    for c in cs:
-        a, b = _names(c, labels)
-        note = (synthetic or {}).get(c.other_run)
-        rows = [[*r[:5], f"**{r[5]} synthetic**" if note else r[5], *r[6:]] for r in _cmp_rows(c, with_t=True)]
-        head = [*_CMP_HEAD[:6], "Welch t-test", "verdict"]
-        parts.append(f"**{c.metric}: B = {b} vs A = {a}** (mean ± sd; Welch t-test, α = {c.alpha}; A = "
-                     f"`{c.baseline_run}`, data {c.baseline_source_data_id}; B = `{c.other_run}`, data "
-                     f"{c.other_source_data_id})\n\n" + _md_table(head, rows)
-                     + (f"\n\n**{b}: {note}**" if note else ""))
-        if c.differences:
-            parts.append("\n".join(f"- `{_difference(d)}`" + ("" if d.matters else " (expected)")
-                                   for d in c.differences))
-    return "\n\n".join(parts)
+    return "\n\n".join(section_markdown(comparison_section(c, labels, synthetic), heading=None) for c in cs)

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from rigbench.analysis import Comparison, Revision, RunAnalysis, SuiteComparison
 from rigbench.report._blog import _NOTE, _grid, _revision_note
 from rigbench.report._cells import html_table, section_html
+from rigbench.report._honesty import preflight_section, sanity_section
 from rigbench.report._labels import SYNTH_NOTE, synth_mark, synthetic_acceptance
 from rigbench.report._plots import (
     plot_acceptance,
@@ -39,7 +40,7 @@ table{border-collapse:collapse;margin:.6em 0;font-size:13px} th,td{border:1px so
 .fp td:first-child{font-weight:600;white-space:nowrap} .fp td{word-break:break-all}
 details.warn summary{cursor:pointer} details.warn ul{margin:.3em 0 .2em 1.2em;padding:0}
 details.warn .first{color:#666;font-weight:normal} .bad-item{color:#8b1c13}
-.synth,td.synth,th.synth{color:#c0392b;font-weight:600}
+.synth,td.synth,th.synth{color:#c0392b;font-weight:600} .note.sub{margin-left:1.5em}
 """
 
 
@@ -73,6 +74,17 @@ def _suites_html(names: Sequence[str], suites: Sequence[SuiteComparison]) -> lis
     if out:
         out = ["<h2>Quality and agent across runs</h2>", *out, f'<p class="note">{_e(NOT_SIGNIFICANT_NOTE)}</p>']
     return out
+
+
+def _checks_html(names: Sequence[str], analyses: Sequence[RunAnalysis]) -> list[str]:
+    """Each run's preflight and known-answer gate, as the terminal and Markdown reports show them."""
+    out = []
+    for name, a in zip(names, analyses, strict=True):
+        secs = ([preflight_section(a.sections["preflight"])] if "preflight" in a.sections else []) + (
+            [sanity_section(*a.sections["sanity"])] if "sanity" in a.sections else [])
+        if secs:
+            out += [f"<h3>{_e(name)}</h3>", *(section_html(sec, level=4) for sec in secs)]
+    return ["<h2>Checks</h2>", *out] if out else []
 
 
 def _clip(text: str, n: int) -> str:
@@ -136,6 +148,7 @@ def render_html(names: Sequence[str], analyses: Sequence[RunAnalysis], compariso
         notes = [f"{r.scenario} (c={r.concurrency}): TTFT not comparable: {r.ttft_not_comparable}"
                  for r in a.speed.rows if r.ttft_not_comparable]
         parts += [f'<p class="note">{_e(x)}</p>' for x in notes]
+    parts += _checks_html(names, analyses)
     # plots
     parts += _suites_html(names, suites)
     parts.append("<h2>Plots</h2>")

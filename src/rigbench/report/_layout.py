@@ -38,14 +38,15 @@ def _natural(head: str, rows: Sequence[Sequence[str | Text]], i: int, stacked: b
 
 
 def fitted_table(console: Console, title: str | None, head: Sequence[str], rows: Sequence[Sequence[str | Text]],
-                 *, left_cols: int = 1) -> RenderableType:
+                 *, left_cols: int = 1, title_style: str | None = None, cards: bool = False) -> RenderableType:
     """The table if it fits the console; else a compact table (stacked headers, text columns wrapped
-    at words but never narrower than 16 characters); else the same data as cards. Title above."""
+    at words but never narrower than 16 characters); else the same data as cards. Title above.
+    `cards`: cards at any width (rows of long prose read better so)."""
     n = len(head)
     wide = sum(_natural(h, rows, i, False) for i, h in enumerate(head)) + 2 * (n - 1) + 2
     compact = sum(min(w, _MIN_TEXT_WIDTH) if 0 < i < left_cols else w
                   for i, w in enumerate(_natural(h, rows, i, True) for i, h in enumerate(head))) + (n - 1) + 2
-    if wide <= console.width or compact <= console.width:
+    if not cards and (wide <= console.width or compact <= console.width):
         t = _table(head, rows, left_cols, compact=wide > console.width)
     else:
         t = Table(box=None, show_header=False, padding=(0, 1), pad_edge=False)
@@ -56,4 +57,4 @@ def fitted_table(console: Console, title: str | None, head: Sequence[str], rows:
             for h, v in zip(head[1:], r[1:], strict=True):
                 if str(v) not in ("", "–"):
                     t.add_row(f"  {h}", v)
-    return Group(Text(title, style="italic"), t) if title else t
+    return Group(Text(title, style=title_style or "italic"), t) if title else t

@@ -111,8 +111,7 @@ def suite_comparison_terminal(c: SuiteComparison, console: Console, *, baseline:
 
 
 def suite_comparison_markdown(c: SuiteComparison, *, baseline: str, other: str) -> str:
-    parts = [section_markdown(sec, heading=None) if sec.rows else f"**{sec.title}**"
-             for sec in _sections(c, baseline, other)]
+    parts = [section_markdown(sec, heading=None) for sec in _sections(c, baseline, other)]
     if parts:
         parts.append(_NS)
     return "\n\n".join(parts)

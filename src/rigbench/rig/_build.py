@@ -20,9 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
-from pydantic import BaseModel, ConfigDict
-
 from rigbench.errors import SetupError, UsageError
+from rigbench.records import Frozen
 from rigbench.rig._cache import cache_dir
 from rigbench.rig._cpu import CpuFeatures, cpu_features, isa_cmake_flags, usable_cpus
 from rigbench.rig._models import sha256_file
@@ -60,10 +59,8 @@ BUILD_VARIANTS = ("isa", "native", "baseline")
 _X86 = ("x86_64", "AMD64", "i686")
 
 
-class BuildInfo(BaseModel):
+class BuildInfo(Frozen):
     """How a cached llama-server was built: written next to the binary, recorded in fingerprints."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     llama_cpp_version: str
     variant: str

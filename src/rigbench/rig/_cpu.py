@@ -13,7 +13,7 @@ import os
 import platform
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
+from rigbench.records import Frozen
 
 __all__ = ["CpuFeatures", "affinity_threads", "cpu_features", "isa_cmake_flags", "parse_cpuinfo", "usable_cpus"]
 
@@ -40,9 +40,7 @@ _RELEVANT = {f for _, needs in _X86_OPTIONS for f in needs} | {"amx_tile", "amx_
     "asimd", "sve", "sve2", "i8mm", "bf16", "asimddp", "fphp", "asimdhp"}
 
 
-class CpuFeatures(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class CpuFeatures(Frozen):
     arch: str  # platform.machine(): x86_64, aarch64, ...
     model: str | None
     flags: tuple[str, ...]  # the ISA flags that matter to a build, sorted

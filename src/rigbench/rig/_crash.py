@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from rigbench.records import Frozen
 
 __all__ = ["CpuCrash", "classify_crash"]
 
@@ -20,10 +20,8 @@ _AMX = re.compile(r"\bAMX\b|ggml_backend_amx|ldtilecfg", re.IGNORECASE)
 _REPACK = re.compile(r"CPU_REPACK|repack", re.IGNORECASE)
 
 
-class CpuCrash(BaseModel):
+class CpuCrash(Frozen):
     """An engine that died by a signal that points at its CPU code, with the evidence."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     kind: Literal["cpu_crash"] = "cpu_crash"
     exit_code: int

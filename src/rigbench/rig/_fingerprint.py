@@ -17,18 +17,17 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from rigbench._version import __version__
 from rigbench.analysis import machine_bandwidth
+from rigbench.records import Frozen
 
 __all__ = ["EngineBinary", "Fingerprint", "HostInfo", "MemoryBandwidth", "ModelInfo", "host_info", "model_info"]
 
 
-class MemoryBandwidth(BaseModel):
+class MemoryBandwidth(Frozen):
     """Measured on this machine by rigbench (cached per machine): the roofline's default input."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     machine_key: str
     host_gb_s: float | None
@@ -40,9 +39,7 @@ class MemoryBandwidth(BaseModel):
     load_avg_1m: float | None = None  # the host's 1-minute load average when measured
 
 
-class HostInfo(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class HostInfo(Frozen):
     cpu_model: str | None
     cpu_cores_logical: int | None
     cpu_cores_physical: int | None
@@ -56,9 +53,7 @@ class HostInfo(BaseModel):
     memory_bandwidth: MemoryBandwidth | None = None
 
 
-class ModelInfo(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class ModelInfo(Frozen):
     path: str | None = None
     size_bytes: int | None = None
     sha256: str | None = None
@@ -66,10 +61,8 @@ class ModelInfo(BaseModel):
     served_name: str | None = None
 
 
-class EngineBinary(BaseModel):
+class EngineBinary(Frozen):
     """The llama-server a rig runs, where it came from, and the fallback it needed on this CPU."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     path: str
     origin: str  # "built" (pinned sdist), "--llama-server", "RIGBENCH_LLAMA_SERVER", "PATH"
@@ -82,9 +75,7 @@ class EngineBinary(BaseModel):
     smoke_test: str = "passed"  # "passed" or "skipped: why"
 
 
-class Fingerprint(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class Fingerprint(Frozen):
     mode: str  # "launched" | "attached"
     argv: list[str] | None = None
     engine: str = "unknown"

@@ -21,9 +21,8 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
-
 from rigbench.errors import RigStartError, SetupError
+from rigbench.records import Frozen
 from rigbench.rig._build import (
     BuildProgress,
     build_llama_server,
@@ -43,9 +42,7 @@ NO_REPACK = "--no-repack"
 _NO_REPACK_ALIASES = ("--no-repack", "-nr")
 
 
-class SmokeResult(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class SmokeResult(Frozen):
     ok: bool
     exit_code: int | None = None  # when the engine died
     crash: CpuCrash | None = None

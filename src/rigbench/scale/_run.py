@@ -6,9 +6,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
 from rigbench.errors import UsageError
+from rigbench.records import Frozen
 from rigbench.store import RunHeader, RunReader, TrustVerdict
 from rigbench.suites import Progress
 from rigbench.suites.speed import SpeedSuite
@@ -30,10 +29,8 @@ def check_client_options(*, ray: str | None, clients: int, endpoint: str | None,
         raise UsageError(f"--clients spreads the speed suite's load, but --suite is {suites!r}: add speed.")
 
 
-class ActorSummary(BaseModel):
+class ActorSummary(Frozen):
     """One client actor over a run: its load, its clock, its own overhead."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     actor: str
     node: str

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from rigbench.records import Frozen
 from rigbench.store._format import FORMAT_VERSION
 
 __all__ = ["RunHeader", "RunStatus", "TrustVerdict"]
@@ -14,18 +15,14 @@ __all__ = ["RunHeader", "RunStatus", "TrustVerdict"]
 RunStatus = Literal["running", "complete", "interrupted", "failed"]
 
 
-class TrustVerdict(BaseModel):
+class TrustVerdict(Frozen):
     """Whether the run's speed numbers can be stood behind, and if not, why."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     trusted: bool
     reasons: list[str] = Field(default_factory=list)
 
 
-class RunHeader(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class RunHeader(Frozen):
     format_version: int = FORMAT_VERSION
     run_id: str
     created_at: str  # ISO 8601, UTC

@@ -59,8 +59,9 @@ def build_suites(names: list[str], settings: SuiteSettings | None = None) -> Bui
             for part in (list(AGENT_PARTS) if name == "agent" else [_AGENT_PARTS[name]]):
                 if part not in agent_parts:
                     agent_parts.append(part)
-            if not any(isinstance(x, AgentSuite) for x in suites):
-                suites.append(AgentSuite())
+            agent = AgentSuite(s.agent, parts=agent_parts)
+            at = next((i for i, x in enumerate(suites) if isinstance(x, AgentSuite)), len(suites))
+            suites[at:at + 1] = [agent]  # one agent suite, where the first agent name put it
             recorded["agent"] = s.agent.recorded(agent_parts)
         else:
             raise UsageError(f"unknown suite {name!r}; available: {', '.join(SUITE_NAMES)}.")

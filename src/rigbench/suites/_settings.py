@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from rigbench.records import Frozen
 from rigbench.suites.agent._settings import AgentSettings
 from rigbench.suites.quality._settings import EffortSettings, MMLUProSettings, PackSettings
 from rigbench.suites.speed._settings import SpeedSettings
@@ -14,10 +15,8 @@ from rigbench.suites.speed._settings import SpeedSettings
 __all__ = ["SuiteSettings"]
 
 
-class SuiteSettings(BaseModel):
+class SuiteSettings(Frozen):
     """Settings of every suite; a run uses those of the suites it names."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     speed: SpeedSettings = Field(default_factory=SpeedSettings)
     mmlu_pro: MMLUProSettings = Field(default_factory=MMLUProSettings)

@@ -15,18 +15,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
 
 from rigbench.analysis import chunk_token_counts, request_timing
-from rigbench.records import StreamResult
+from rigbench.records import Frozen, StreamResult
 from rigbench.testing._truth import RequestTruth
 
 __all__ = ["AccuracyReport", "compare_with_truth", "true_itl_s"]
 
 
-class AccuracyReport(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class AccuracyReport(Frozen):
     requests: int  # client results matched with a truth record
     unmatched: int  # client results without one (must be 0)
     tokens: int

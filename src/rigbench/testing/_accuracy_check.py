@@ -43,8 +43,7 @@ import subprocess
 import sys
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
-
+from rigbench.records import Frozen
 from rigbench.testing._accuracy import AccuracyReport
 
 __all__ = ["MAX_OWN_LOAD", "MAX_RIG_SHARE", "AccuracyVerdict", "MachineNoise", "judge_accuracy", "measure_noise", "own_load"]
@@ -73,16 +72,12 @@ print(json.dumps({"cpu_share": min(1.0, share), "wake_late_p99_s": late[int(len(
 """
 
 
-class MachineNoise(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class MachineNoise(Frozen):
     cpu_share: float  # CPU time / wall time of a spinning process (1.0: a core to itself)
     wake_late_p99_s: float  # lateness of 0.5 ms sleeps, p99
 
 
-class AccuracyVerdict(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class AccuracyVerdict(Frozen):
     kind: Literal["pass", "fail", "too_noisy"]
     worst_err_p99_s: float  # max of TTFT and ITL error p99
     own_load: float  # client CPU s per second of nominal schedule

@@ -14,14 +14,12 @@ import sys
 import time
 from types import TracebackType
 
-from pydantic import BaseModel, ConfigDict
+from rigbench.records import Frozen
 
 __all__ = ["NoiseFloor", "SchedulerNoise"]
 
 
-class NoiseFloor(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class NoiseFloor(Frozen):
     samples: int
     wake_late_p50_s: float
     wake_late_p99_s: float

@@ -10,8 +10,9 @@ from __future__ import annotations
 import random
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from rigbench.records import Frozen
 from rigbench.testing._rogue import Persona
 
 __all__ = ["Delay", "EmulatorScript", "Fault", "FaultKind", "UsageMode"]
@@ -26,10 +27,8 @@ FaultKind = Literal[
 UsageMode = Literal["final_chunk", "last_token_chunk", "none"]
 
 
-class Delay(BaseModel):
+class Delay(Frozen):
     """A delay distribution in milliseconds: fixed, uniform(mean±jitter), normal, exponential, lognormal."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     dist: Literal["fixed", "uniform", "normal", "exponential", "lognormal"] = "fixed"
     mean_ms: float = Field(10.0, ge=0.0)
@@ -54,10 +53,8 @@ class Delay(BaseModel):
         return max(0.0, ms) / 1000.0
 
 
-class Fault(BaseModel):
+class Fault(Frozen):
     """One scripted fault. It applies to requests whose server-side index `i` has `i % every == offset`."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     kind: FaultKind
     every: int = Field(1, ge=1)
@@ -71,11 +68,9 @@ class Fault(BaseModel):
         return request_index % self.every == self.offset % self.every
 
 
-class EmulatorScript(BaseModel):
+class EmulatorScript(Frozen):
     """How the emulator answers. Every output token is one fixed-width word (`token_chars` chars),
     so a chunk's token count is its text length divided by `token_chars`."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     model: str = "emulated-model"
     ttft: Delay = Delay(mean_ms=50.0)  # request received -> first generating chunk (its first token)

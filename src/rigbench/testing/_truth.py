@@ -7,14 +7,14 @@ then not delayed by the client's event loop) gives stamps directly comparable wi
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from rigbench.records import Frozen
 
 __all__ = ["RequestTruth"]
 
 
-class RequestTruth(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class RequestTruth(Frozen):
     index: int  # server-side request counter, from 0
     response_id: str  # the `id` every chunk of the response carries
     path: str

@@ -16,28 +16,24 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from rigbench.client import ChatClient
-from rigbench.records import PreflightFinding, ServingCommand
+from rigbench.records import Frozen, PreflightFinding, ServingCommand
 from rigbench.rig.engines._flags import FlagReading, FlagSyntax
 from rigbench.rig.engines._spec import EngineSpec, LaunchCommand
 
 __all__ = ["Engine", "EngineAdapter", "MetricNames", "PreflightInput", "ScenarioLength"]
 
 
-class ScenarioLength(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class ScenarioLength(Frozen):
     name: str
     input_tokens: int
     output_tokens: int
 
 
-class PreflightInput(BaseModel):
+class PreflightInput(Frozen):
     """What the run is about to ask of the server (all optional)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     uses_tools: bool = False
     concurrency: list[int] = Field(default_factory=list)

@@ -10,15 +10,16 @@ from __future__ import annotations
 import shlex
 from typing import Any, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from rigbench.errors import UsageError
+from rigbench.records import Frozen
 
 __all__ = ["EngineSpec", "LaunchCommand", "Spec", "finish_argv", "opt"]
 
 
-class Spec(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class Spec(Frozen):
+    """The base of every engine spec: frozen, an undeclared field an error."""
 
 
 class EngineSpec(Spec):

@@ -26,6 +26,7 @@ from rigbench.records import BFCLItemRecord
 from rigbench.suites._context import SuiteContext
 from rigbench.suites.agent._bfcl_checker import CheckResult, check_item
 from rigbench.suites.agent._exchange import send
+from rigbench.suites.agent._settings import AgentSettings, agent_settings
 
 __all__ = [
     "BFCL_CATEGORIES",
@@ -190,28 +191,25 @@ def to_tools(functions: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dic
 class BFCLSuite:
     """BFCL simple / multiple / parallel / parallel_multiple / irrelevance.
 
-    Settings: `bfcl_per_category` (default 10 items, a seeded sample; 0 skips BFCL),
-    `bfcl_trials` (default 1), `bfcl_data_dir` (a local copy; otherwise the cached wheel data).
+    Settings: `bfcl_per_category` (a seeded sample per category; 0 skips BFCL), `bfcl_trials`,
+    `bfcl_max_tokens`, `bfcl_data_dir` (a local copy; otherwise the cached wheel data),
+    `bfcl_version_label`.
     """
 
     name = "agent_bfcl"
 
-    def __init__(self, *, per_category: int = 10, trials: int = 1, max_tokens: int = 512) -> None:
-        self.per_category = per_category
-        self.trials = trials
-        self.max_tokens = max_tokens
+    def __init__(self, settings: AgentSettings | dict[str, Any] | None = None) -> None:
+        self.settings = agent_settings(settings)
+        self.max_tokens = self.settings.bfcl_max_tokens
 
     async def run(self, ctx: SuiteContext) -> None:
-        per_cat = int(ctx.settings.get("bfcl_per_category", self.per_category))
-        trials = int(ctx.settings.get("bfcl_trials", self.trials))
-        self.max_tokens = int(ctx.settings.get("bfcl_max_tokens", self.max_tokens))
+        s = self.settings
+        per_cat, trials = s.bfcl_per_category, s.bfcl_trials
         if per_cat <= 0:
             return
-        local = ctx.settings.get("bfcl_data_dir")
+        local = s.bfcl_data_dir
         data_dir = Path(local) if local else fetch_bfcl_data()
-        version = str(
-            ctx.settings.get("bfcl_version_label") or (BFCL_VERSION if not local else f"local:{local}")
-        )
+        version = s.bfcl_version_label or (BFCL_VERSION if not local else f"local:{local}")
         units = []
         for cat in BFCL_CATEGORIES:
             items = sorted(load_bfcl(data_dir, cat), key=lambda i: i.item_id)

@@ -12,8 +12,9 @@ import json
 import re
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from rigbench.records import Frozen
 from rigbench.sandbox import Limits, TestOutcome, Workdir, run_pytest
 
 if TYPE_CHECKING:
@@ -24,10 +25,8 @@ __all__ = ["Grade", "grade_repo_fix", "grade_root_cause"]
 _TOUCHES_RUNNER = re.compile(r"\b_?pytest\b|junit", re.IGNORECASE)
 
 
-class Grade(BaseModel):
+class Grade(Frozen):
     """The grade fields of a task trial's record."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     task_kind: Literal["repo_fix", "root_cause"]
     passed: bool

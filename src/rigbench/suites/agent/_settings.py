@@ -1,25 +1,25 @@
 """The agent suite's settings: one typed model from `rigbench run`'s flags or a plan's `agent:` key.
 
 Which parts run (probes, tools, bfcl, tasks) follows the suite names (`agent`, `agent_tools`, ...),
-so `parts` is not a setting here; it is added to the recorded form. The parts still read their
-values from the recorded dict (`ctx.settings`); the defaults below are the ones they fall back on.
+so `parts` is not a setting here; it is added to the recorded form. `AgentSuite` validates the
+settings once and hands this model to each part; the defaults below are the only ones.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-__all__ = ["AGENT_PARTS", "AgentSettings"]
+from rigbench.records import Frozen
+
+__all__ = ["AGENT_PARTS", "AgentSettings", "agent_settings"]
 
 AGENT_PARTS = ("probes", "tools", "bfcl", "tasks")
 
 
-class AgentSettings(BaseModel):
+class AgentSettings(Frozen):
     """Settings of `--suite agent` and its parts (plan key `agent`)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     probe_max_tokens: int = Field(default=128, ge=1)  # per conformance-probe request
     tool_trials: int = Field(default=3, ge=1)  # trials of each tool-call case
@@ -38,5 +38,11 @@ class AgentSettings(BaseModel):
     allow_unconfined: bool = False  # run the tasks' code where bubblewrap cannot confine it (marked)
 
     def recorded(self, parts: list[str]) -> dict[str, Any]:
-        """The form recorded in run.json (`plan.suites.agent`) and handed to the parts."""
+        """The form recorded in run.json (`plan.suites.agent`)."""
         return {"parts": list(parts), **self.model_dump(mode="json")}
+
+
+def agent_settings(settings: AgentSettings | dict[str, Any] | None) -> AgentSettings:
+    """The typed settings: a model as given, a dict (a plan's `agent:` keys) validated, None the defaults.
+    A key the model does not know is a ValidationError naming it."""
+    return settings if isinstance(settings, AgentSettings) else AgentSettings.model_validate(settings or {})

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from rigbench.sandbox import require_confinement
 from rigbench.suites._context import Suite, SuiteContext
 from rigbench.suites.agent._bfcl import BFCLSuite
+from rigbench.suites.agent._settings import AGENT_PARTS, AgentSettings, agent_settings
 from rigbench.suites.agent._tasks import RepoTaskSuite
 from rigbench.suites.agent._toolcalls import ToolCallSuite
 from rigbench.suites.agent.probes import ProbesSuite
@@ -13,24 +17,27 @@ __all__ = ["AgentSuite"]
 
 
 class AgentSuite:
-    """Every agent-readiness part. Settings (all optional) and defaults:
-
-    tool_trials=3, bfcl_per_category=10 (0 skips BFCL), bfcl_trials=1, bfcl_data_dir=None,
-    agent_tasks=all shipped, task_trials=3, max_turns=20, repeat_limit=3, task_max_tokens=1024,
-    parts=["probes", "tools", "bfcl", "tasks"].
-    """
+    """The agent-readiness `parts` (default all, in AGENT_PARTS order), each given the same typed
+    settings (AgentSettings: its fields and defaults)."""
 
     name = "agent"
 
+    def __init__(self, settings: AgentSettings | dict[str, Any] | None = None, *,
+                 parts: Sequence[str] = AGENT_PARTS) -> None:
+        self.settings = agent_settings(settings)
+        unknown = [p for p in parts if p not in AGENT_PARTS]
+        if unknown:
+            raise ValueError(f"agent parts {unknown}: the parts are {', '.join(AGENT_PARTS)}")
+        self.parts = list(parts)
+
     async def run(self, ctx: SuiteContext) -> None:
-        parts = ctx.settings.get("parts") or ["probes", "tools", "bfcl", "tasks"]
-        if "tasks" in parts:  # before any request: the tasks need the sandbox (or --allow-unconfined)
-            require_confinement(bool(ctx.settings.get("allow_unconfined", False)))
+        if "tasks" in self.parts:  # before any request: the tasks need the sandbox (or --allow-unconfined)
+            require_confinement(self.settings.allow_unconfined)
         suites: dict[str, Suite] = {
-            "probes": ProbesSuite(),
-            "tools": ToolCallSuite(),
-            "bfcl": BFCLSuite(),
-            "tasks": RepoTaskSuite(),
+            "probes": ProbesSuite(self.settings),
+            "tools": ToolCallSuite(self.settings),
+            "bfcl": BFCLSuite(self.settings),
+            "tasks": RepoTaskSuite(self.settings),
         }
-        for part in parts:
+        for part in self.parts:
             await suites[part].run(ctx)

@@ -24,6 +24,7 @@ from rigbench.sandbox import Limits, require_confinement
 from rigbench.suites._context import SuiteContext
 from rigbench.suites.agent._driver import converse
 from rigbench.suites.agent._grading import grade_repo_fix, grade_root_cause
+from rigbench.suites.agent._settings import AgentSettings, agent_settings
 from rigbench.suites.agent._workspace import Workspace
 
 __all__ = ["AgentTask", "RepoTaskSuite", "load_task", "shipped_tasks"]
@@ -66,36 +67,23 @@ def load_task(name_or_path: str) -> AgentTask:
 class RepoTaskSuite:
     """The shipped agent tasks (`cart_bugs`: repo fix, `cart_root_cause`: pseudo-filesystem).
 
-    Settings: `agent_tasks` (names or paths; default all shipped), `task_trials` (k, default 3),
-    `max_turns` (default 20), `repeat_limit` (default 3), `task_max_tokens` (default 1024).
+    Settings: `agent_tasks` (names or paths; default all shipped), `task_trials` (k), `max_turns`,
+    `repeat_limit`, `task_max_tokens`, `allow_unconfined`.
     """
 
     name = "agent_tasks"
 
-    def __init__(
-        self,
-        *,
-        trials: int = 3,
-        max_turns: int = 20,
-        repeat_limit: int = 3,
-        max_tokens: int = 1024,
-        limits: Limits | None = None,
-    ) -> None:
-        self.trials = trials
-        self.max_turns = max_turns
-        self.repeat_limit = repeat_limit
-        self.max_tokens = max_tokens
+    def __init__(self, settings: AgentSettings | dict[str, Any] | None = None, *, limits: Limits | None = None) -> None:
+        self.settings = agent_settings(settings)
         self.limits = limits or Limits()
-        self.allow_unconfined = False
+        self.allow_unconfined = self.settings.allow_unconfined
 
     async def run(self, ctx: SuiteContext) -> None:
-        s = ctx.settings
-        names = s.get("agent_tasks") or shipped_tasks()
-        tasks = [load_task(n) for n in names]
-        self.allow_unconfined = bool(s.get("allow_unconfined", False))
+        s = self.settings
+        tasks = [load_task(n) for n in s.agent_tasks or shipped_tasks()]
         if any(t.kind == "repo_fix" for t in tasks):
             require_confinement(self.allow_unconfined)  # before any request
-        trials = int(s.get("task_trials", self.trials))
+        trials = s.task_trials
         todo = [
             (t, k) for t in tasks for k in range(trials) if f"agent/task/{t.name}/t{k}" not in ctx.done_units
         ]
@@ -116,9 +104,9 @@ class RepoTaskSuite:
                 ws.tools,
                 ws.call,
                 seed=ctx.seed + k,
-                max_turns=int(ctx.settings.get("max_turns", self.max_turns)),
-                repeat_limit=int(ctx.settings.get("repeat_limit", self.repeat_limit)),
-                max_tokens=int(ctx.settings.get("task_max_tokens", self.max_tokens)),
+                max_turns=self.settings.max_turns,
+                repeat_limit=self.settings.repeat_limit,
+                max_tokens=self.settings.task_max_tokens,
             )
             blob = ctx.writer.blob(f"transcript-{task.name}-t{k}.json", json.dumps(conv.messages, ensure_ascii=False))
             if ws.sandbox is not None and before is not None:

@@ -17,6 +17,7 @@ import jsonschema
 from rigbench.records import Exchange, ToolTrialRecord
 from rigbench.suites._context import SuiteContext
 from rigbench.suites.agent._exchange import parse_arguments, send
+from rigbench.suites.agent._settings import AgentSettings, agent_settings
 
 __all__ = ["TOOL_CASES", "ToolCallSuite", "ToolCase", "grade_calls", "tool"]
 
@@ -194,18 +195,17 @@ def _fake_result(call: dict[str, Any]) -> str:
 
 
 class ToolCallSuite:
-    """The seed's tool-call cases, `trials` times each (setting `tool_trials`, default 3)."""
+    """The seed's tool-call cases, `tool_trials` times each, `tool_max_tokens` per request."""
 
     name = "agent_tools"
 
-    def __init__(self, *, trials: int = 3, max_tokens: int = 256, max_messages: int = 4) -> None:
-        self.trials = trials
-        self.max_tokens = max_tokens
+    def __init__(self, settings: AgentSettings | dict[str, Any] | None = None, *, max_messages: int = 4) -> None:
+        self.settings = agent_settings(settings)
+        self.max_tokens = self.settings.tool_max_tokens
         self.max_messages = max_messages
 
     async def run(self, ctx: SuiteContext) -> None:
-        trials = int(ctx.settings.get("tool_trials", self.trials))
-        self.max_tokens = int(ctx.settings.get("tool_max_tokens", self.max_tokens))
+        trials = self.settings.tool_trials
         units = [(c, t) for c in TOOL_CASES for t in range(trials)]
         todo = [(c, t) for c, t in units if f"agent/tool/{c.name}/t{t}" not in ctx.done_units]
         task = ctx.progress.task("agent: tool-call cases", len(todo))

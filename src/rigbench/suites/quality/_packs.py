@@ -22,9 +22,10 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from rigbench.errors import UsageError
+from rigbench.records import Frozen
 
 __all__ = [
     "CodeGrader",
@@ -40,51 +41,42 @@ __all__ = [
     "shipped_packs",
 ]
 
-_Frozen = ConfigDict(frozen=True, extra="forbid")
 
-
-class ExactGrader(BaseModel):
-    model_config = _Frozen
+class ExactGrader(Frozen):
     type: Literal["exact"]
     expected: str
     case_sensitive: bool = False
 
 
-class RegexGrader(BaseModel):
-    model_config = _Frozen
+class RegexGrader(Frozen):
     type: Literal["regex"]
     pattern: str  # searched anywhere in the answer
     ignore_case: bool = False
 
 
-class NumericGrader(BaseModel):
-    model_config = _Frozen
+class NumericGrader(Frozen):
     type: Literal["numeric"]
     expected: float
     tolerance: float = 0.0  # absolute
     pick: Literal["last", "first", "only"] = "last"  # which number in the answer is the answer
 
 
-class MaxCharsGrader(BaseModel):
-    model_config = _Frozen
+class MaxCharsGrader(Frozen):
     type: Literal["max_chars"]
     max: int = Field(gt=0)  # characters (not bytes, not tokens) of the stripped, non-empty answer
 
 
-class JsonSchemaGrader(BaseModel):
-    model_config = _Frozen
+class JsonSchemaGrader(Frozen):
     type: Literal["json_schema"]
     schema_: dict[str, Any] = Field(alias="schema")
 
 
-class CodeCase(BaseModel):
-    model_config = _Frozen
+class CodeCase(Frozen):
     args: list[Any]
     expected: Any
 
 
-class CodeGrader(BaseModel):
-    model_config = _Frozen
+class CodeGrader(Frozen):
     type: Literal["code"]
     function: str  # the name the model's code must define
     cases: list[CodeCase] = Field(min_length=1)
@@ -99,9 +91,7 @@ GraderSpec = Annotated[
 ]
 
 
-class Task(BaseModel):
-    model_config = _Frozen
-
+class Task(Frozen):
     id: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     language: str = "en"
     prompt: str
@@ -110,16 +100,12 @@ class Task(BaseModel):
     graders: list[GraderSpec] = Field(min_length=1)
 
 
-class PackDefaults(BaseModel):
-    model_config = _Frozen
-
+class PackDefaults(Frozen):
     max_tokens: int = 2048
     temperature: float = 0.0
 
 
-class Pack(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class Pack(Frozen):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     description: str = ""
     defaults: PackDefaults = PackDefaults()

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from rigbench.records import Frozen
 
 __all__ = ["EffortSettings", "MMLUProSettings", "PackSettings"]
 
 
-class MMLUProSettings(BaseModel):
+class MMLUProSettings(Frozen):
     """Settings of `--suite mmlu_pro` (plan key `mmlu_pro`). Defaults follow the first seed."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     data: str | None = None  # None/"hf": download TIGER-Lab/MMLU-Pro; else a local directory
     revision: str = "main"  # hub revision (a commit pins the data)
@@ -24,34 +24,30 @@ class MMLUProSettings(BaseModel):
     max_tokens: int = 4000  # the official API script's limit
     concurrency: int | None = None  # None: the rig's slot count, else 1
     temperature: float = 0.0  # greedy, as the official scripts
-    extra_body: dict[str, Any] = {}  # extra request fields (e.g. chat_template_kwargs)
+    extra_body: dict[str, Any] = Field(default_factory=dict)  # extra request fields (e.g. chat_template_kwargs)
 
 
-class PackSettings(BaseModel):
+class PackSettings(Frozen):
     """Settings of `--suite packs` (plan key `packs`)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    packs: list[str] = ["multilingual"]  # shipped pack names or paths to YAML packs
+    packs: list[str] = Field(default_factory=lambda: ["multilingual"])  # shipped pack names or paths to YAML packs
     tasks: list[str] | None = None  # only these task ids (None: every task)
     repetitions: int = Field(1, ge=1)
     concurrency: int = Field(1, ge=1)  # 1 keeps per-task wall time free of queueing
     max_tokens: int | None = None  # None: the pack's (per task, else pack default)
-    extra_body: dict[str, Any] = {}
+    extra_body: dict[str, Any] = Field(default_factory=dict)
     allow_unconfined: bool = False  # run `code` graders even where the sandbox cannot confine them
 
 
-class EffortSettings(BaseModel):
+class EffortSettings(Frozen):
     """Settings of `--suite effort` (plan key `effort`): one pack at each reasoning-effort level."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     pack: str = "multilingual"
     tasks: list[str] | None = None  # only these task ids (None: every task)
-    levels: list[str] = ["none", "low", "medium", "high"]  # add "xhigh" etc. where the engine names it
+    levels: list[str] = Field(default_factory=lambda: ["none", "low", "medium", "high"])  # add "xhigh" etc. where the engine names it
     engine: str | None = None  # knob table key; None: the rig's engine
     repetitions: int = Field(1, ge=1)
     concurrency: int = Field(1, ge=1)
     max_tokens: int | None = None
-    extra_body: dict[str, Any] = {}
+    extra_body: dict[str, Any] = Field(default_factory=dict)
     allow_unconfined: bool = False

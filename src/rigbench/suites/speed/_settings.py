@@ -11,15 +11,14 @@ from typing import Annotated, Any
 
 from pydantic import (
     AfterValidator,
-    BaseModel,
     BeforeValidator,
-    ConfigDict,
     Field,
     field_validator,
     model_validator,
 )
 
 from rigbench.errors import UsageError
+from rigbench.records import Frozen
 from rigbench.suites.speed._scenarios import PROFILES, Scenario, scenarios_for
 
 __all__ = ["ConcurrencyLevels", "SpeedSettings"]
@@ -48,10 +47,8 @@ def _levels_positive(v: list[int]) -> list[int]:
 ConcurrencyLevels = Annotated[list[int], BeforeValidator(_levels_from_text), AfterValidator(_levels_positive)]
 
 
-class SpeedSettings(BaseModel):
+class SpeedSettings(Frozen):
     """Settings of `--suite speed` (plan key `speed`); defaults are `rigbench run`'s."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     profile: str = "quick"  # quick (shrunk shapes for small CPU rigs) or full (the seed's shapes)
     scenarios: list[str] | None = None  # None: every scenario of the profile

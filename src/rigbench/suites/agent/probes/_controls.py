@@ -84,7 +84,7 @@ async def _seed(s: ProbeSession) -> ProbeResult:
 
 
 async def _context_overflow(s: ProbeSession) -> ProbeResult:
-    n_ctx = s.ctx.rig.context_length or int(s.ctx.settings.get("context_length", 0) or 0)
+    n_ctx = s.ctx.rig.context_length or s.context_length or 0
     if not n_ctx:  # llama.cpp says it in /props
         status, props = await s.ctx.client.get_json(s.ctx.rig.server_root + "/props")
         if status == 200 and isinstance(props, dict):

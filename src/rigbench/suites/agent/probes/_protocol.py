@@ -10,10 +10,10 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from rigbench.errors import ProbeError
-from rigbench.records import Exchange, ProbeVerdict
+from rigbench.records import Exchange, Frozen, ProbeVerdict
 
 if TYPE_CHECKING:
     from rigbench.suites.agent.probes._session import ProbeSession
@@ -21,11 +21,9 @@ if TYPE_CHECKING:
 __all__ = ["FunctionProbe", "Probe", "ProbeRegistry", "ProbeResult", "accept_result", "result"]
 
 
-class ProbeResult(BaseModel):
+class ProbeResult(Frozen):
     """A probe's verdict, the sentence that justifies it, the facts it rests on and the exchanges
     that show them."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     verdict: ProbeVerdict
     detail: str = Field(min_length=1)  # why this verdict, in one sentence a user can act on

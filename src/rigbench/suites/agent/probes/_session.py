@@ -20,9 +20,10 @@ SCHEMAS = {t["function"]["name"]: t["function"]["parameters"] for t in (WEATHER,
 class ProbeSession:
     """Deterministic requests (temperature 0, the run's seed) through the one client."""
 
-    def __init__(self, ctx: SuiteContext, *, max_tokens: int) -> None:
+    def __init__(self, ctx: SuiteContext, *, max_tokens: int, context_length: int | None = None) -> None:
         self.ctx = ctx
         self.max_tokens = max_tokens
+        self.context_length = context_length  # the served context when neither the rig nor the server says
         self.tool_exchanges: list[Exchange] = []  # every tool-enabled response, for the call checks
         self.first_call: tuple[Exchange, dict[str, Any]] | None = None  # the model's first call and its request
         self.baseline_reasoning: Exchange | None = None  # a thinking answer, for the disable check

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rigbench.records import ProbeRecord
 from rigbench.suites._context import SuiteContext
+from rigbench.suites.agent._settings import AgentSettings, agent_settings
 from rigbench.suites.agent.probes._calls import CALL_MECHANICS
 from rigbench.suites.agent.probes._controls import SAMPLING_CONTROLS
 from rigbench.suites.agent.probes._protocol import ProbeRegistry, accept_result
@@ -20,18 +23,21 @@ PROBES = DEFAULT_PROBES.names
 
 
 class ProbesSuite:
-    """Runs every probe of `registry` once (deterministic requests at temperature 0)."""
+    """Runs every probe of `registry` once (deterministic requests at temperature 0). Settings:
+    `probe_max_tokens`, `context_length` (for the overflow probe when the server does not say)."""
 
     name = "agent_probes"
 
-    def __init__(self, *, max_tokens: int = 128, registry: ProbeRegistry = DEFAULT_PROBES) -> None:
-        self.max_tokens = max_tokens
+    def __init__(self, settings: AgentSettings | dict[str, Any] | None = None, *,
+                 registry: ProbeRegistry = DEFAULT_PROBES) -> None:
+        self.settings = agent_settings(settings)
         self.registry = registry
 
     async def run(self, ctx: SuiteContext) -> None:
         if all(f"agent/probe/{name}" in ctx.done_units for name in self.registry.names):
             return
-        session = ProbeSession(ctx, max_tokens=int(ctx.settings.get("probe_max_tokens", self.max_tokens)))
+        session = ProbeSession(ctx, max_tokens=self.settings.probe_max_tokens,
+                               context_length=self.settings.context_length)
         task = ctx.progress.task("agent: conformance probes", len(self.registry))
         for probe in self.registry:
             uid = f"agent/probe/{probe.name}"
