@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from rigbench.errors import UsageError
-from rigbench.suites._context import NullProgress, Progress, RigInfo, Suite, SuiteContext
+from rigbench.suites._context import NullProgress, Progress, Suite, SuiteContext
 from rigbench.suites._settings import SuiteSettings
 from rigbench.suites.agent._settings import AGENT_PARTS
 
-__all__ = ["SUITE_NAMES", "BuiltSuites", "NullProgress", "Progress", "RigInfo", "Suite", "SuiteContext", "SuiteSettings",
+__all__ = ["SUITE_NAMES", "BuiltSuites", "NullProgress", "Progress", "Suite", "SuiteContext", "SuiteSettings",
            "build_suites"]
 
 SUITE_NAMES = ("speed", "quality", "mmlu_pro", "packs", "effort", "agent", "agent_probes", "agent_tools", "agent_bfcl", "agent_tasks")
