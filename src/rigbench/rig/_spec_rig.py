@@ -14,10 +14,11 @@ from typing import Any
 from rigbench.errors import RigStartError, UsageError
 from rigbench.records import StartupTiming
 from rigbench.rig._fingerprint import ModelInfo
-from rigbench.rig._launch_spec import CommandLaunch, ContainerLaunch, EndpointSpec, VLLMLaunch, command_for
+from rigbench.rig._launch_spec import CommandLaunch, ContainerLaunch, EndpointSpec, command_for
 from rigbench.rig._process import EngineProcess, free_port
 from rigbench.rig._rig import LaunchedRig
 from rigbench.rig.engines import get_engine
+from rigbench.rig.engines._vllm import VLLMLaunch
 
 __all__ = ["ContainerRig", "SpecRig", "launched_rig"]
 

@@ -50,11 +50,17 @@ def get_adapter(name: str) -> EngineAdapter:
 
 
 def register_engine(engine: Engine) -> None:
-    """Make `engine` known under its name and aliases; a name already taken is refused."""
+    """Make `engine` known under its name and aliases (and, for plan files, as a `launch:` kind);
+    a name already taken, or a launch spec whose `kind` is not the engine's name, is refused."""
     taken = {n for e in _engines.values() for n in (e.name, *e.aliases)}
     clash = sorted(taken & {engine.name, *engine.aliases})
     if clash:
         raise UsageError(f"cannot register engine {engine.name!r}: {', '.join(clash)} already names an engine.")
+    kind = engine.launch_spec.model_fields.get("kind")
+    if kind is None or kind.default != engine.name:
+        # a plan's `launch: {kind: NAME}` finds the engine by this default
+        raise UsageError(f"cannot register engine {engine.name!r}: its launch spec {engine.launch_spec.__name__} "
+                         f"must declare `kind: Literal[{engine.name!r}] = {engine.name!r}`.")
     _engines[engine.name] = engine
 
 
