@@ -8,6 +8,7 @@ the vLLM engine module's (`parse_vllm_log`, `pool_from_metrics` in rig/engines/_
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -106,8 +107,6 @@ class VLLMRig(LaunchedRig):
         self._prepared = True
 
     async def start(self) -> StartupTiming:
-        import asyncio
-
         if not self._prepared:
             await asyncio.to_thread(self.prepare)
         log_start = self.process.log_path.stat().st_size if self.process.log_path.exists() else 0
