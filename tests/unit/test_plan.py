@@ -458,6 +458,12 @@ def test_an_engine_whose_spec_kind_is_not_its_name_is_refused() -> None:
     with pytest.raises(UsageError, match=r"must declare `kind: Literal\['emulator-two'\] = 'emulator-two'`"):
         register_engine(Misnamed())
 
+    class Shadowing(EmulatorEngine):
+        name = "command"
+
+    with pytest.raises(UsageError, match="command already names an engine or a launch kind"):
+        register_engine(Shadowing())
+
 
 def test_a_plan_launches_a_registered_engine_as_a_real_process_end_to_end(
         emulator_engine: EmulatorEngine, tmp_path: Path) -> None:
