@@ -28,7 +28,7 @@ from typing import Any
 
 from rigbench.client import ChatClient
 from rigbench.honesty._preflight import preflight
-from rigbench.rig._launch_spec import VLLMLaunch
+from rigbench.rig import VLLMLaunch
 from rigbench.rig._vllm_rig import VLLMRig
 from rigbench.rig.engines import VLLMAdapter, canonical_values
 

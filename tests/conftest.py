@@ -18,8 +18,14 @@ from pathlib import Path
 import pytest
 
 from rigbench.client import ChatClient
-from rigbench.rig import EMBEDDED_MODEL, EngineProcess, build_llama_server, find_llama_server, free_port
-from rigbench.suites import RigInfo
+from rigbench.rig import (
+    EMBEDDED_MODEL,
+    EngineProcess,
+    RigInfo,
+    build_llama_server,
+    find_llama_server,
+    free_port,
+)
 
 
 def _embedded_files() -> tuple[Path, Path]:

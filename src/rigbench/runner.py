@@ -6,9 +6,13 @@ event loop and prints.
 
 from __future__ import annotations
 
+import asyncio
 import gc
+import json
 import sys
 import time
+import urllib.error
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -216,8 +220,6 @@ async def execute_run(cfg: RunConfig, progress: Progress | None = None,
             status = "interrupted"  # rigbench's setup, not the rig, stopped it: resumable as it is
         raise
     except BaseException as e:  # asyncio.CancelledError on Ctrl-C lands here too
-        import asyncio
-
         if isinstance(e, asyncio.CancelledError):
             status, error = "interrupted", "interrupted (cancelled)"
         else:
@@ -310,9 +312,6 @@ class _EndpointWatch(_WriterWatch):
 
     def raise_if_engine_died(self, cause: BaseException | None = None) -> None:
         """Ask `/models` (5 s); no answer means the server, not the model, failed `cause`."""
-        import urllib.error
-        import urllib.request
-
         url = self._rig.base_url + "/models"
         headers = dict(self._rig.client._headers)
         try:
@@ -342,6 +341,7 @@ def check_concurrency(levels: list[int]) -> int:
     """
     need = max(levels, default=1)
     try:
+        # POSIX-only: where it is missing, the limit is not checked
         import resource
 
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -390,8 +390,6 @@ def _refuse_changed_rig(run_dir: Path, old: dict[str, Any], new: dict[str, Any])
 
 
 def _show(v: Any) -> str:
-    import json
-
     text = json.dumps(v, sort_keys=True, default=str)
     return text if len(text) <= 160 else text[:157] + "..."
 

@@ -24,7 +24,7 @@ import pytest
 
 from rigbench.analysis._timing import request_timing
 from rigbench.client import ChatClient
-from rigbench.rig._launch_spec import VLLMLaunch
+from rigbench.rig import VLLMLaunch
 from rigbench.rig._vllm_env import find_vllm
 from rigbench.rig._vllm_rig import VLLMRig
 from rigbench.rig.engines import VLLMAdapter, canonical_values, detect_engine, parse_prometheus

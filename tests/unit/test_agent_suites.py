@@ -17,8 +17,9 @@ from rich.console import Console
 from rigbench.analysis._agent import pass_hat_k, summarize_agent
 from rigbench.client import ChatClient
 from rigbench.report._agent import render_agent_markdown, render_agent_terminal
+from rigbench.rig import RigInfo
 from rigbench.store import RunHeader, RunReader, RunWriter
-from rigbench.suites._context import RigInfo, SuiteContext
+from rigbench.suites import SuiteContext
 from rigbench.suites.agent import AgentSuite, ProbesSuite, RepoTaskSuite, ToolCallSuite
 from rigbench.suites.agent._tasks import load_task
 

@@ -17,7 +17,7 @@ from rigbench.client import ChatClient
 from rigbench.errors import UsageError
 from rigbench.honesty import PreflightInput, ScenarioLength, parse_command, preflight
 from rigbench.records import PreflightFinding, ServingCommand
-from rigbench.rig._launch_spec import LlamaCppLaunch, SGLangLaunch, SGLangSpeculative, VLLMLaunch, command_for
+from rigbench.rig._launch_spec import command_for
 from rigbench.rig._rig import LaunchedRig, _crash_hint
 from rigbench.rig._spec_rig import launched_rig
 from rigbench.rig.engines import (
@@ -35,6 +35,9 @@ from rigbench.rig.engines import (
     speculative_from_argv,
     unregister_engine,
 )
+from rigbench.rig.engines._llamacpp import LlamaCppLaunch
+from rigbench.rig.engines._sglang import SGLangLaunch, SGLangSpeculative
+from rigbench.rig.engines._vllm import VLLMLaunch
 
 
 def test_every_builtin_engine_is_reached_by_its_name_and_owns_its_spec() -> None:

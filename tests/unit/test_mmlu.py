@@ -13,8 +13,9 @@ import pytest
 from rigbench.analysis._quality import proportion, summarize_quality
 from rigbench.errors import SetupError, UsageError
 from rigbench.records import MMLUProAnswer, StreamResult
+from rigbench.rig import RigInfo
 from rigbench.store import RunHeader, RunReader, RunWriter
-from rigbench.suites._context import RigInfo, SuiteContext
+from rigbench.suites import SuiteContext
 from rigbench.suites.quality import MMLUProSuite, load_mmlu_pro
 from rigbench.suites.quality._mmlu import grade_mmlu
 from rigbench.suites.quality._mmlu_data import sample_questions

@@ -10,9 +10,10 @@ import pytest
 
 from rigbench.errors import UsageError
 from rigbench.records import PackAnswer, StreamResult
+from rigbench.rig import RigInfo
 from rigbench.sandbox import SandboxUnavailable, confinement
 from rigbench.store import RunHeader, RunReader, RunWriter
-from rigbench.suites._context import RigInfo, SuiteContext
+from rigbench.suites import SuiteContext
 from rigbench.suites.quality import PackSuite, load_pack, shipped_packs
 from rigbench.suites.quality._graders import extract_code, extract_numbers, grade
 from rigbench.suites.quality._packs import (

@@ -3,14 +3,33 @@
 from __future__ import annotations
 
 import json
+import sys
 import textwrap
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Literal
 
 import pytest
 
+from rigbench.client import ChatClient
+from rigbench.errors import UsageError
+from rigbench.honesty import PreflightInput
 from rigbench.plan import EmbeddedRig, PlanError, load_plan, run_config_for
 from rigbench.plan._index import read_plan_index
-from rigbench.rig._launch_spec import ContainerLaunch, VLLMLaunch
+from rigbench.records import PreflightFinding, ServingCommand
+from rigbench.rig import port_in_use
+from rigbench.rig._launch_spec import ContainerLaunch
+from rigbench.rig.engines import (
+    EngineSpec,
+    FlagReading,
+    FlagSyntax,
+    LaunchCommand,
+    register_engine,
+    unregister_engine,
+)
+from rigbench.rig.engines._vllm import VLLMLaunch
+from rigbench.testing import EmulatorScript
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -302,3 +321,170 @@ def test_url_credentials_in_a_plan_are_stored_nowhere_in_its_directory(tmp_path:
     assert len(files) >= 4
     for f in files:
         assert b"hunter2" not in f.read_bytes() and b"bob" not in f.read_bytes(), f
+
+
+# -- an engine registered at run time is a plan-file `launch:` kind, with no edit in rigbench -----
+
+
+class EmulatorLaunch(EngineSpec):
+    """The reference emulator as a launchable engine: `python -m rigbench.testing --port N`."""
+
+    kind: Literal["emulator"] = "emulator"
+    script: EmulatorScript = EmulatorScript()
+
+
+class EmulatorAdapter:
+    name = "emulator"
+    health_path = "/health"
+    metrics_path: str | None = None  # its /metrics carries none of the canonical names
+    forced_length_exact = False  # it stops at its script's output_tokens, whatever max_tokens asks
+
+    def __init__(self) -> None:
+        self.metric_names: dict[str, str] = {}
+
+    async def server_info(self, client: ChatClient) -> dict[str, Any]:
+        status, body = await client.get_json(client.base_url + "/models", timeout_s=5)
+        models = body.get("data", []) if status == 200 and isinstance(body, dict) else []
+        return {"engine": self.name, "version": "reference", "context_length": 32768,
+                "models": [m.get("id") for m in models if isinstance(m, dict)]}
+
+    async def tokenize(self, client: ChatClient, text: str) -> list[int] | None:
+        return None
+
+    async def detokenize(self, client: ChatClient, tokens: list[int]) -> str | None:
+        return None
+
+    async def count_chat_tokens(self, client: ChatClient, model: str,
+                                messages: list[dict[str, Any]]) -> int | None:
+        return None
+
+    def forced_length_fields(self, max_tokens: int) -> dict[str, Any]:
+        return {}
+
+    def reasoning_fields(self, effort: str | None) -> dict[str, Any]:
+        return {}
+
+
+class EmulatorEngine:
+    name = "emulator"
+    aliases: tuple[str, ...] = ()
+    launch_spec = EmulatorLaunch
+    default_port = 8000
+    start_timeout_s = 60.0
+    speculative_flags: Mapping[str, str] = MappingProxyType({})
+    flag_syntax = FlagSyntax(markers=("rigbench.testing",), programs=())
+    context_overrun_note = ""
+
+    def adapter(self) -> EmulatorAdapter:
+        return EmulatorAdapter()
+
+    async def identify(self, client: ChatClient) -> bool:
+        status, body = await client.get_json(client.base_url + "/models", timeout_s=5)
+        data = body.get("data") if isinstance(body, dict) else None
+        return status == 200 and bool(data) and data[0].get("owned_by") == "rigbench-emulator"
+
+    def command(self, spec: EmulatorLaunch) -> LaunchCommand:
+        argv = [*(spec.executable or [sys.executable, "-m", "rigbench.testing"]), "--host", spec.host,
+                "--port", str(spec.port or self.default_port), "--script-json", spec.script.model_dump_json()]
+        return LaunchCommand(argv + list(spec.extra_args), {})
+
+    def crash_hint(self, exit_code: int | None, log_text: str) -> str:
+        return ""
+
+    def preflight_rules(self, cmd: ServingCommand, given: PreflightInput) -> list[PreflightFinding]:
+        return []
+
+    def served_context(self, options: Mapping[str, str | bool]) -> FlagReading:
+        return FlagReading(None, "")
+
+    def flag_slots(self, options: Mapping[str, str | bool]) -> FlagReading:
+        return FlagReading(None, "")
+
+    def stop_strings(self, options: Mapping[str, str | bool]) -> list[str]:
+        return []
+
+
+@pytest.fixture
+def emulator_engine() -> Iterator[EmulatorEngine]:
+    engine = EmulatorEngine()
+    register_engine(engine)
+    try:
+        yield engine
+    finally:
+        unregister_engine(engine.name)
+
+
+_EMULATOR_PLAN = """\
+    name: plugin
+    sanity: false
+    speed: {scenarios: [chat_short], repetitions: 2, warmup: 0}
+    rigs:
+      - name: emu
+        launch:
+          kind: emulator
+          script: {model: plugged-in, output_tokens: 24}
+    """
+
+
+def test_a_plan_cannot_name_an_engine_that_is_not_registered(tmp_path: Path) -> None:
+    p = write(tmp_path, _EMULATOR_PLAN)
+    with pytest.raises(PlanError) as e:
+        load_plan(p)
+    msg = str(e.value)
+    assert f"{p}:7: rigs.0.launch.kind: unknown launch kind 'emulator'" in msg
+    assert "the engines registered now are llamacpp, ollama, sglang, vllm" in msg and "register_engine" in msg
+    p.write_text(p.read_text().replace("kind: emulator\n", ""))
+    with pytest.raises(PlanError, match=r":6: rigs\.0\.launch\.kind: a launch spec needs a `kind`"):
+        load_plan(p)
+
+
+def test_a_registered_engine_is_a_launch_kind_and_its_spec_errors_name_the_line(
+        emulator_engine: EmulatorEngine, tmp_path: Path) -> None:
+    lp = load_plan(write(tmp_path, _EMULATOR_PLAN))
+    spec = lp.rigs[0].spec
+    assert isinstance(spec, EmulatorLaunch) and spec.script.model == "plugged-in"
+    bad = write(tmp_path, _EMULATOR_PLAN.replace("output_tokens: 24", "output_tokens: lots"))
+    with pytest.raises(PlanError, match=rf"{bad}:8: rigs\.0\.launch\.script\.output_tokens: Input should be"):
+        load_plan(bad)
+    with pytest.raises(PlanError, match=r"unknown launch kind 'emulatr'; the engines registered now are "
+                                        r"llamacpp, ollama, sglang, vllm, emulator"):
+        load_plan(write(tmp_path, _EMULATOR_PLAN.replace("kind: emulator", "kind: emulatr")))
+
+
+def test_an_engine_whose_spec_kind_is_not_its_name_is_refused() -> None:
+    class Misnamed(EmulatorEngine):
+        name = "emulator-two"
+
+    with pytest.raises(UsageError, match=r"must declare `kind: Literal\['emulator-two'\] = 'emulator-two'`"):
+        register_engine(Misnamed())
+
+    class Shadowing(EmulatorEngine):
+        name = "command"
+
+    with pytest.raises(UsageError, match="command already names an engine or a launch kind"):
+        register_engine(Shadowing())
+
+
+def test_a_plan_launches_a_registered_engine_as_a_real_process_end_to_end(
+        emulator_engine: EmulatorEngine, tmp_path: Path) -> None:
+    """The emulator, started by rigbench from the plan through the registered engine, measured, stopped."""
+    import asyncio
+
+    from rigbench.plan import execute_plan
+    from rigbench.store import RunReader
+
+    lp = load_plan(write(tmp_path, _EMULATOR_PLAN))
+    index = asyncio.run(execute_plan(lp, tmp_path / "plan"))
+    assert [(e.kind, e.status, e.error) for e in index.rigs] == [("emulator", "complete", None)]
+    run = RunReader(tmp_path / "plan" / index.rigs[0].run_dir)  # type: ignore[operator]
+    fp = run.header.fingerprint
+    assert fp["mode"] == "launched" and fp["engine"] == "emulator"
+    argv = fp["argv"]
+    assert argv[:3] == [sys.executable, "-m", "rigbench.testing"]
+    assert fp["engine_version"] == "reference" and fp["model"]["served_name"] == "plugged-in"
+    port = int(argv[argv.index("--port") + 1])
+    assert port != EmulatorEngine.default_port  # the spec named none: a free one was chosen
+    speed = run.records("speed_request")
+    assert len(speed) == 2 and all(r.result.ok and r.result.completion_tokens == 24 for r in speed)  # type: ignore[union-attr]
+    assert "listening http://127.0.0.1:" in (tmp_path / "plan" / index.rigs[0].run_dir / "engine.log").read_text()  # type: ignore[operator]
+    assert not port_in_use(port)  # rigbench stopped the process it started

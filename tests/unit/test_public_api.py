@@ -109,8 +109,8 @@ PUBLIC: dict[str, list[str]] = {
         "RunWriter", "TrustVerdict", "new_run_id", "now_utc", "source_data_id",
     ],
     "rigbench.suites": [
-        "BuiltSuites", "NullProgress", "Progress", "RigInfo", "SUITE_NAMES", "Suite",
-        "SuiteContext", "SuiteSettings", "build_suites",
+        "BuiltSuites", "NullProgress", "Progress", "SUITE_NAMES", "Suite", "SuiteContext",
+        "SuiteSettings", "build_suites",
     ],
     "rigbench.suites.agent": [
         "AgentSettings", "AgentSuite", "BFCLSuite", "BFCL_CATEGORIES", "BFCL_VERSION", "PROBES",

@@ -298,8 +298,9 @@ def test_symlinks_left_by_sandboxed_code_are_never_followed_by_rigbench(tmp_path
 async def test_agent_tasks_refuse_without_a_sandbox_and_mark_unconfined_runs(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    from rigbench.rig import RigInfo
     from rigbench.sandbox import _confine, _run
-    from rigbench.suites._context import RigInfo, SuiteContext
+    from rigbench.suites import SuiteContext
     from rigbench.suites.agent import AgentSuite
     from rigbench.suites.agent._grading import grade_repo_fix
     from rigbench.suites.agent._tasks import load_task

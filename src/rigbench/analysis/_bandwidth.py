@@ -68,6 +68,7 @@ def measure_host_bandwidth(*, buffer_bytes: int = 512 * 1024**2, repeats: int = 
 def measure_gpu_bandwidth(*, buffer_bytes: int = 2 * 1024**3, repeats: int = 10) -> BandwidthMeasurement | None:
     """Device-to-device copy bandwidth of GPU 0, or None without torch or a GPU."""
     try:
+        # lazy: torch is optional (present only where a GPU stack is)
         import torch
     except ImportError:
         return None

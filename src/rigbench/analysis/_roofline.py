@@ -111,6 +111,7 @@ class WeightsInfo(Frozen):
 def weights_from_gguf(path: Path) -> WeightsInfo:
     """Tensor bytes from a GGUF header, via the `gguf` package (no tensor data is read)."""
     try:
+        # lazy: gguf adds ~50 ms to every CLI start; only reading a GGUF file needs it
         from gguf import GGUFReader
     except ImportError as e:  # pragma: no cover - gguf is a dependency
         raise UsageError("reading GGUF needs the `gguf` package: pip install gguf") from e
@@ -125,6 +126,7 @@ def weights_from_gguf(path: Path) -> WeightsInfo:
     field = reader.fields.get("general.file_type")
     if field is not None:
         try:
+            # lazy: as GGUFReader above
             from gguf import LlamaFileType
 
             ftype = LlamaFileType(int(field.parts[field.data[0]][0])).name.removeprefix("MOSTLY_")

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from rigbench.cli._paths import check_output_dir, check_output_file
-from rigbench.errors import UsageError
+from rigbench.errors import RigbenchError, UsageError
 
 __all__ = ["EFFORT_LEVELS", "check_finite", "check_run_options"]
 
@@ -25,8 +25,6 @@ _T = TypeVar("_T")
 def read_model_file(read: Callable[[Path], _T], model: Path, what: str, fix: str) -> _T:
     """`read(model)`, with a foreign or truncated file a usage error naming it (the GGUF, JSON and
     safetensors parsers raise many types) rather than a traceback from the parser."""
-    from rigbench.errors import RigbenchError
-
     try:
         return read(model)
     except RigbenchError:

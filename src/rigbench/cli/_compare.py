@@ -11,6 +11,7 @@ from rich.console import Console
 
 from rigbench.analysis import compare_runs, compare_suites, fit_speculation, summarize_speed
 from rigbench.cli._app import app
+from rigbench.cli._paths import check_output_file
 from rigbench.errors import UsageError
 from rigbench.report import (
     comparison_markdown,
@@ -43,8 +44,6 @@ def compare(
         raise UsageError("give a baseline run and at least one run to compare with it.")
     if not 0.0 < alpha < 1.0:  # nan fails this too
         raise UsageError(f"--alpha is a significance level in (0, 1), e.g. 0.05; got {alpha!r}.")
-    from rigbench.cli._paths import check_output_file
-
     check_output_file(markdown, "--markdown")
     readers = [RunReader(r) for r in runs]
     labels = dict(zip((r.dir.name for r in readers), rig_labels([r.dir.name for r in readers],

@@ -16,6 +16,7 @@ from rigbench.analysis import (
     sessions_from_pool,
 )
 from rigbench.cli._app import app
+from rigbench.cli._checks import check_finite, read_model_file
 from rigbench.errors import UsageError
 from rigbench.report import kv_terminal
 
@@ -44,8 +45,6 @@ def kv(
                                                    "else 1.")] = 2,
 ) -> None:
     """Tokens of KV cache and concurrent sessions at a context length, from the model's attention shape."""
-    from rigbench.cli._checks import check_finite
-
     check_finite(budget_gib, "--budget-gib", high=1e9)  # a billion GiB: far above any machine
     if context < 1:
         raise UsageError(f"--context must be a positive number of tokens per session; got {context}.")
@@ -87,8 +86,6 @@ def kv(
 
 
 def _read_model(model: Path) -> KVArchitecture:
-    from rigbench.cli._checks import read_model_file
-
     return read_model_file(kv_architecture_from_path, model, "an attention shape",
                            "Pass a complete .gguf file, a config.json or a model directory, "
                            "or give --layers, --kv-heads and --head-dim.")

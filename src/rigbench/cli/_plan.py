@@ -11,9 +11,10 @@ from rich.table import Table
 from rigbench.analysis import Comparison, Revision, RunAnalysis, analyze_run, compare_runs, find_revisions
 from rigbench.cli._progress import RichProgress
 from rigbench.client import run as run_loop
-from rigbench.plan import PlanIndex, execute_plan, load_plan, plan_runs
+from rigbench.plan import PlanIndex, execute_plan, is_plan_dir, load_plan, plan_runs
 from rigbench.report import render_blog_markdown, speedup_table
-from rigbench.store import new_run_id
+from rigbench.scale import execute_plan_on_ray
+from rigbench.store import RunReader, new_run_id
 
 __all__ = ["across_runs", "named_runs", "plan_analyses", "run_plan"]
 
@@ -60,8 +61,6 @@ def run_plan(plan_file: Path, *, resume: Path | None, out: Path, markdown: Path 
     with RichProgress(console) as prog:
         try:
             if ray is not None:  # each rig a Ray task on a node that has its resources (docs/scale-out.md)
-                from rigbench.scale import execute_plan_on_ray
-
                 index = run_loop(execute_plan_on_ray(loaded, plan_dir, address=ray, resume=resume is not None,
                                                      progress=prog, on_rig=announce))
             else:
@@ -101,8 +100,6 @@ def run_plan(plan_file: Path, *, resume: Path | None, out: Path, markdown: Path 
 
 def named_runs(paths: list[Path]) -> list[tuple[str, Path]]:
     """Run directories to report, a plan directory standing for its rigs' runs (named by rig)."""
-    from rigbench.plan import is_plan_dir
-
     out: list[tuple[str, Path]] = []
     for p in paths:
         if is_plan_dir(p):
@@ -115,8 +112,6 @@ def named_runs(paths: list[Path]) -> list[tuple[str, Path]]:
 def across_runs(names: list[str], paths: list[Path],
                 analyses: list[RunAnalysis]) -> tuple[list[Comparison], list[Revision]]:
     """Each run against the first (speed-up), and re-measurements among them."""
-    from rigbench.store import RunReader
-
     comparisons: list[Comparison] = []
     if len(paths) > 1 and all(a.speed for a in analyses):
         comparisons = compare_runs(RunReader(paths[0]), [RunReader(p) for p in paths[1:]], allow_mismatch=True)

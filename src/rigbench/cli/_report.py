@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated
 
@@ -10,15 +11,20 @@ from rich.console import Console
 
 from rigbench.analysis import analyze_run, compare_suites
 from rigbench.cli._app import app
+from rigbench.cli._paths import check_output_file
 from rigbench.errors import StoreError
+from rigbench.records import SpeedRequest
 from rigbench.report import (
     RunListing,
+    render_blog_markdown,
     render_json,
     render_markdown,
     render_terminal,
     rig_labels,
     runs_table,
+    speedup_table,
     suite_comparison_terminal,
+    vllm_detailed_result,
 )
 from rigbench.store import RunReader
 
@@ -39,7 +45,7 @@ def report(
 ) -> None:
     """Re-render saved runs (complete or not) in the terminal, and optionally as Markdown/JSON."""
     console = Console()
-    from rigbench.cli._paths import check_output_file
+    # lazy: start-up; cli._plan loads rigbench.plan and every suite (~0.3 s)
     from rigbench.cli._plan import across_runs, named_runs
 
     for path, option in ((html, "--html"), (markdown, "--markdown"), (json_out, "--json"), (vllm_json, "--vllm-json")):
@@ -60,8 +66,6 @@ def report(
     comparisons, revisions = across_runs(names, runs, analyses) if len(runs) > 1 else ([], [])
     suites = [compare_suites(RunReader(runs[0]), RunReader(p)) for p in runs[1:]]
     if len(runs) > 1:  # across the runs: speed-up, then quality and agent, each against the first
-        from rigbench.report import render_blog_markdown, speedup_table
-
         console.rule(f"{len(runs)} runs against {names[0]}")
         if comparisons:
             console.print(speedup_table(names, analyses, comparisons))
@@ -70,6 +74,7 @@ def report(
         # the blog-ready comparison first, then each run in full
         md_parts.insert(0, render_blog_markdown(names, analyses, comparisons, revisions, suites))
     if html:
+        # lazy: start-up; render_html loads matplotlib (~0.6 s)
         from rigbench.report import render_html
 
         html.write_text(render_html(names, analyses, comparisons, revisions, suites))
@@ -78,11 +83,6 @@ def report(
         markdown.write_text("\n\n".join(md_parts))
         console.print(f"Markdown report: {markdown}")
     if vllm_json:
-        import json
-
-        from rigbench.records import SpeedRequest
-        from rigbench.report import vllm_detailed_result
-
         reqs = RunReader(runs[0]).records("speed_request", SpeedRequest)
         vllm_json.write_text(json.dumps(vllm_detailed_result(reqs), indent=1))
         console.print(f"vLLM-style detailed JSON: {vllm_json}")

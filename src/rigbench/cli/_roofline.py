@@ -10,6 +10,7 @@ from rich.console import Console
 
 from rigbench.analysis import WeightsInfo, lookup_device, predict_speedup, roofline, weights_from_path
 from rigbench.cli._app import app
+from rigbench.cli._checks import check_finite, read_model_file
 from rigbench.errors import UsageError
 from rigbench.report import roofline_terminal
 
@@ -17,8 +18,6 @@ __all__ = ["roofline_cmd"]
 
 
 def _read_weights(model: Path) -> WeightsInfo:
-    from rigbench.cli._checks import read_model_file
-
     return read_model_file(weights_from_path, model, "weight sizes",
                            "Pass a complete .gguf or .safetensors file or a model directory, or give --weights-gb.")
 
@@ -39,8 +38,6 @@ def roofline_cmd(
                                                  "(for the speed-up prediction).")] = 0.0,
 ) -> None:
     """Decode ceiling (tok/s) = bandwidth / weight bytes, and how close a measured rate is to it."""
-    from rigbench.cli._checks import check_finite
-
     console = Console()
     check_finite(weights_gb, "--weights-gb", high=1e6)  # a petabyte of weights per token: beyond any model
     check_finite(bandwidth_gbs, "--bandwidth-gbs", high=1e6)  # 1 PB/s: beyond any memory

@@ -3,26 +3,22 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
 
 from rigbench.analysis import analyze_run
 from rigbench.cli._app import app
+from rigbench.cli._checks import check_run_options
 from rigbench.cli._progress import RichProgress
+from rigbench.cli._resume import recorded_options, resumed_options
 from rigbench.client import run as run_loop
 from rigbench.errors import UsageError
 from rigbench.report import render_markdown, render_terminal
 from rigbench.store import RunReader
 
 __all__ = ["run"]
-
-
-def _recorded(options: dict[str, Any]) -> dict[str, Any]:
-    from rigbench.cli._resume import recorded_options
-
-    return recorded_options(options)
 
 
 @app.command()
@@ -135,15 +131,12 @@ def run(
     """
     cli_opts = dict(locals())  # first statement: every option as given (recorded for --resume)
     if resume is not None and plan is None and ctx is not None:
-        from rigbench.cli._resume import resumed_options
-
         merged = resumed_options(ctx, cli_opts, resume, run)
         if merged is not None:
             return run(**merged)
-    from rigbench.cli._checks import check_run_options
-
     check_run_options(cli_opts)
     if plan is not None:
+        # lazy: start-up; cli._plan loads rigbench.plan and every suite (~0.3 s)
         from rigbench.cli._plan import run_plan
 
         if allow_unconfined:
@@ -158,24 +151,28 @@ def run(
         run_plan(plan, resume=resume, out=out, markdown=markdown, allow_untrusted=allow_untrusted, ray=ray)
         return
     if ray is not None or clients > 1:
+        # lazy: start-up; only --ray / --clients need rigbench.scale
         from rigbench.scale import check_client_options
 
         check_client_options(ray=ray, clients=clients, endpoint=endpoint, suites=suite)
     console = Console()
+    # lazy: start-up; rigbench.plan loads every suite and the runner (~0.3 s)
     from rigbench.plan import plan_from_options, run_config_for
 
     # the flags are a plan of one rig: the same models validate them, the same function builds the run
     flags = plan_from_options(cli_opts)
     cfg = run_config_for(flags.plan, flags.rig, out, label=label, resume=resume, allow_untrusted=allow_untrusted,
-                         cli_options=_recorded(cli_opts))
+                         cli_options=recorded_options(cli_opts))
     with RichProgress(console) as prog:
         try:
             if ray is not None:  # the speed load from client actors (rigbench.scale)
+                # lazy: start-up; only --ray needs rigbench.scale
                 from rigbench.scale import execute_run_with_clients
 
                 header = run_loop(execute_run_with_clients(cfg, prog, address=ray, clients=clients,
                                                            console=console))
             else:
+                # lazy: start-up; the runner loads every suite
                 from rigbench.runner import execute_run
 
                 header = run_loop(execute_run(cfg, prog, build_progress=prog.build))

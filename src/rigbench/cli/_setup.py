@@ -11,7 +11,7 @@ from rich.console import Console
 from rigbench.cli._app import app
 from rigbench.cli._progress import RichProgress
 from rigbench.errors import UsageError
-from rigbench.rig import EMBEDDED_MODEL, ensure_llama_server
+from rigbench.rig import EMBEDDED_MODEL, ensure_llama_server, find_vllm, hf_copy_of_gguf, install_vllm
 
 __all__ = ["setup"]
 
@@ -44,8 +44,6 @@ def setup(
 
 
 def _setup_vllm(console: Console, vllm_python: Path | None) -> None:
-    from rigbench.rig import find_vllm, hf_copy_of_gguf, install_vllm
-
     with RichProgress(console) as prog:
         install = find_vllm(vllm_python)
         if install is None:

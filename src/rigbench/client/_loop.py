@@ -22,6 +22,7 @@ def _use_uvloop() -> bool:
     if os.environ.get("RIGBENCH_EVENT_LOOP", "").lower() == "asyncio":
         return False
     try:
+        # optional: uvloop is absent on Windows (and may be uninstalled); then asyncio runs
         import uvloop  # noqa: F401
     except ImportError:
         return False
@@ -36,6 +37,7 @@ def event_loop_name() -> str:
 def run(main: Coroutine[Any, Any, T]) -> T:
     """Run `main` to completion on the chosen loop (the CLI's replacement for asyncio.run)."""
     if _use_uvloop():
+        # optional: only when _use_uvloop() found it
         import uvloop
 
         return uvloop.run(main)

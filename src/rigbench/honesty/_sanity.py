@@ -26,6 +26,7 @@ import asyncio
 import random
 import re
 import secrets
+import time
 import unicodedata
 from collections.abc import Callable, Iterable
 from typing import Any, Literal
@@ -263,8 +264,6 @@ async def run_sanity_gate(
     answer content but with reasoning (a thinking model, seed 003: over a thousand tokens for a
     21-character answer) is asked again with `max_tokens`.
     """
-    import time
-
     t0 = time.perf_counter()
     if questions is None:
         question_seed = new_question_seed() if question_seed is None else question_seed

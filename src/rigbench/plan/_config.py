@@ -25,9 +25,12 @@ from rigbench.rig import (
     LocalFile,
     ModelSource,
     VLLMLaunch,
+    find_vllm,
     model_source_from_spec,
+    vllm_serve_argv,
 )
 from rigbench.runner import RunConfig
+from rigbench.sandbox import require_confinement
 from rigbench.sizing import context_per_slot, slots_for
 
 __all__ = ["CliPlan", "plan_from_options", "run_config_for"]
@@ -87,8 +90,6 @@ def run_config_for(plan: Plan, rig: ResolvedRig, out_dir: Path, *, run_id: str |
     else:
         run = RunConfig(launch=spec, **common)
     if "tasks" in run.suite_settings.get("agent", {}).get("parts", []):
-        from rigbench.sandbox import require_confinement
-
         require_confinement(settings.agent.allow_unconfined)  # before the engine starts
     return run
 
@@ -254,8 +255,6 @@ def _rig(o: dict[str, Any]) -> dict[str, Any]:
 
 def _vllm_launch(o: dict[str, Any]) -> VLLMLaunch:
     """`rigbench run --engine vllm`: the VLLMLaunch spec (model converted and vLLM found when it starts)."""
-    from rigbench.rig import find_vllm, vllm_serve_argv
-
     for flag, value in (("--llama-server", o.get("llama_server")), ("--draft-model", o.get("draft_model")),
                         ("--spec-synth-len", o.get("spec_synth_len")), ("--threads", o.get("threads"))):
         if value is not None:

@@ -1,8 +1,9 @@
 """Loading a plan file: YAML -> validated `Plan` -> expanded rigs, errors pointing at file:line.
 
-Pydantic reports where a value failed as a path of keys (`rigs.1.launch.vllm.model`); the YAML
-node tree keeps each key's line, so the path is walked through it to name the line. Segments that
-are not keys in the file (a union's tag, like `vllm` above) are skipped.
+Pydantic reports where a value failed as a path of keys (`rigs.1.launch.model`); the YAML node
+tree keeps each key's line, so the path is walked through it to name the line. A segment past
+what the file holds is kept when it names a missing key, and dropped when it names a union member
+(`list[int]`, `function-after[...]`), which is no key of the file.
 """
 
 from __future__ import annotations
@@ -109,13 +110,10 @@ def _locate(root: yaml.Node | None, loc: Sequence[int | str]) -> tuple[int | Non
 
 def _where(path: Path, root: yaml.Node | None, loc: Sequence[int | str]) -> str:
     line, found, used = _locate(root, loc)
-    # segments past what the file holds: a missing field keeps its name, a union's tag is dropped
-    rest = [str(s) for s in loc[used:] if str(s) not in _UNION_TAGS and "[" not in str(s)]
+    # segments past what the file holds: a missing field keeps its name, a union member is dropped
+    rest = [str(s) for s in loc[used:] if "[" not in str(s)]
     key = ".".join(found + rest) or "(top level)"
     return f"{path}:{line}: {key}" if line is not None else f"{path}: {key}"
-
-
-_UNION_TAGS = {"vllm", "sglang", "llamacpp", "ollama", "command", "container", "endpoint"}
 
 
 def _format_errors(path: Path, root: yaml.Node | None, err: ValidationError) -> str:

@@ -1,7 +1,8 @@
 """Plan file models: a matrix of rigs x suites x settings (format: docs/plans.md).
 
 Everything is `extra="forbid"`: a misspelt key is an error naming its file and line, never a
-setting silently ignored.
+setting silently ignored. A rig's `launch:` is checked against the engines registered when the plan
+is validated (`rigbench.rig.LaunchSpec`), so an engine added with `register_engine` is a valid kind.
 """
 
 from __future__ import annotations

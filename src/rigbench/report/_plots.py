@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
 
 from rigbench.analysis import Comparison, RunAnalysis, Stat
 
@@ -280,6 +281,4 @@ def plot_agent_matrix(names: Sequence[str], analyses: Sequence[RunAnalysis]) -> 
 
 
 def _rect(x: float, y: float, color: str) -> Any:
-    from matplotlib.patches import Rectangle
-
     return Rectangle((x, y), 1, 1, facecolor=color, edgecolor="white")

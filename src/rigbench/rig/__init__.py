@@ -12,7 +12,7 @@ from rigbench.rig._fingerprint import (
     host_info,
 )
 from rigbench.rig._info import RigInfo
-from rigbench.rig._launch_spec import EndpointSpec, LaunchSpec, VLLMLaunch
+from rigbench.rig._launch_spec import EndpointSpec, LaunchSpec
 from rigbench.rig._models import (
     EMBEDDED_MODEL,
     HubFile,
@@ -28,6 +28,7 @@ from rigbench.rig._spec_rig import launched_rig
 from rigbench.rig._telemetry import TelemetrySampler
 from rigbench.rig._traffic import check_traffic, requests_from_records
 from rigbench.rig._vllm_env import find_vllm, hf_copy_of_gguf, install_vllm, vllm_serve_argv
+from rigbench.rig.engines._vllm import VLLMLaunch
 
 __all__ = [
     "EMBEDDED_MODEL",

@@ -147,6 +147,7 @@ def _generator() -> tuple[list[str], str]:
     ninja = shutil.which("ninja")
     if ninja is None:
         try:
+            # fallback only: Ninja on PATH is preferred, and a platform without the wheel uses make
             import ninja as _ninja_pkg
 
             cand = Path(_ninja_pkg.BIN_DIR) / "ninja"

@@ -22,6 +22,9 @@ from pydantic import Field
 from rigbench._version import __version__
 from rigbench.analysis import machine_bandwidth
 from rigbench.records import Frozen
+from rigbench.rig._cache import cache_dir
+from rigbench.rig._cpu import cpu_features
+from rigbench.rig._models import sha256_file
 
 __all__ = ["EngineBinary", "Fingerprint", "HostInfo", "MemoryBandwidth", "ModelInfo", "host_info", "model_info"]
 
@@ -119,9 +122,6 @@ def _gpus() -> list[str]:
 def host_info(*, probe_bandwidth: bool = True) -> HostInfo:
     """This host; its memory bandwidth from the per-machine cache, measured once when missing
     (`probe_bandwidth=False`: only a cached figure; RIGBENCH_NO_BANDWIDTH_PROBE=1 disables probing)."""
-    from rigbench.rig._cache import cache_dir
-    from rigbench.rig._cpu import cpu_features
-
     cpu_model, logical, memory, gpus = _cpu_model(), os.cpu_count(), psutil.virtual_memory().total, _gpus()
     probe = probe_bandwidth and os.environ.get("RIGBENCH_NO_BANDWIDTH_PROBE", "") in ("", "0")
     bw = machine_bandwidth(cache_dir("bandwidth"), cpu_model=cpu_model, cores=logical, memory_bytes=memory,
@@ -142,8 +142,6 @@ def host_info(*, probe_bandwidth: bool = True) -> HostInfo:
 
 
 def model_info(path: Path, *, source: str | None, served_name: str | None, sha256: str | None = None) -> ModelInfo:
-    from rigbench.rig._models import sha256_file
-
     return ModelInfo(path=str(path), size_bytes=path.stat().st_size, sha256=sha256 or sha256_file(path),
                      source=source, served_name=served_name)
 

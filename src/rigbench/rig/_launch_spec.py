@@ -2,38 +2,34 @@
 endpoint that is already running. `argv_for(spec)` turns a spec into the exact argv to spawn.
 
 Each engine's typed spec and its command-line builder live in its module under `rig/engines/`,
-with the flag spellings read from the engine itself (docs/engines.md names the versions).
+with the flag spellings read from the engine itself (docs/engines.md names the versions). This
+module names no engine: `LaunchSpec` (a plan's `launch:`) looks its `kind` up among the engines
+registered when it is validated, so an engine added with `register_engine` is a plan-file kind
+with no edit here.
 """
 
 from __future__ import annotations
 
 import shlex
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import PlainValidator, SerializeAsAny, ValidationError, field_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from rigbench.errors import UsageError
-from rigbench.rig.engines._llamacpp import LlamaCppLaunch
-from rigbench.rig.engines._ollama import OllamaLaunch
-from rigbench.rig.engines._registry import get_engine
-from rigbench.rig.engines._sglang import SGLangLaunch, SGLangSpeculative
+from rigbench.rig.engines._registry import get_engine, known_engines
 from rigbench.rig.engines._spec import EngineSpec, LaunchCommand, Spec
-from rigbench.rig.engines._vllm import VLLM_API_SERVER_MODULE, VLLMLaunch
 
 __all__ = [
-    "VLLM_API_SERVER_MODULE",
     "CommandLaunch",
     "ContainerLaunch",
     "EndpointSpec",
     "LaunchCommand",
     "LaunchSpec",
-    "LlamaCppLaunch",
-    "OllamaLaunch",
-    "SGLangLaunch",
-    "SGLangSpeculative",
-    "VLLMLaunch",
     "argv_for",
     "command_for",
+    "launch_spec_types",
 ]
 
 
@@ -81,11 +77,51 @@ class EndpointSpec(Spec):
     model: str | None = None
 
 
-LaunchSpec = Annotated[
-    VLLMLaunch | SGLangLaunch | LlamaCppLaunch | OllamaLaunch
-    | CommandLaunch | ContainerLaunch | EndpointSpec,
-    Field(discriminator="kind"),
-]
+# Kinds that are not an engine: a command line given verbatim, and an already-running server
+# (accepted here so that a plan can say it belongs under `endpoint:` instead).
+_NOT_ENGINES: dict[str, type[Spec]] = {"command": CommandLaunch, "container": ContainerLaunch,
+                                       "endpoint": EndpointSpec}
+
+
+def launch_spec_types() -> dict[str, type[Spec]]:
+    """`kind` -> launch-spec model: every engine registered now, then the verbatim kinds."""
+    return {**{e.name: e.launch_spec for e in known_engines()}, **_NOT_ENGINES}
+
+
+def _kinds_known() -> str:
+    engines = ", ".join(e.name for e in known_engines())
+    return (f"the engines registered now are {engines} (another is added with "
+            "rigbench.rig.engines.register_engine: docs/engines.md); `command` or `container` start a "
+            "command line given verbatim")
+
+
+def _kind_error(message: str, kind: Any) -> ValidationError:
+    # a ValidationError raised in a validator keeps its locations, so the error points at `kind`
+    return ValidationError.from_exception_data("LaunchSpec", [InitErrorDetails(
+        type=PydanticCustomError("launch_kind", message), loc=("kind",), input=kind)])
+
+
+def _validate_launch_spec(value: Any) -> Spec:
+    types = launch_spec_types()
+    if isinstance(value, Spec):  # built in code rather than read from a file
+        if type(value) in types.values():
+            return value
+        raise PydanticCustomError("launch_spec_type", f"{type(value).__name__} is not the launch spec of a "
+                                  f"registered engine; {_kinds_known()}")
+    if not isinstance(value, Mapping):
+        raise PydanticCustomError("launch_spec_type", f"a launch spec is a mapping with a `kind`, not a "
+                                  f"{type(value).__name__}; {_kinds_known()}")
+    kind = value.get("kind")
+    if kind is None:
+        raise _kind_error(f"a launch spec needs a `kind`; {_kinds_known()}", kind)
+    if not isinstance(kind, str) or kind not in types:
+        raise _kind_error(f"unknown launch kind {kind!r}; {_kinds_known()}", kind)
+    return types[kind].model_validate(value)
+
+
+# Validated against the registry at validation time, not a union fixed when this module was
+# imported; serialized as the spec it holds (every field of that engine's model).
+LaunchSpec = Annotated[SerializeAsAny[Spec], PlainValidator(_validate_launch_spec)]
 
 
 def argv_for(spec: Any) -> list[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import ctypes
 import os
 import shlex
 import signal
@@ -30,8 +31,6 @@ atexit.register(_stop_all_at_exit)
 
 def _libc() -> object | None:
     try:
-        import ctypes
-
         return ctypes.CDLL("libc.so.6", use_errno=True)
     except OSError:
         return None

@@ -8,13 +8,16 @@ import signal
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
-from rigbench.client import ChatClient
+from rigbench.client import ChatClient, is_loopback_url, redact_url
 from rigbench.errors import EndpointError, RigbenchError, RigStartError, UsageError
 from rigbench.records import StartupTiming
 from rigbench.rig._fingerprint import EngineBinary, Fingerprint, ModelInfo, host_info, now_iso, sha256_text
 from rigbench.rig._info import RigInfo
 from rigbench.rig._process import EngineProcess
+from rigbench.rig.engines import detect_engine, get_adapter
+from rigbench.rig.engines._http import probe_json
 from rigbench.rig.engines._registry import get_engine
 from rigbench.rig.engines._speculative import speculative_from_argv
 
@@ -22,8 +25,6 @@ __all__ = ["AttachedRig", "LaunchedRig"]
 
 
 async def _served_model_name(client: ChatClient) -> str | None:
-    from rigbench.rig.engines._http import probe_json
-
     body = await probe_json(client, "/v1/models")
     if isinstance(body, dict) and isinstance(body.get("data"), list) and body["data"]:
         first = body["data"][0]
@@ -37,8 +38,6 @@ async def _engine_facts(client: ChatClient, engine: str | None = None) -> dict[s
 
     Keys absent when not exposed; a server that answers none of its engine's endpoints gives {}.
     """
-    from rigbench.rig.engines import detect_engine, get_adapter
-
     try:
         name = engine or await detect_engine(client)
         facts: dict[str, Any] = (dict(await get_adapter(name).server_info(client)) if name != "unknown"
@@ -176,13 +175,9 @@ class AttachedRig:
     """An already-running OpenAI-compatible endpoint; records what it exposes, the rest as unknown."""
 
     def __init__(self, base_url: str, *, model: str | None, api_key: str | None = None) -> None:
-        from rigbench.client import redact_url
-
         url = redact_url(base_url).rstrip("/")  # credentials in a URL are never sent, printed nor stored
         if not url.startswith(("http://", "https://")):
             raise EndpointError(f"--endpoint {url!r} is not an http(s) URL; e.g. http://127.0.0.1:8000/v1")
-        from urllib.parse import urlsplit
-
         try:
             parts = urlsplit(url)
             parts.port  # noqa: B018 - raises ValueError for a port out of range
@@ -247,8 +242,6 @@ class AttachedRig:
             unknown.append("engine_version")
         if f.get("chat_template") is None:
             unknown.append("chat_template_sha256")
-        from rigbench.client import is_loopback_url
-
         local = is_loopback_url(self.base_url)
         return Fingerprint(
             mode="attached", argv=None, engine=f.get("engine", "unknown"),

@@ -14,10 +14,12 @@ from typing import Any
 from rigbench.errors import RigStartError, UsageError
 from rigbench.records import StartupTiming
 from rigbench.rig._fingerprint import ModelInfo
-from rigbench.rig._launch_spec import CommandLaunch, ContainerLaunch, EndpointSpec, VLLMLaunch, command_for
+from rigbench.rig._launch_spec import CommandLaunch, ContainerLaunch, EndpointSpec, command_for
 from rigbench.rig._process import EngineProcess, free_port
 from rigbench.rig._rig import LaunchedRig
+from rigbench.rig._vllm_rig import VLLMRig
 from rigbench.rig.engines import get_engine
+from rigbench.rig.engines._vllm import VLLMLaunch
 
 __all__ = ["ContainerRig", "SpecRig", "launched_rig"]
 
@@ -81,8 +83,6 @@ def launched_rig(spec: Any, log_path: Path, *, api_key: str | None = None,
     if isinstance(spec, EndpointSpec):
         raise UsageError(f"{spec.base_url} is an already-running endpoint: attach to it, do not launch it.")
     if isinstance(spec, VLLMLaunch):  # finds or installs vLLM and converts the model when it starts
-        from rigbench.rig._vllm_rig import VLLMRig
-
         return VLLMRig(spec, log_path, api_key=api_key, note=note or (lambda msg: None), progress=build_progress)
     if not isinstance(spec, CommandLaunch) and getattr(spec, "port", None) is None:
         spec = spec.model_copy(update={"port": free_port(getattr(spec, "host", "127.0.0.1"))})

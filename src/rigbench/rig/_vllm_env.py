@@ -18,6 +18,7 @@ sha256.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -114,8 +115,6 @@ def find_vllm(explicit: str | Path | None = None) -> VLLMInstall | None:
     if (_venv_home() / "complete.json").is_file() and managed.is_file():
         info = json.loads((_venv_home() / "complete.json").read_text())
         return VLLMInstall(managed, "managed", info.get("vllm"))
-    import importlib.util
-
     if importlib.util.find_spec("vllm") is not None:
         version = _vllm_version(Path(sys.executable))
         if version:
@@ -133,6 +132,7 @@ def requirements_from_metadata(metadata: str) -> list[str]:
 
     Extras-only entries and entries whose environment marker is false are left out.
     """
+    # lazy: only the vLLM install reads requirements; packaging is not a declared dependency (it comes with huggingface_hub)
     from packaging.requirements import InvalidRequirement, Requirement
 
     out: list[str] = []

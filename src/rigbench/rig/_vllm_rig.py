@@ -8,6 +8,7 @@ the vLLM engine module's (`parse_vllm_log`, `pool_from_metrics` in rig/engines/_
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -16,12 +17,12 @@ from typing import Any
 from rigbench.analysis import VLLMAccounting, kv_architecture_from_path, kv_capacity
 from rigbench.records import StartupTiming
 from rigbench.rig._fingerprint import ModelInfo, model_info
-from rigbench.rig._launch_spec import VLLMLaunch, command_for
+from rigbench.rig._launch_spec import command_for
 from rigbench.rig._models import EMBEDDED_MODEL, LocalFile
 from rigbench.rig._process import EngineProcess, free_port
 from rigbench.rig._rig import LaunchedRig
 from rigbench.rig._vllm_env import Progress, find_vllm, hf_copy_of_gguf, install_vllm, vllm_serve_argv
-from rigbench.rig.engines._vllm import VLLM, VLLMAdapter, parse_vllm_log, pool_from_metrics
+from rigbench.rig.engines._vllm import VLLM, VLLMAdapter, VLLMLaunch, parse_vllm_log, pool_from_metrics
 
 __all__ = ["VLLMRig"]
 
@@ -106,8 +107,6 @@ class VLLMRig(LaunchedRig):
         self._prepared = True
 
     async def start(self) -> StartupTiming:
-        import asyncio
-
         if not self._prepared:
             await asyncio.to_thread(self.prepare)
         log_start = self.process.log_path.stat().st_size if self.process.log_path.exists() else 0

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -96,8 +97,6 @@ def _parse_channel(text: str, n: int) -> tuple[dict[int, dict[str, Any]], str | 
 def run_function_tests(code: str, function: str, cases: list[tuple[list[Any], Any]], *, limits: Limits,
                        allow_unconfined: bool) -> FunctionResult:
     """Define `code`, call `function(*args)` for each (args, expected) case, compare outside the sandbox."""
-    import time
-
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="rigbench-code-") as tmp:
         d = Path(tmp)

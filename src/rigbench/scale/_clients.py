@@ -61,6 +61,7 @@ def shift_result(r: StreamResult, delta_ns: int) -> StreamResult:
 def _new_loop() -> asyncio.AbstractEventLoop:
     if os.environ.get("RIGBENCH_EVENT_LOOP", "").lower() != "asyncio":
         try:
+            # optional: uvloop may be absent; then asyncio runs
             import uvloop
 
             return uvloop.new_event_loop()
@@ -78,6 +79,7 @@ class ClientActor:
 
     def __init__(self, name: str, base_url: str, api_key: str | None, *, skew_ns: int = 0,
                  echo_delay_s: float = 0.0) -> None:
+        # lazy: ray is optional (the `ray` extra); this class only runs as a Ray actor
         import ray
 
         self.name = name

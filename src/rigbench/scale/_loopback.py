@@ -150,11 +150,13 @@ class LoopbackCluster:
 
 def _main(argv: list[str]) -> None:
     """`ray start ...` with this node's address pinned to 127.0.0.1."""
+    # lazy: ray is optional; this runs only as the `ray start` wrapper process
     import ray._private.ray_constants as rc
     import ray._private.services as services
 
     rc.ENABLE_RAY_CLUSTER = True  # allow a worker node; the address below keeps it on loopback
     services.node_ip_address_from_perspective = lambda address=None: "127.0.0.1"
+    # lazy as above, and only once the two patches are in place
     from ray.scripts.scripts import main
 
     sys.argv = ["ray", *argv]

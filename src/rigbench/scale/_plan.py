@@ -10,6 +10,7 @@ rig (shipped the records the driver holds) redoes only the units that are missin
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import sys
@@ -20,9 +21,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from rigbench._version import __version__
+from rigbench.client import run as run_loop
 from rigbench.errors import RigbenchError
 from rigbench.plan import LoadedPlan, PlanIndex, ResolvedRig, open_index, run_config_for, write_plan_index
+from rigbench.runner import execute_run
 from rigbench.scale._placement import check_placeable, rig_resources, task_options
+from rigbench.scale._ray import connect
 from rigbench.scale._stream import Delta, DirTailer, apply_delta, snapshot_dir
 from rigbench.store import RunReader, new_run_id, now_utc
 from rigbench.suites import NullProgress, Progress
@@ -37,11 +42,8 @@ def rig_task(loaded: LoadedPlan, rig: ResolvedRig, run_id: str, prior: dict[str,
              command: list[str]) -> Iterator[tuple[str, Any]]:
     """Runs on a Ray node: measure one rig, yielding ("node", (ip, id, rigbench version)), ("delta", Delta)... then
     ("end", (status, error))."""
+    # lazy: ray is optional; this runs only on a Ray node
     import ray
-
-    from rigbench._version import __version__
-    from rigbench.client import run as run_loop
-    from rigbench.runner import execute_run
 
     yield ("node", (ray.util.get_node_ip_address(), ray.get_runtime_context().get_node_id(), __version__))
 
@@ -109,8 +111,6 @@ class _Plan:
             path.write_text(json.dumps(data, indent=2))
         self._update(name, status="running")
         self.prog.note(f"{name}: running on node {node_ip} ({node_id[:12]})")
-        from rigbench._version import __version__
-
         if version != __version__:
             self.prog.note(f"{name}: WARNING: node {node_ip} runs rigbench {version}, this driver {__version__}; "
                            "install the same version on every node for comparable results")
@@ -179,10 +179,6 @@ async def execute_plan_on_ray(
     on_rig: Callable[[str, int, int], None] = lambda name, i, n: None,
 ) -> PlanIndex:
     """`execute_plan`, with every unfinished rig a Ray task running in parallel where its resources are."""
-    import asyncio
-
-    from rigbench.scale._ray import connect
-
     prog = progress or NullProgress()
     with connect(address) as ray:
         res = rig_resources(loaded)

@@ -33,6 +33,7 @@ def import_ray() -> ModuleType:
     """`import ray`, or a UsageError saying how to install it."""
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no usage report leaves the machine
     try:
+        # lazy: ray is optional, and reads the RAY_* settings above when imported
         import ray
     except ImportError as e:
         raise UsageError(f"--ray needs Ray, which is not installed here ({e}). Install rigbench's Ray extra: "

@@ -6,9 +6,15 @@ import os
 from pathlib import Path
 from typing import Any
 
+from rich.table import Table
+
+from rigbench.analysis import CPU_FRACTION_MAX, LOOP_LAG_P99_MAX_S
 from rigbench.errors import UsageError
-from rigbench.records import Frozen
-from rigbench.store import RunHeader, RunReader, TrustVerdict
+from rigbench.records import ClientClock, ClientShare, Frozen, SelfCheck, SpeedBatch
+from rigbench.runner import execute_run
+from rigbench.scale._clients import CLOCK_BOUND_NS, ClientPool, RaySpeedSuite
+from rigbench.scale._ray import connect
+from rigbench.store import HEADER_FILE, RunHeader, RunReader, TrustVerdict
 from rigbench.suites import Progress
 from rigbench.suites.speed import SpeedSuite
 
@@ -45,8 +51,6 @@ class ActorSummary(Frozen):
 
 
 def summarize_clients(reader: RunReader) -> list[ActorSummary]:
-    from rigbench.records import ClientClock, ClientShare, SelfCheck, SpeedBatch
-
     measured = {b.unit_id for b in reader.records("speed_batch", SpeedBatch) if not b.warmup}
     shares: dict[str, ClientShare] = {}
     for s in reader.records("client_share", ClientShare):
@@ -93,10 +97,6 @@ def clock_reasons(summaries: list[ActorSummary], bound_ns: int) -> list[str]:
 
 def _flag(run_dir: Path, reasons: list[str]) -> RunHeader:
     """Add reasons for distrust to a finished run's header (its data id does not cover the verdict)."""
-    import os
-
-    from rigbench.store import HEADER_FILE
-
     reader = RunReader(run_dir)
     header = reader.header
     if reasons:
@@ -116,10 +116,6 @@ async def execute_run_with_clients(cfg: Any, progress: Progress | None = None, *
 
     `skew_ns` / `echo_delay_s` (per actor index) are for tests: a skewed clock, an unpinnable one.
     """
-    from rigbench.runner import execute_run
-    from rigbench.scale._clients import CLOCK_BOUND_NS, ClientPool, RaySpeedSuite
-    from rigbench.scale._ray import connect
-
     if not cfg.endpoint:
         raise UsageError("client actors drive an existing server: pass --endpoint URL.")
     if cpus_per_client is None:  # a core each; a private local instance shares this machine's cores
@@ -144,10 +140,6 @@ async def execute_run_with_clients(cfg: Any, progress: Progress | None = None, *
 
 
 def clients_table(summaries: list[ActorSummary]) -> Any:
-    from rich.table import Table
-
-    from rigbench.analysis import CPU_FRACTION_MAX, LOOP_LAG_P99_MAX_S
-
     t = Table(title="client actors (measured; clock offsets against the driver, NTP-style)", title_justify="left")
     for col in ("actor", "node", "requests", "output tokens", "tok/s", "clock offset", "+-", "client CPU",
                 "loop lag p99", "bottleneck"):

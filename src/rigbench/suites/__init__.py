@@ -5,11 +5,14 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from rigbench.errors import UsageError
-from rigbench.suites._context import NullProgress, Progress, RigInfo, Suite, SuiteContext
+from rigbench.suites._context import NullProgress, Progress, Suite, SuiteContext
 from rigbench.suites._settings import SuiteSettings
+from rigbench.suites.agent import AgentSuite
 from rigbench.suites.agent._settings import AGENT_PARTS
+from rigbench.suites.quality import EffortSweepSuite, MMLUProSuite, PackSuite
+from rigbench.suites.speed import SpeedSuite
 
-__all__ = ["SUITE_NAMES", "BuiltSuites", "NullProgress", "Progress", "RigInfo", "Suite", "SuiteContext", "SuiteSettings",
+__all__ = ["SUITE_NAMES", "BuiltSuites", "NullProgress", "Progress", "Suite", "SuiteContext", "SuiteSettings",
            "build_suites"]
 
 SUITE_NAMES = ("speed", "quality", "mmlu_pro", "packs", "effort", "agent", "agent_probes", "agent_tools", "agent_bfcl", "agent_tasks")
@@ -29,7 +32,6 @@ class BuiltSuites(NamedTuple):
 def build_suites(names: list[str], settings: SuiteSettings | None = None) -> BuiltSuites:
     """The suites `names` asks for (CLI `--suite` or a plan's `suites`), configured by `settings`."""
     s = settings or SuiteSettings()
-    from rigbench.suites.speed import SpeedSuite
 
     suites: list[Suite] = []
     recorded: dict[str, dict[str, Any]] = {}
@@ -39,23 +41,15 @@ def build_suites(names: list[str], settings: SuiteSettings | None = None) -> Bui
             suites.append(SpeedSuite(s.speed))
             recorded["speed"] = s.speed.as_dict()
         elif name in ("quality", "mmlu_pro"):
-            from rigbench.suites.quality import MMLUProSuite
-
             suites.append(MMLUProSuite(s.mmlu_pro))
             recorded["mmlu_pro"] = s.mmlu_pro.model_dump(mode="json")
         elif name == "packs":
-            from rigbench.suites.quality import PackSuite
-
             suites.append(PackSuite(s.packs))
             recorded["packs"] = s.packs.model_dump(mode="json")
         elif name == "effort":
-            from rigbench.suites.quality import EffortSweepSuite
-
             suites.append(EffortSweepSuite(s.effort))
             recorded["effort"] = s.effort.model_dump(mode="json")
         elif name == "agent" or name in _AGENT_PARTS:
-            from rigbench.suites.agent import AgentSuite
-
             for part in (list(AGENT_PARTS) if name == "agent" else [_AGENT_PARTS[name]]):
                 if part not in agent_parts:
                     agent_parts.append(part)

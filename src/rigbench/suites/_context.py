@@ -19,7 +19,7 @@ from rigbench.client import ChatClient
 from rigbench.rig import RigInfo
 from rigbench.store import RunWriter
 
-__all__ = ["NullProgress", "Progress", "RigInfo", "Suite", "SuiteContext"]
+__all__ = ["NullProgress", "Progress", "Suite", "SuiteContext"]
 
 
 class Progress(Protocol):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 import time
 from types import TracebackType
 
@@ -54,8 +55,6 @@ class SchedulerNoise:
 
 
 def _probe(sleep_s: float) -> None:
-    import threading
-
     stop = threading.Event()
 
     def wait_for_stop() -> None:

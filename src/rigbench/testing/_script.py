@@ -7,6 +7,7 @@ through one server).
 
 from __future__ import annotations
 
+import math
 import random
 from typing import Literal
 
@@ -44,7 +45,6 @@ class Delay(Frozen):
         elif self.dist == "exponential":
             ms = rng.expovariate(1.0 / self.mean_ms) if self.mean_ms > 0 else 0.0
         else:  # lognormal with the given mean and standard deviation
-            import math
 
             m, s = self.mean_ms, self.jitter_ms
             sigma2 = math.log(1.0 + (s * s) / (m * m)) if m > 0 else 0.0

@@ -23,6 +23,7 @@ def serve(
         await emu.serve_forever()
 
     if use_uvloop:
+        # optional: only with --uvloop
         import uvloop
 
         uvloop.run(main())

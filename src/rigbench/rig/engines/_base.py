@@ -103,7 +103,7 @@ class Engine(Protocol):
 
     @property
     def launch_spec(self) -> type[EngineSpec]:
-        """Its typed launch spec (plan files: `launch: {kind: NAME, ...}`)."""
+        """Its typed launch spec, whose `kind` defaults to `name` (plan files: `launch: {kind: NAME, ...}`)."""
         ...
 
     @property

@@ -26,6 +26,8 @@ ENGINE_NAMES: tuple[str, ...] = get_args(EngineName)
 # path, so it is asked last; Ollama has no command-line markers (it is configured by environment).
 _BUILTIN: tuple[Engine, ...] = (LLAMACPP, OLLAMA, SGLANG, VLLM)
 _engines: dict[str, Engine] = {e.name: e for e in _BUILTIN}
+# Launch kinds that are not engines (rig/_launch_spec.py), and the name of an undetected engine.
+_RESERVED = frozenset({"command", "container", "endpoint", "unknown"})
 
 
 def known_engines() -> tuple[Engine, ...]:
@@ -50,11 +52,18 @@ def get_adapter(name: str) -> EngineAdapter:
 
 
 def register_engine(engine: Engine) -> None:
-    """Make `engine` known under its name and aliases; a name already taken is refused."""
-    taken = {n for e in _engines.values() for n in (e.name, *e.aliases)}
+    """Make `engine` known under its name and aliases (and, for plan files, as a `launch:` kind);
+    a name already taken, or a launch spec whose `kind` is not the engine's name, is refused."""
+    taken = {n for e in _engines.values() for n in (e.name, *e.aliases)} | _RESERVED
     clash = sorted(taken & {engine.name, *engine.aliases})
     if clash:
-        raise UsageError(f"cannot register engine {engine.name!r}: {', '.join(clash)} already names an engine.")
+        raise UsageError(f"cannot register engine {engine.name!r}: {', '.join(clash)} already names an engine "
+                         "or a launch kind.")
+    kind = engine.launch_spec.model_fields.get("kind")
+    if kind is None or kind.default != engine.name:
+        # a plan's `launch: {kind: NAME}` finds the engine by this default
+        raise UsageError(f"cannot register engine {engine.name!r}: its launch spec {engine.launch_spec.__name__} "
+                         f"must declare `kind: Literal[{engine.name!r}] = {engine.name!r}`.")
     _engines[engine.name] = engine
 
 

@@ -77,6 +77,7 @@ def load_mmlu_pro(source: str | Path | None = None, *, revision: str = "main",
 
 def _download(repo: str, revision: str, cache_dir: Path | None) -> Path:
     try:
+        # lazy: ~0.4 s to import; only a download from the hub needs it
         from huggingface_hub import snapshot_download
         from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
     except ImportError as e:  # pragma: no cover - a declared dependency
@@ -112,6 +113,7 @@ def _split_file(root: Path, split: str) -> Path:
 
 def _read_rows(path: Path) -> list[dict[str, Any]]:
     if path.suffix == ".parquet":
+        # lazy: pyarrow costs ~0.1 s to import; only parquet files need it
         import pyarrow.parquet as pq
 
         return list(pq.read_table(path).to_pylist())
