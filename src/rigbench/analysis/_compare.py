@@ -18,7 +18,6 @@ import math
 from typing import Any, Literal
 
 from pydantic import Field
-from scipy import stats as _st
 
 from rigbench.analysis._speed import ScenarioSpeed, summarize_speed
 from rigbench.analysis._stats import Stat
@@ -71,6 +70,8 @@ def compare_stats(a: Stat, b: Stat, *, alpha: float = 0.05) -> StatComparison:
     if a.n < 2 or b.n < 2:
         return StatComparison(ratio=ratio, ratio_err=err, t=None, p=None, df=None, verdict="insufficient",
                               alpha=alpha)
+    from scipy import stats as _st  # lazy: scipy.stats costs 1-2.5 s at start-up
+
     res = _st.ttest_ind_from_stats(b.mean, b.std, b.n, a.mean, a.std, a.n, equal_var=False)
     t, p = float(res.statistic), float(res.pvalue)
     df = _welch_df(a, b)

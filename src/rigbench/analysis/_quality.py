@@ -14,8 +14,6 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from scipy import stats
-
 from rigbench.analysis._stats import Stat, describe
 from rigbench.records import (
     OFF_LEVELS,
@@ -67,6 +65,8 @@ class Proportion(Frozen):
 def proportion(k: int, n: int) -> Proportion:
     if n <= 0:
         return Proportion(n=0, k=0, p=math.nan, se=math.nan, ci_low=math.nan, ci_high=math.nan)
+    from scipy import stats  # lazy: scipy.stats costs 1-2.5 s at start-up
+
     p = k / n
     ci = stats.binomtest(k, n).proportion_ci(confidence_level=1 - ALPHA, method="wilson")
     return Proportion(n=n, k=k, p=p, se=math.sqrt(p * (1 - p) / n), ci_low=float(ci.low),
@@ -81,6 +81,8 @@ def _vs_chance(k: int, n: int, chance: float) -> float | None:
     """One-sided exact binomial p-value for "better than chance"."""
     if n == 0:
         return None
+    from scipy import stats  # lazy: scipy.stats costs 1-2.5 s at start-up
+
     return float(stats.binomtest(k, n, chance, alternative="greater").pvalue)
 
 
@@ -223,6 +225,8 @@ def _pair_test(subject: str, ida: str, a: list[MMLUProAnswer], idb: str,
 def pair_test(subject: str, ida: str, ma: Mapping[Any, bool], idb: str, mb: Mapping[Any, bool]) -> PairTest:
     """Exact McNemar on the items both runs answered when they mostly share items, else Fisher's
     exact test on the two proportions. `ma`, `mb`: item id -> correct."""
+    from scipy import stats  # lazy: scipy.stats costs 1-2.5 s at start-up
+
     common = sorted(set(ma) & set(mb))
     if len(common) >= max(len(ma), len(mb)) // 2 and common:
         a_only = sum(ma[q] and not mb[q] for q in common)

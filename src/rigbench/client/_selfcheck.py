@@ -12,8 +12,10 @@ of rigbench's CPU per request. So the loop-lag probe's interval doubles, from `i
 up to `max_interval_s` (100 ms), after every probe, except that the first late probe after a
 quiet one (lag over QUIET_LAG_S) brings it back to 5 ms: the onset of lag is sampled densely,
 quiet spans and lasting lag (a loaded machine whose level is already seen) sparsely, never less
-than 10 times a second. The p99 over the samples leans towards the spans where lag began, the
-cautious side for a check that flags late stamps. GC pauses are timed by the collector's own
+than 10 times a second. Each sample stands for the time until the next one (the pace it
+chose: short after a late probe, long after quiet ones), and the lag percentiles are weighted by
+that time (`_time_weighted_q`), so they read as a fixed-pace probe's
+would while costing a tenth as much. GC pauses are timed by the collector's own
 callbacks, whatever the probe's pace. Plus one list append per request.
 """
 
@@ -63,6 +65,22 @@ def _q(xs: list[int], q: float) -> float | None:
     return float(np.percentile(np.asarray(xs, dtype=np.float64), q)) / 1e9 if xs else None
 
 
+def _time_weighted_q(xs: list[int], spans: list[int], q: float) -> float | None:
+    """The q-th percentile of lag over time: each sample stands for the span until the next one.
+
+    With the probe's pace adapting (dense where lag begins, sparse elsewhere), a plain percentile
+    over the samples would overweight the dense spans; weighting by span gives the figure a probe
+    at a fixed pace would give, so a 12 ms start-up burst in a 3 s run stays 0.4% of the time.
+    """
+    if not xs:
+        return None
+    order = np.argsort(np.asarray(xs))
+    lags = np.asarray(xs, dtype=np.float64)[order]
+    cum = np.cumsum(np.asarray(spans, dtype=np.float64)[order])
+    i = int(np.searchsorted(cum, cum[-1] * q / 100.0))
+    return float(lags[min(i, len(lags) - 1)]) / 1e9
+
+
 class SelfCheckMonitor:
     """Async context manager sampling loop lag (every `interval_s` while there is lag, backing off to
     `max_interval_s` while there is none) and collecting send lags."""
@@ -77,6 +95,7 @@ class SelfCheckMonitor:
         self.max_interval_s = max(interval_s, max_interval_s)
         self._next_s = interval_s
         self.loop_lags_ns: list[int] = []
+        self.loop_lag_at_ns: list[int] = []  # when each sample was taken
         self.send_lags_ns: list[int] = []
         self.record: SelfCheck | None = None
         self._handle: asyncio.TimerHandle | None = None
@@ -107,8 +126,10 @@ class SelfCheckMonitor:
     def _probe(self, queued_ns: int, timer_late_ns: int) -> None:
         if self._closed:  # queued just before the block ended: neither count it nor re-arm
             return
-        lag = max(_perf_ns() - queued_ns, timer_late_ns)
+        now = _perf_ns()
+        lag = max(now - queued_ns, timer_late_ns)
         self.loop_lags_ns.append(lag)
+        self.loop_lag_at_ns.append(now)
         quiet = lag < QUIET_LAG_S * 1e9
         if not quiet and self._was_quiet:  # lag begins: sample it densely
             self._next_s = self.interval_s
@@ -151,6 +172,8 @@ class SelfCheckMonitor:
         if self._token is not None:
             _current.reset(self._token)
         ll, sl = self.loop_lags_ns, self.send_lags_ns
+        # each sample stands for the time until the next (the pace it chose), the last until now
+        spans = [b - a for a, b in zip(self.loop_lag_at_ns, [*self.loop_lag_at_ns[1:], _perf_ns()], strict=True)]
         self.record = SelfCheck(
             unit_id=f"selfcheck/{self.label}",
             label=self.label,
@@ -158,8 +181,8 @@ class SelfCheckMonitor:
             cpu_s=time.process_time() - self._c0,
             cpu_cores=os.cpu_count() or 1,
             loop_lag_samples=len(ll),
-            loop_lag_p50_s=_q(ll, 50),
-            loop_lag_p99_s=_q(ll, 99),
+            loop_lag_p50_s=_time_weighted_q(ll, spans, 50),
+            loop_lag_p99_s=_time_weighted_q(ll, spans, 99),
             loop_lag_max_s=max(ll) / 1e9 if ll else None,
             send_lag_samples=len(sl),
             send_lag_p50_s=_q(sl, 50),
