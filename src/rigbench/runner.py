@@ -31,12 +31,14 @@ from rigbench.honesty import (
     PreflightInput,
     ScenarioLength,
     generate_questions,
+    judge_prefix_cache,
     new_question_seed,
+    prefix_cache_use,
     preflight,
     run_sanity_gate,
     screen_outputs,
 )
-from rigbench.records import SanityVerdict, SpeedBatch, SpeedRequest
+from rigbench.records import SanityVerdict, SpeedBatch, SpeedRequest, TelemetryRecord
 from rigbench.rig import (
     AttachedRig,
     LaunchedRig,
@@ -481,7 +483,8 @@ async def _sanity_gate(client: Any, info: Any, writer: RunWriter, prog: Progress
 
 
 async def _traffic_check(reader: RunReader, writer: RunWriter, client: Any, info: Any, done: set[str]) -> list[str]:
-    """The measured traffic: prompt dependence, reported token counts, server timings (rig/_traffic.py)."""
+    """The measured traffic: prompt dependence, reported token counts, server timings (rig/_traffic.py),
+    and prompt tokens served from a prefix cache (honesty/_prefix_cache.py)."""
 
     reqs = requests_from_records(reader.raw_records("speed_request"))
     if not reqs:
@@ -489,6 +492,10 @@ async def _traffic_check(reader: RunReader, writer: RunWriter, client: Any, info
     gates = reader.records("sanity", SanityVerdict)
     earlier = [(f"the gate's answer to {a.question_id}", a.answer) for a in gates[-1].answers] if gates else []
     check = await check_traffic(client, info.engine, reqs, earlier_replies=earlier)
+    cache = prefix_cache_use(reader.records("speed_request", SpeedRequest), reader.records("telemetry", TelemetryRecord))
+    verdict = judge_prefix_cache(cache)
+    check = check.model_copy(update={"prefix_cache": cache, "reasons": check.reasons + verdict.reasons,
+                                     "warnings": check.warnings + verdict.warnings})
     writer.append(check)
     return list(check.reasons)
 

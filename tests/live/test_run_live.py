@@ -142,6 +142,30 @@ def test_port_in_use_is_a_clear_error(tmp_path: Path) -> None:
     assert f"port {port}" in res.stderr and "already in use" in res.stderr and "command:" in res.stderr
 
 
+def test_a_normal_run_is_not_flagged_for_the_prefix_its_prompts_share(tmp_path: Path) -> None:
+    """False alarm guard for the prefix-cache check (honesty/_prefix_cache.py): llama-server's slot
+    cache reuses the chat template's opening and `[request <nonce>-` of every prompt, within a run
+    and from the run before; that share is by design and must not be flagged."""
+    proc, base = start_llama_server(Path(os.environ["RIGBENCH_LLAMA_SERVER"]), Path(os.environ["RIGBENCH_LLAMA_MODEL"]),
+                                    tmp_path / "srv.log", slots=1)
+    args = ["run", "--endpoint", base, "--scenarios", "chat_short", "--repetitions", "3", "--warmup", "1",
+            "--no-sanity", "--allow-untrusted", "--seed", "7"]
+    try:
+        for out in ("first", "second"):
+            res = rigbench(*args, "--out", str(tmp_path / out))
+            assert res.returncode == 0, res.stdout + res.stderr
+    finally:
+        proc.stop()
+    reader = RunReader(only_run(tmp_path / "second"))
+    reqs = [r for r in reader.raw_records("speed_request") if not r["warmup"]]
+    figures = [(r["result"]["timings"]["cache_n"], r["input_tokens_shared_max"]) for r in reqs]
+    assert all(0 < cached <= shared for cached, shared in figures), figures  # reused, within the design share
+    [check] = list(reader.raw_records("traffic_check"))
+    [row] = check["prefix_cache"]
+    assert row["source"] == "timings" and row["beyond_tokens"] == 0, (row, figures)
+    assert check["warnings"] == [] and not any("prefix cache" in r for r in check["reasons"]), check
+
+
 def test_a_repeated_run_is_not_served_from_the_prefix_cache(tmp_path: Path) -> None:
     """Adversary: llama.cpp's prompt cache (vLLM's and SGLang's prefix caches alike). Two runs with
     the same seed used to send the same prompts, and the server then prefilled 1 token of 128 on

@@ -280,12 +280,14 @@ def test_vllm_metrics_map_to_canonical_names() -> None:
         "kv_cache_usage_ratio": 0.002, "requests_running": 3.0, "requests_waiting": 1.0,
         "prompt_tokens_total": 24576.0, "generation_tokens_total": 1280.0,
         "spec_drafts_total": 376.0, "spec_draft_tokens_total": 5640.0, "spec_accepted_tokens_total": 904.0,
+        "prefix_cache_queries_total": 6400.0, "prefix_cache_hits_total": 1600.0,
     }
 
 
 def test_vllm_legacy_kv_gauge_is_read_through_the_fallback() -> None:
     values = canonical_values(VLLMAdapter(), _text("vllm", "metrics_legacy.txt"))
     assert values["kv_cache_usage_ratio"] == 0.25
+    assert (values["prefix_cache_queries_total"], values["prefix_cache_hits_total"]) == (512.0, 128.0)
 
 
 def test_sglang_metrics_map_including_spec_means() -> None:

@@ -43,9 +43,10 @@ PUBLIC: dict[str, list[str]] = {
         "RigError", "RigStartError", "RigbenchError", "SetupError", "StoreError", "UsageError",
     ],
     "rigbench.honesty": [
-        "DEFAULT_MIX", "GibberishScreen", "PreflightInput", "SanityQuestion", "ScenarioLength",
-        "extract_answer", "generate_questions", "new_question_seed", "parse_command", "preflight",
-        "run_sanity_gate", "screen_outputs", "screen_text",
+        "DEFAULT_MIX", "GibberishScreen", "PREFIX_CACHE_UNTRUST_SHARE", "PrefixCacheVerdict", "PreflightInput",
+        "SanityQuestion", "ScenarioLength", "extract_answer", "generate_questions", "judge_prefix_cache",
+        "new_question_seed", "parse_command", "prefix_cache_use", "preflight", "run_sanity_gate", "screen_outputs",
+        "screen_text",
     ],
     "rigbench.plan": [
         "CliPlan", "EmbeddedRig", "LoadedPlan", "Plan", "PlanError", "PlanIndex", "PlanRig",
@@ -54,12 +55,12 @@ PUBLIC: dict[str, list[str]] = {
         "read_plan_index", "run_config_for", "write_plan_index",
     ],
     "rigbench.records": [
-        "AnyRecord", "BFCLItemRecord", "ChunkKind", "ClientClock", "ClientShare", "Exchange",
+        "AnyRecord", "BFCLItemRecord", "CacheSource", "ChunkKind", "ClientClock", "ClientShare", "Exchange",
         "Extraction", "Frozen", "GibberishFinding", "GibberishKind", "GibberishSeverity",
         "GradeResult", "MMLUProAnswer", "MMLUProConfig", "OFF_LEVELS", "OutputScreen", "PackAnswer",
         "PackConfig", "Phase", "PreflightFinding", "PreflightReport", "PreflightSeverity",
         "ProbeRecord", "ProbeVerdict", "RECORD_TYPES", "ReasoningForm", "Record", "RequestError",
-        "RequestErrorKind", "SanityAnswer", "SanityVerdict", "SelfCheck", "ServingCommand",
+        "RequestErrorKind", "SanityAnswer", "SanityVerdict", "ScenarioPrefixCache", "SelfCheck", "ServingCommand",
         "SpeedBatch", "SpeedRequest", "SpeedSkip", "StartupTiming", "StreamResult",
         "TaskStopReason", "TaskTrialRecord", "TelemetryRecord", "TelemetrySample",
         "TokenSplitMethod", "ToolTrialRecord", "TrafficCheck", "TurnObservation", "record_adapter",

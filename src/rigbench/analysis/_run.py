@@ -51,6 +51,8 @@ def analyze_run(reader: RunReader) -> RunAnalysis:
         warnings.extend(speed.warnings)
 
     sections: dict[str, Any] = honesty_sections(reader, speed)
+    if "traffic" in sections:  # e.g. prompts partly served from a prefix cache, below what untrusts
+        warnings.extend(sections["traffic"].warnings)
     quality = summarize_quality(reader)
     if not quality.empty:
         sections["quality"] = quality

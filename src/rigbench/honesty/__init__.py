@@ -1,11 +1,17 @@
 """The honesty checks: what stands between a rig and a number rigbench prints as trusted.
 
 The known-answer gate (questions generated per run), the gibberish screen on every measured
-output, and the engine-independent preflight rules (engine-specific ones live in each engine's
+output, the prefix-cache check on the measured prompts, and the engine-independent preflight rules (engine-specific ones live in each engine's
 module and are collected through the `Engine` protocol). docs/honesty.md defines each check.
 """
 
 from rigbench.honesty._gibberish import GibberishScreen, screen_text
+from rigbench.honesty._prefix_cache import (
+    PREFIX_CACHE_UNTRUST_SHARE,
+    PrefixCacheVerdict,
+    judge_prefix_cache,
+    prefix_cache_use,
+)
 from rigbench.honesty._preflight import PreflightInput, ScenarioLength, parse_command, preflight
 from rigbench.honesty._sanity import (
     DEFAULT_MIX,
@@ -19,14 +25,18 @@ from rigbench.honesty._sanity import (
 
 __all__ = [
     "DEFAULT_MIX",
+    "PREFIX_CACHE_UNTRUST_SHARE",
     "GibberishScreen",
+    "PrefixCacheVerdict",
     "PreflightInput",
     "SanityQuestion",
     "ScenarioLength",
     "extract_answer",
     "generate_questions",
+    "judge_prefix_cache",
     "new_question_seed",
     "parse_command",
+    "prefix_cache_use",
     "preflight",
     "run_sanity_gate",
     "screen_outputs",

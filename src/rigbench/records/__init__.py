@@ -36,7 +36,7 @@ from rigbench.records._speed import SpeedBatch, SpeedRequest, SpeedSkip
 from rigbench.records._startup import StartupTiming
 from rigbench.records._stream import ChunkKind, RequestError, RequestErrorKind, StreamResult
 from rigbench.records._telemetry import Phase, TelemetryRecord, TelemetrySample
-from rigbench.records._traffic import TrafficCheck
+from rigbench.records._traffic import CacheSource, ScenarioPrefixCache, TrafficCheck
 from rigbench.records._union import RECORD_TYPES, AnyRecord, record_adapter
 
 __all__ = [
@@ -44,6 +44,7 @@ __all__ = [
     "RECORD_TYPES",
     "AnyRecord",
     "BFCLItemRecord",
+    "CacheSource",
     "ChunkKind",
     "ClientClock",
     "ClientShare",
@@ -71,6 +72,7 @@ __all__ = [
     "RequestErrorKind",
     "SanityAnswer",
     "SanityVerdict",
+    "ScenarioPrefixCache",
     "SelfCheck",
     "ServingCommand",
     "SpeedBatch",

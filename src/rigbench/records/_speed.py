@@ -23,6 +23,9 @@ class SpeedRequest(Record):
     input_tokens_target: int
     output_tokens_target: int
     input_tokens_measured: int | None  # rendered-prompt tokens, measured before sending
+    # Rendered tokens of the prompt without its filler (template, per-request opening, task): no other
+    # prompt of the run shares more of it, so a prefix cache may honestly reuse at most this many.
+    input_tokens_shared_max: int | None = None
     result: StreamResult
 
 

@@ -79,12 +79,25 @@ def _gate_how(v: SanityVerdict) -> str:
     return how + (f", {v.elapsed_s:.1f} s" if v.elapsed_s is not None else "")
 
 
+def _prefix_cache_text(c: TrafficCheck) -> str:
+    if not c.prefix_cache:
+        return "prefix cache: not reported by the server"
+    prompt = sum(r.prompt_tokens for r in c.prefix_cache)
+    cached = sum(r.cached_tokens for r in c.prefix_cache)
+    hit = [r for r in c.prefix_cache if r.beyond_tokens > 0]
+    sources = "/".join(sorted({r.source for r in c.prefix_cache}))
+    return (f"prefix cache: {cached} of {prompt} prompt tokens served from it ({sources}), "
+            + (f"beyond the prefix shared by design in {len(hit)} of {len(c.prefix_cache)} levels"
+               if hit else "none beyond the prefix shared by design"))
+
+
 def traffic_text(c: TrafficCheck) -> str:
-    """One line on the checks of the measured traffic (rig/_traffic.py)."""
+    """One line on the checks of the measured traffic (rig/_traffic.py, honesty/_prefix_cache.py)."""
     usage = {"tokenize": "recounted with /tokenize", "bytes_bound": "bounded by bytes", "none": "not reported"}
     return (f"traffic check: {c.duplicate_outputs} of {c.outputs} outputs identical to another prompt's; "
             f"usage {usage[c.usage_method]} in {c.usage_checked} ({c.usage_inflated} inflated); "
-            f"server timings in {c.timings_checked} ({c.timings_inconsistent} contradict the client's clock)")
+            f"server timings in {c.timings_checked} ({c.timings_inconsistent} contradict the client's clock); "
+            + _prefix_cache_text(c))
 
 
 def sanity_section(v: SanityVerdict, screen: OutputScreen | None = None) -> Section:

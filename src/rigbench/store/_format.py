@@ -19,14 +19,18 @@ version under tests/golden/ and keep the reader loading it):
                  client's StreamResult as `result` instead of copies of its fields, so streamed
                  exchanges keep their chunk stamps; v1/v2 exchanges load through Exchange's legacy
                  reader (records/_agent.py), examples: tests/golden/emulator_a, emulator_b.
+  4  2026-12-01  prefix-cache check: `speed_request` gains input_tokens_shared_max (the most of the
+                 prompt another prompt of the run shares), `traffic_check` gains prefix_cache (per
+                 scenario and level) and warnings. v1-v3 records load with those fields absent
+                 (tests/golden/run_v1; a v3 traffic_check in tests/unit/test_prefix_cache.py).
 """
 
 from __future__ import annotations
 
 __all__ = ["FORMAT_VERSION", "HEADER_FILE", "LOG_FILE", "RECORDS_FILE", "SUPPORTED_VERSIONS"]
 
-FORMAT_VERSION = 3
-SUPPORTED_VERSIONS = frozenset({1, 2, 3})
+FORMAT_VERSION = 4
+SUPPORTED_VERSIONS = frozenset({1, 2, 3, 4})
 HEADER_FILE = "run.json"
 RECORDS_FILE = "records.jsonl"
 LOG_FILE = "engine.log"

@@ -94,6 +94,10 @@ class EmulatorScript(Frozen):
     # answers questions and writes prompt-dependent prose; a rogue name plays that adversary.
     # With a persona, the final chunk also carries llama.cpp-style `timings`.
     persona: Persona | None = None
+    # Report prompt tokens served from a prefix cache, as a caching server does: the longest prefix
+    # (in whitespace words) shared with any earlier prompt, in `timings.cache_n` (timings are then
+    # sent without a persona too) and `usage.prompt_tokens_details.cached_tokens`.
+    prefix_cache: bool = False
 
     def chunk_sizes(self, n_tokens: int, rng: random.Random) -> list[int]:
         """Tokens per chunk for an answer of `n_tokens` tokens."""

@@ -18,6 +18,7 @@ import random
 import time
 from typing import Any, cast
 
+from rigbench.testing._prefix_cache import PromptPrefixCache
 from rigbench.testing._rogue import PersonaState, persona_reply, pieces, prose
 from rigbench.testing._script import EmulatorScript, Fault
 from rigbench.testing._truth import RequestTruth
@@ -70,6 +71,7 @@ class Emulator:
         self.connections_total = 0
         self._conns: set[_Conn] = set()
         self.persona_state = PersonaState()
+        self.prefix_cache = PromptPrefixCache()
 
     @property
     def url(self) -> str:
@@ -303,7 +305,9 @@ class _Stream:
             if isinstance(cap, int) and cap > 0
             else (script.output_tokens)
         )
-        self.prompt_tokens = _count_tokens(_prompt_text(body))
+        prompt_words = _prompt_text(body).split()
+        self.prompt_tokens = len(prompt_words)
+        self.cached_tokens = emu.prefix_cache.serve(prompt_words) if script.prefix_cache else 0
         self.words: list[bytes] | None = None
         self.usage_factor = 1
         self.timings_speedup = 1.0
@@ -504,18 +508,21 @@ class _Stream:
         fr = "tool_calls" if s.tool_call else ("length" if self.n_tokens < s.output_tokens else "stop")
         fr = self.persona_finish or fr
         reported = self.tok * self.usage_factor
-        usage = {
+        usage: dict[str, Any] = {
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": reported,
             "total_tokens": self.prompt_tokens + reported,
         }
+        if s.prefix_cache:
+            usage["prompt_tokens_details"] = {"cached_tokens": self.cached_tokens}
         finish = '"finish_reason":"' + fr + '"}]'
-        if s.persona is not None and self.t_chunks:
+        if (s.persona is not None or s.prefix_cache) and self.t_chunks:
             # llama.cpp-style timings; predicted_ms spans the tokens after the first, as llama.cpp's does
             now = _perf_ns()
             first = self.t_chunks[0]
             timings = {
-                "prompt_n": self.prompt_tokens,
+                "cache_n": self.cached_tokens,
+                "prompt_n": self.prompt_tokens - self.cached_tokens,
                 "prompt_ms": (first - self.received_ns) / 1e6,
                 "predicted_n": reported,
                 "predicted_ms": (now - first) / 1e6 / self.timings_speedup,

@@ -23,6 +23,9 @@ _METRICS = {
     "requests_waiting": "sglang:num_queue_reqs",
     "prompt_tokens_total": "sglang:prompt_tokens_total",
     "generation_tokens_total": "sglang:generation_tokens_total",
+    # cached prompt tokens per finished request, labelled by cache_source (summed); out of
+    # prompt_tokens_total (`python/sglang/srt/metrics/collector.py`, TokenizerMetricsCollector)
+    "prefix_cache_hits_total": "sglang:cached_tokens_total",
     # SGLang exports speculative decoding as per-batch means, not counters.
     "spec_accept_length": "sglang:spec_accept_length",
     "spec_accept_rate": "sglang:spec_accept_rate",

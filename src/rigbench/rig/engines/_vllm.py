@@ -37,9 +37,16 @@ _METRICS = {
     "spec_draft_tokens_total": "vllm:spec_decode_num_draft_tokens_total",
     "spec_accepted_tokens_total": "vllm:spec_decode_num_accepted_tokens_total",
     "spec_drafts_total": "vllm:spec_decode_num_drafts_total",
+    # V1 counters, in tokens (`vllm/v1/metrics/loggers.py`: `Counter(name="vllm:prefix_cache_queries")`,
+    # `_total` added on the wire): prompt tokens looked up, and of those found in the prefix cache.
+    "prefix_cache_queries_total": "vllm:prefix_cache_queries_total",
+    "prefix_cache_hits_total": "vllm:prefix_cache_hits_total",
 }
-# Before the rename (V0 and early V1) the KV gauge was GPU-only and named this.
-_FALLBACKS = {"kv_cache_usage_ratio": "vllm:gpu_cache_usage_perc"}
+# Before the rename (V0 and early V1) the KV gauge was GPU-only and named this; the prefix-cache
+# counters were first named `vllm:gpu_prefix_cache_*` (later kept as deprecated aliases of these).
+_FALLBACKS = {"kv_cache_usage_ratio": "vllm:gpu_cache_usage_perc",
+              "prefix_cache_queries_total": "vllm:gpu_prefix_cache_queries_total",
+              "prefix_cache_hits_total": "vllm:gpu_prefix_cache_hits_total"}
 
 
 class VLLMAdapter:

@@ -48,6 +48,10 @@ class ExactPrompt:
     messages: list[dict[str, Any]]
     target_tokens: int
     measured_tokens: int | None  # None when the engine cannot count rendered prompts
+    # The rendered prompt without its filler (template, opening, task). Prompts of a run differ from
+    # the opening's per-request tag on, so no two share more than this: the most a prefix cache may
+    # honestly reuse (None when the engine cannot count rendered prompts).
+    shared_max_tokens: int | None = None
 
 
 Tokenize = Callable[[str], Awaitable[list[int] | None]]
@@ -71,7 +75,7 @@ class PromptBuilder:
         if base is None:
             # No way to count: approximate with ~4 characters per token and say so (measured=None).
             text = filler_text(seed, max(1, target_tokens))[: max(0, (target_tokens - 30) * 4)]
-            return ExactPrompt(msgs(text), target_tokens, None)
+            return ExactPrompt(msgs(text), target_tokens, None, None)
         room = max(0, target_tokens - base)
         filler = filler_text(seed, room + 64)
         tokens = await self._tokenize(filler) or []
@@ -84,4 +88,4 @@ class PromptBuilder:
             if measured == target_tokens:
                 break
             take = max(0, min(len(tokens), take + (target_tokens - measured)))
-        return ExactPrompt(msgs(text), target_tokens, measured)
+        return ExactPrompt(msgs(text), target_tokens, measured, base)

@@ -118,7 +118,8 @@ class SpeedSuite:
                 unit_id=f"{self._batch_uid(scenario, conc, rep)}/i{i}", scenario=scenario.name,
                 concurrency=conc, repetition=rep, warmup=warm, index=i,
                 input_tokens_target=scenario.input_tokens, output_tokens_target=scenario.output_tokens,
-                input_tokens_measured=prompt.measured_tokens, result=res,
+                input_tokens_measured=prompt.measured_tokens, input_tokens_shared_max=prompt.shared_max_tokens,
+                result=res,
             ))
         # The batch record is written last: it marks the batch complete for resume.
         ctx.writer.append(SpeedBatch(
