@@ -142,21 +142,27 @@ def test_port_in_use_is_a_clear_error(tmp_path: Path) -> None:
     assert f"port {port}" in res.stderr and "already in use" in res.stderr and "command:" in res.stderr
 
 
-def test_a_normal_run_is_not_flagged_for_the_prefix_its_prompts_share(tmp_path: Path) -> None:
-    """False alarm guard for the prefix-cache check (honesty/_prefix_cache.py): llama-server's slot
-    cache reuses the chat template's opening and `[request <nonce>-` of every prompt, within a run
-    and from the run before; that share is by design and must not be flagged."""
+def _two_runs_on_one_slot(tmp_path: Path, *, repetitions: int, warmup: int) -> Path:
+    """Two runs with the same seed, one after the other, on one llama-server with one slot (so its
+    prompt cache holds the first run's prompts); the second run's directory."""
     proc, base = start_llama_server(Path(os.environ["RIGBENCH_LLAMA_SERVER"]), Path(os.environ["RIGBENCH_LLAMA_MODEL"]),
                                     tmp_path / "srv.log", slots=1)
-    args = ["run", "--endpoint", base, "--scenarios", "chat_short", "--repetitions", "3", "--warmup", "1",
-            "--no-sanity", "--allow-untrusted", "--seed", "7"]
+    args = ["run", "--endpoint", base, "--scenarios", "chat_short", "--repetitions", str(repetitions),
+            "--warmup", str(warmup), "--no-sanity", "--allow-untrusted", "--seed", "7"]
     try:
         for out in ("first", "second"):
             res = rigbench(*args, "--out", str(tmp_path / out))
             assert res.returncode == 0, res.stdout + res.stderr
     finally:
         proc.stop()
-    reader = RunReader(only_run(tmp_path / "second"))
+    return only_run(tmp_path / "second")
+
+
+def test_a_normal_run_is_not_flagged_for_the_prefix_its_prompts_share(tmp_path: Path) -> None:
+    """False alarm guard for the prefix-cache check (honesty/_prefix_cache.py): llama-server's slot
+    cache reuses the chat template's opening and `[request <nonce>-` of every prompt, within a run
+    and from the run before; that share is by design and must not be flagged."""
+    reader = RunReader(_two_runs_on_one_slot(tmp_path, repetitions=3, warmup=1))
     reqs = [r for r in reader.raw_records("speed_request") if not r["warmup"]]
     figures = [(r["result"]["timings"]["cache_n"], r["input_tokens_shared_max"]) for r in reqs]
     assert all(0 < cached <= shared for cached, shared in figures), figures  # reused, within the design share
@@ -170,17 +176,7 @@ def test_a_repeated_run_is_not_served_from_the_prefix_cache(tmp_path: Path) -> N
     """Adversary: llama.cpp's prompt cache (vLLM's and SGLang's prefix caches alike). Two runs with
     the same seed used to send the same prompts, and the server then prefilled 1 token of 128 on
     the second run (seen in benchmarks/peers.py): TTFT measured a cache hit, not a prefill."""
-    proc, base = start_llama_server(Path(os.environ["RIGBENCH_LLAMA_SERVER"]), Path(os.environ["RIGBENCH_LLAMA_MODEL"]),
-                                    tmp_path / "srv.log", slots=1)
-    args = ["run", "--endpoint", base, "--scenarios", "chat_short", "--repetitions", "1", "--warmup", "0",
-            "--no-sanity", "--allow-untrusted", "--seed", "7"]
-    try:
-        for out in ("first", "second"):
-            res = rigbench(*args, "--out", str(tmp_path / out))
-            assert res.returncode == 0, res.stdout + res.stderr
-    finally:
-        proc.stop()
-    [req] = RunReader(only_run(tmp_path / "second")).raw_records("speed_request")
+    [req] = RunReader(_two_runs_on_one_slot(tmp_path, repetitions=1, warmup=0)).raw_records("speed_request")
     # the chat template's opening (about 30 tokens) is common to every request and may be reused;
     # everything after the per-run opening must be prefilled again (before the fix: 1 token)
     assert req["result"]["timings"]["prompt_n"] >= 64, req["result"]["timings"]  # 89 of 128 when measured
