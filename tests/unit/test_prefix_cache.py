@@ -7,11 +7,14 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from rigbench import runner
+from rigbench.client import ChatClient
 from rigbench.honesty import PREFIX_CACHE_UNTRUST_SHARE, judge_prefix_cache, prefix_cache_use
 from rigbench.records import (
     SpeedRequest,
@@ -188,3 +191,29 @@ def test_an_honest_run_on_a_caching_server_is_not_flagged(tmp_path: Path) -> Non
     [check] = RunReader(run_dir).records("traffic_check", TrafficCheck)
     [row] = check.prefix_cache
     assert row.cached_tokens > 0 and row.beyond_tokens == 0 and not check.warnings
+
+
+def test_rigbench_emulate_plays_the_caching_server_from_the_command_line() -> None:
+    # The adversary of this check, as a user starts it: the second identical prompt is reported
+    # as served from the cache, in llama.cpp's and the OpenAI usage spelling alike.
+    proc = subprocess.Popen([sys.executable, "-m", "rigbench", "emulate", "--prefix-cache", "--port", "0",
+                             "--ttft-ms", "1", "--itl-ms", "0.1", "--output-tokens", "4"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().split()[-1]
+        body = {"model": "m", "max_tokens": 4,
+                "messages": [{"role": "user", "content": "the same prompt of several words, sent twice"}]}
+
+        async def twice() -> list[StreamResult]:
+            async with ChatClient(url) as c:
+                return [await c.stream_chat(body) for _ in range(2)]
+
+        first, second = asyncio.run(twice())
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    assert first.timings is not None and first.timings["cache_n"] == 0
+    assert second.timings is not None and second.timings["cache_n"] > 0
+    assert second.usage is not None
+    assert second.usage["prompt_tokens_details"]["cached_tokens"] == second.timings["cache_n"]

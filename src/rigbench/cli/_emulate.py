@@ -62,6 +62,12 @@ def emulate(
     answers: Annotated[bool, typer.Option("--answers", help="Answer questions like a healthy model (the "
                                           "honest baseline of --rogue): sums, copies, counts, capitals, "
                                           "prompt-dependent prose.")] = False,
+    prefix_cache: Annotated[bool, typer.Option("--prefix-cache", help="Report prompt tokens served from a "
+                                                "prefix cache, as a caching server does: the longest prefix "
+                                                "(in words) shared with any earlier prompt, in "
+                                                "`timings.cache_n` and `usage.prompt_tokens_details`. Send it "
+                                                "the same prompts twice and rigbench's prefix-cache check "
+                                                "untrusts the run (docs/honesty.md).")] = False,
     uvloop: Annotated[bool, typer.Option("--uvloop", help="Run on uvloop (the `fast` extra).")] = False,
 ) -> None:
     """Serve the reference emulator. GET /emulator/truth returns the true send time of every chunk
@@ -99,6 +105,7 @@ def emulate(
                 "seed": seed,
                 "faults": [json.loads(f) for f in (fault or [])],
                 "persona": rogue or ("healthy" if answers else None),
+                "prefix_cache": prefix_cache,
             }
             s = EmulatorScript.model_validate(raw)
     except (ValidationError, OSError, ValueError) as e:
