@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
-from rigbench.client import event_loop_name, run
+from rigbench.client import ChatClient, event_loop_name, run
+from rigbench.testing import Delay, Emulator, EmulatorScript
 
 
 async def _loop_class() -> str:
@@ -24,3 +26,26 @@ def test_standard_loop_on_request(monkeypatch: pytest.MonkeyPatch) -> None:
     assert event_loop_name() == "asyncio"
     assert run(_loop_class()).startswith("asyncio")
 
+
+
+async def test_a_ctrl_c_that_lands_as_a_connection_opens_is_not_lost(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Ctrl-C cancels the run's main task. On Python 3.11, asyncio.wait_for returned the result
+    # when the cancel landed as its inner connect completed: the cancel was lost, the run went on
+    # and exited 0 as complete (a CI run of tests/live/test_resume_live.py saw exit 0 for 130).
+    # The client must let the cancel through wherever it lands.
+    async with Emulator(EmulatorScript(ttft=Delay(mean_ms=1), itl=Delay(mean_ms=0.2), output_tokens=4)) as emu, \
+            ChatClient(emu.url) as client:
+        loop = asyncio.get_running_loop()
+        real = loop.create_connection
+        me = asyncio.current_task()
+        assert me is not None
+
+        async def connect_then_ctrl_c(*args: Any, **kwargs: Any) -> Any:
+            opened = await real(*args, **kwargs)
+            me.cancel()  # the signal arrives just as the connection is up
+            return opened
+
+        monkeypatch.setattr(loop, "create_connection", connect_then_ctrl_c)
+        with pytest.raises(asyncio.CancelledError):
+            await client.stream_chat({"model": "m", "messages": [{"role": "user", "content": "hi"}]})
+        me.uncancel()  # the test goes on to close the client and the emulator

@@ -125,3 +125,42 @@ def test_timing_cross_check_agrees_and_disagrees() -> None:
     assert bad.agrees is False and bad.ratio == pytest.approx(0.5, abs=0.01)
     none = cross_check_timings([("s", 1, _res(64, 20.0, None))])[0]
     assert none.requests == 0 and none.agrees is None
+
+
+async def test_a_ctrl_c_that_lands_as_the_sampler_stops_is_not_lost() -> None:
+    # Ctrl-C cancels the run's task; if that lands while the sampler waits for its own cancelled
+    # scraper, swallowing "the" CancelledError would swallow the run's too, and the run would
+    # carry on as if never interrupted.
+    async def app_metrics(_: web.Request) -> web.Response:
+        return web.Response(text="llamacpp:requests_processing 0\n")
+
+    app = web.Application()
+    app.router.add_get("/metrics", app_metrics)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    me = asyncio.current_task()
+    assert me is not None
+
+    async def scraper_hit_by_ctrl_c() -> None:
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            me.cancel()  # the run's cancel arrives while the sampler stops its scraper
+            raise
+
+    try:
+        async with ChatClient(f"http://127.0.0.1:{port}/v1") as client:
+            tel = TelemetrySampler(client, "llamacpp")
+            await tel.__aenter__()
+            assert tel._task is not None
+            tel._task.cancel()
+            tel._task = asyncio.create_task(scraper_hit_by_ctrl_c())
+            await asyncio.sleep(0)
+            with pytest.raises(asyncio.CancelledError):
+                await tel.__aexit__(None, None, None)
+            me.uncancel()
+    finally:
+        await runner.cleanup()

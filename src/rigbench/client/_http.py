@@ -312,12 +312,12 @@ class ConnectionPool:
 
     async def open(self) -> HttpConnection:
         loop = asyncio.get_running_loop()
-        transport, proto = await asyncio.wait_for(
-            loop.create_connection(
+        # asyncio.timeout, not wait_for: Python 3.11's wait_for returns the result when a cancel
+        # (Ctrl-C) lands as the connection completes, and the run went on to exit 0 as complete.
+        async with asyncio.timeout(self.connect_timeout_s):
+            transport, proto = await loop.create_connection(
                 lambda: HttpConnection(self._to_idle, self._reads), self.host, self.port, ssl=self._ssl
-            ),
-            self.connect_timeout_s,
-        )
+            )
         if proto.transport is None:  # uvloop may call connection_made a little later
             proto.transport = cast(asyncio.Transport, transport)
         return proto

@@ -115,8 +115,14 @@ class TelemetrySampler:
     async def __aexit__(self, *exc: object) -> None:
         if self._task is not None:
             self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
+            try:
                 await self._task
+            except asyncio.CancelledError:
+                # the sampler's own task, as asked; but a cancel of the run itself (Ctrl-C)
+                # landing here must go on, or the run would carry on as if never interrupted
+                me = asyncio.current_task()
+                if me is not None and me.cancelling():
+                    raise
             self._task = None
         await self.scrape("after")
 

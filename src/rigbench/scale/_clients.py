@@ -182,7 +182,8 @@ class ClientPool:
                                               echo_delay_s=self._delay.get(i, 0.0))
             self.members.append(_Member(name, h))
         try:
-            wheres = await asyncio.wait_for(self._get([m.handle.where.remote() for m in self.members]), 300)
+            async with asyncio.timeout(300):  # not wait_for: it can swallow a Ctrl-C on Python 3.11
+                wheres = await self._get([m.handle.where.remote() for m in self.members])
         except TimeoutError:
             self.stop()
             raise UsageError(f"the Ray cluster did not start {self.n} client actor(s) of {self.cpus:g} CPU each "
