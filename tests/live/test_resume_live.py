@@ -23,10 +23,16 @@ pytestmark = pytest.mark.live
 ARGS = ["--scenarios", "chat_short", "--repetitions", "4", "--warmup", "0"]
 
 
+def _foreground_signals() -> None:
+    # As in a terminal's foreground job: a shell that ran these tests in the background (`cmd &`
+    # in a script) left SIGINT ignored, the child inherits that, and Ctrl-C would never arrive.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start(out: Path) -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, "-m", "rigbench", "run", *ARGS, "--out", str(out)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, "COLUMNS": "160"},
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=_foreground_signals)
 
 
 def _resume_and_check(run_dir: Path, done_before: set[str]) -> None:
