@@ -289,3 +289,38 @@ async def test_idle_deadline_counts_tokens_not_keepalives_on_both_http_stacks(st
         assert r.error is not None and r.error.kind == "idle_timeout" and r.comment_events >= 3
         assert len(r.chunk_ns) == 2  # what arrived before the stall is kept
         assert (await c.stream_chat({"model": "m", "messages": body["messages"]})).ok
+
+
+def test_a_speed_suite_that_ends_before_the_first_probe_still_reports() -> None:
+    # issue 22, item 1: a block shorter than the probe's first interval left no loop-lag samples and
+    # the self-check crashed (zip strict); it must emit a record that says "no samples"
+    import asyncio
+
+    from rigbench.client import SelfCheckMonitor
+    from rigbench.records import SelfCheck
+
+    got: list[SelfCheck] = []
+
+    async def instant() -> None:
+        async with SelfCheckMonitor("instant", got.append, interval_s=10.0):
+            pass
+
+    asyncio.run(instant())
+    (rec,) = got
+    assert rec.loop_lag_samples == 0 and rec.loop_lag_p99_s is None
+
+
+@pytest.mark.parametrize("reps", ["1", "3"])
+def test_a_server_that_fails_every_request_ends_the_run_with_records_not_a_crash(tmp_path: Path, reps: str) -> None:
+    # issue 22, item 1: HTTP 503 on every request crashed the run 4 times in 4 (run left "failed")
+    failing = FAST.model_copy(update={"faults": [Fault(kind="http_status", status=503, message="overloaded")]})
+    with EmulatorProcess(failing) as emu:
+        res = invoke("run", "--endpoint", emu.url, "--no-sanity", "--allow-untrusted", "--scenarios", "chat_short",
+                     "--repetitions", reps, "--warmup", "0", "--out", str(tmp_path / "runs"))
+    assert res.traceback is None, res.traceback
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    reader = RunReader(run_dir)
+    assert reader.header.status == "complete", reader.header.status
+    errors = [r["result"]["error"] for r in reader.raw_records("speed_request")]
+    assert len(errors) == int(reps) and all(e and "503" in json.dumps(e) for e in errors), errors
+    assert reader.raw_records("selfcheck"), "the self-check record is written even when every request failed"

@@ -173,7 +173,9 @@ class SelfCheckMonitor:
             _current.reset(self._token)
         ll, sl = self.loop_lags_ns, self.send_lags_ns
         # each sample stands for the time until the next (the pace it chose), the last until now
-        spans = [b - a for a, b in zip(self.loop_lag_at_ns, [*self.loop_lag_at_ns[1:], _perf_ns()], strict=True)]
+        # (none when the block ended before the first probe fired: a suite that fails at once)
+        at = self.loop_lag_at_ns
+        spans = [b - a for a, b in zip(at, [*at[1:], _perf_ns()], strict=True)] if at else []
         self.record = SelfCheck(
             unit_id=f"selfcheck/{self.label}",
             label=self.label,
