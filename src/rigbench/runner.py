@@ -19,13 +19,7 @@ from typing import Any, cast
 
 from rigbench._version import __version__
 from rigbench.analysis import fingerprint_differences
-from rigbench.client import (
-    DEFAULT_IDLE_TIMEOUT_S,
-    DEFAULT_TOTAL_TIMEOUT_S,
-    SelfCheckMonitor,
-    redact_url,
-    url_has_userinfo,
-)
+from rigbench.client import Deadlines, SelfCheckMonitor, redact_url, url_has_userinfo
 from rigbench.errors import EndpointLostError, RigbenchError, RigError, UsageError
 from rigbench.honesty import (
     PreflightInput,
@@ -81,8 +75,7 @@ class RunConfig:
     label: str = "run"
     resume: Path | None = None
     run_id: str | None = None  # None: a new id from `label` (a plan picks it up front for its index)
-    idle_timeout_s: float | None = None  # per-request deadlines (None: the client's defaults)
-    total_timeout_s: float | None = None
+    deadlines: Deadlines = field(default_factory=Deadlines)  # per-request deadlines, handed to the client
     cli_options: dict[str, Any] | None = field(default=None, compare=False)  # so --resume can rebuild them
     command: list[str] = field(default_factory=lambda: _redacted_argv(sys.argv), compare=False)
     # The suites themselves, built from the names and settings (scale-out swaps the speed suite's client).
@@ -94,13 +87,10 @@ class RunConfig:
 
     def recorded(self) -> dict[str, Any]:
         """The resolved settings as run.json records them (`plan`); a resume must match them."""
-
-        idle_s = self.idle_timeout_s if self.idle_timeout_s is not None else DEFAULT_IDLE_TIMEOUT_S
-        total_s = self.total_timeout_s if self.total_timeout_s is not None else DEFAULT_TOTAL_TIMEOUT_S
         plan = {"suites": self.suite_settings, "seed": self.seed, "sanity": self.sanity,
                 "sanity_max_tokens": self.sanity_max_tokens, "sanity_seed": self.sanity_seed,
                 "bandwidth_gb_s": self.bandwidth_gb_s,
-                "rig": _rig_plan(self), "deadlines": {"idle_s": idle_s, "total_s": total_s}}
+                "rig": _rig_plan(self), "deadlines": self.deadlines.recorded()}
         if self.cli_options is not None:
             plan["cli_options"] = self.cli_options
         return plan
@@ -125,8 +115,6 @@ def _redacted_argv(argv: list[str]) -> list[str]:
 async def execute_run(cfg: RunConfig, progress: Progress | None = None,
                       build_progress: Any = None) -> RunHeader:
     prog = progress or NullProgress()
-    idle_s = cfg.idle_timeout_s if cfg.idle_timeout_s is not None else DEFAULT_IDLE_TIMEOUT_S
-    total_s = cfg.total_timeout_s if cfg.total_timeout_s is not None else DEFAULT_TOTAL_TIMEOUT_S
     plan = cfg.recorded()
     max_conc = check_concurrency(cfg.speed.concurrency if cfg.speed is not None else [1])
     if cfg.resume is not None:
@@ -164,8 +152,7 @@ async def execute_run(cfg: RunConfig, progress: Progress | None = None,
         else:
             rig = prepare_llamacpp_rig(cfg.llamacpp or LlamaCppConfig(), writer.log_path,
                                        build_progress=build_progress, note=prog.note)
-        rig.client.configure(idle_timeout_s=idle_s, total_timeout_s=total_s,
-                             max_connections=max(rig.client.max_connections, max_conc))
+        rig.client.configure(deadlines=cfg.deadlines, max_connections=max(rig.client.max_connections, max_conc))
         try:
             prog.note("starting the rig" if isinstance(rig, LaunchedRig) else f"attaching to {redact_url(cfg.endpoint or '')}")
             startup = await rig.start()

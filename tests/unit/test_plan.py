@@ -261,7 +261,7 @@ def test_plan_deadlines_reach_every_run_and_bad_ones_name_the_line(tmp_path: Pat
         """)
     lp = load_plan(p)
     cfg = run_config_for(lp.plan, lp.rigs[0], tmp_path, run_id="x", resume=None)
-    assert (cfg.idle_timeout_s, cfg.total_timeout_s) == (30, 120)
+    assert (cfg.deadlines.idle_s, cfg.deadlines.total_s) == (30, 120)
     p.write_text(p.read_text().replace("idle_s: 30", "idle_s: -1"))
     with pytest.raises(PlanError, match=r"plan.yaml:2.*idle_s"):
         load_plan(p)

@@ -34,7 +34,7 @@ PUBLIC: dict[str, list[str]] = {
         "app", "main",
     ],
     "rigbench.client": [
-        "ChatClient", "DEFAULT_IDLE_TIMEOUT_S", "DEFAULT_TOTAL_TIMEOUT_S", "SelfCheckMonitor",
+        "ChatClient", "Deadlines", "SelfCheckMonitor",
         "current_monitor", "event_loop_name", "is_loopback_url", "redact_text", "redact_url", "run",
         "url_has_userinfo", "use_monitor",
     ],

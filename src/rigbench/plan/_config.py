@@ -68,8 +68,7 @@ def run_config_for(plan: Plan, rig: ResolvedRig, out_dir: Path, *, run_id: str |
         "sanity_max_tokens": plan.sanity_max_tokens, "sanity_seed": plan.sanity_seed,
         "bandwidth_gb_s": plan.bandwidth_gb_s, "seed": plan.seed, "label": label or rig.name, "resume": resume,
         "run_id": run_id, "api_key": api_key, "allow_untrusted": allow_untrusted,
-        "idle_timeout_s": plan.deadlines.idle_s if plan.deadlines else None,
-        "total_timeout_s": plan.deadlines.total_s if plan.deadlines else None, "cli_options": cli_options}
+        "deadlines": plan.deadlines, "cli_options": cli_options}
     spec = rig.spec
     if isinstance(spec, EmbeddedRig):
         cfg = LlamaCppConfig(
@@ -201,13 +200,12 @@ def plan_from_options(o: dict[str, Any]) -> CliPlan:
     }
     for section, values in _nested(sets).items():
         sections[section].update(values)
-    deadlines = _given(idle_s=o.get("idle_timeout"), total_s=o.get("request_timeout"))
     data: dict[str, Any] = {
         "name": "run", "suites": _names(o.get("suite")) or [], **sections, "seed": o.get("seed", 0),
         "sanity": not o.get("no_sanity", False), "allow_unconfined": bool(o.get("allow_unconfined")),
         **_given(sanity_max_tokens=o.get("sanity_max_tokens"), sanity_seed=o.get("sanity_seed"),
                  bandwidth_gb_s=o.get("bandwidth_gbs")),
-        "deadlines": deadlines or None,
+        "deadlines": _given(idle_s=o.get("idle_timeout"), total_s=o.get("request_timeout")),
         "rigs": [{"name": "run", **_rig(o)}],
     }
     try:

@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
+from rigbench.client import Deadlines
 from rigbench.records import Frozen
 from rigbench.rig import EndpointSpec, LaunchSpec
 from rigbench.suites import SuiteSettings
@@ -19,7 +20,7 @@ from rigbench.suites.agent import AgentSettings
 from rigbench.suites.quality import EffortSettings, MMLUProSettings, PackSettings
 from rigbench.suites.speed import SpeedSettings
 
-__all__ = ["Deadlines", "EmbeddedRig", "Plan", "PlanRig", "RigResources", "SpeedPlan"]
+__all__ = ["EmbeddedRig", "Plan", "PlanRig", "RigResources", "SpeedPlan"]
 
 
 class _Model(Frozen):
@@ -50,12 +51,6 @@ class EmbeddedRig(_Model):
 # The speed suite's own settings model is the plan's `speed:` section (one model, one validation).
 SpeedPlan = SpeedSettings
 
-
-class Deadlines(_Model):
-    """Per-request deadlines (same meaning as `rigbench run --idle-timeout/--request-timeout`)."""
-
-    idle_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)  # no generated token for this long
-    total_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)  # the whole request
 
 # Ray's own resource names: set through `cpus` / `gpus`, never under `custom`.
 _RAY_BUILTIN_RESOURCES = {"CPU", "GPU", "memory", "object_store_memory"}
@@ -139,8 +134,14 @@ class Plan(_Model):
     sanity_seed: int | None = None  # the gate's question seed (None: a fresh one per run, recorded)
     bandwidth_gb_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)  # for the decode roofline
     allow_unconfined: bool = False  # run model-written code where bubblewrap cannot confine it (marked)
-    deadlines: Deadlines | None = None  # None: rigbench's defaults (idle 600 s, total 3600 s)
+    # per-request deadlines (`rigbench run --idle-timeout/--request-timeout`); unset keys keep the defaults
+    deadlines: Deadlines = Field(default_factory=Deadlines)
     rigs: list[PlanRig] = Field(min_length=1)
+
+    @field_validator("deadlines", mode="before")
+    @classmethod
+    def _null_deadlines(cls, v: Any) -> Any:
+        return {} if v is None else v  # `deadlines: null` meant the defaults before they had a model
 
     def suite_settings(self) -> SuiteSettings:
         """Every suite's settings, with `allow_unconfined` given to the suites that run model code."""
