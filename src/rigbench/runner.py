@@ -19,13 +19,7 @@ from typing import Any, cast
 
 from rigbench._version import __version__
 from rigbench.analysis import fingerprint_differences
-from rigbench.client import (
-    DEFAULT_IDLE_TIMEOUT_S,
-    DEFAULT_TOTAL_TIMEOUT_S,
-    SelfCheckMonitor,
-    redact_url,
-    url_has_userinfo,
-)
+from rigbench.client import Deadlines, SelfCheckMonitor, redact_url, url_has_userinfo
 from rigbench.errors import EndpointLostError, RigbenchError, RigError, UsageError
 from rigbench.honesty import (
     PreflightInput,
@@ -41,11 +35,13 @@ from rigbench.honesty import (
 from rigbench.records import SanityVerdict, SpeedBatch, SpeedRequest, TelemetryRecord
 from rigbench.rig import (
     AttachedRig,
+    EmbeddedRig,
+    EndpointSpec,
     LaunchedRig,
-    LlamaCppConfig,
+    RigSpec,
     check_traffic,
-    launched_rig,
-    prepare_llamacpp_rig,
+    describe_rig,
+    open_rig,
     requests_from_records,
 )
 from rigbench.store import RunHeader, RunReader, RunWriter, TrustVerdict, new_run_id, now_utc
@@ -67,10 +63,7 @@ class RunConfig:
     suite_names: list[str]  # as --suite or a plan's `suites` names them
     settings: SuiteSettings  # every suite's typed settings; the named suites use theirs
     out_dir: Path
-    llamacpp: LlamaCppConfig | None = None  # launch the embedded rig with this config...
-    endpoint: str | None = None  # ...or attach to this OpenAI base URL
-    launch: Any = None  # ...or start this launch spec (rigbench.rig._launch_spec, not an endpoint)
-    model: str | None = None
+    rig: RigSpec = field(default_factory=EmbeddedRig)  # what to launch or attach to (`rigbench.rig.open_rig`)
     api_key: str | None = None
     allow_untrusted: bool = False
     sanity: bool = True
@@ -81,8 +74,7 @@ class RunConfig:
     label: str = "run"
     resume: Path | None = None
     run_id: str | None = None  # None: a new id from `label` (a plan picks it up front for its index)
-    idle_timeout_s: float | None = None  # per-request deadlines (None: the client's defaults)
-    total_timeout_s: float | None = None
+    deadlines: Deadlines = field(default_factory=Deadlines)  # per-request deadlines, handed to the client
     cli_options: dict[str, Any] | None = field(default=None, compare=False)  # so --resume can rebuild them
     command: list[str] = field(default_factory=lambda: _redacted_argv(sys.argv), compare=False)
     # The suites themselves, built from the names and settings (scale-out swaps the speed suite's client).
@@ -94,13 +86,10 @@ class RunConfig:
 
     def recorded(self) -> dict[str, Any]:
         """The resolved settings as run.json records them (`plan`); a resume must match them."""
-
-        idle_s = self.idle_timeout_s if self.idle_timeout_s is not None else DEFAULT_IDLE_TIMEOUT_S
-        total_s = self.total_timeout_s if self.total_timeout_s is not None else DEFAULT_TOTAL_TIMEOUT_S
         plan = {"suites": self.suite_settings, "seed": self.seed, "sanity": self.sanity,
                 "sanity_max_tokens": self.sanity_max_tokens, "sanity_seed": self.sanity_seed,
                 "bandwidth_gb_s": self.bandwidth_gb_s,
-                "rig": _rig_plan(self), "deadlines": {"idle_s": idle_s, "total_s": total_s}}
+                "rig": describe_rig(self.rig), "deadlines": self.deadlines.recorded()}
         if self.cli_options is not None:
             plan["cli_options"] = self.cli_options
         return plan
@@ -125,8 +114,6 @@ def _redacted_argv(argv: list[str]) -> list[str]:
 async def execute_run(cfg: RunConfig, progress: Progress | None = None,
                       build_progress: Any = None) -> RunHeader:
     prog = progress or NullProgress()
-    idle_s = cfg.idle_timeout_s if cfg.idle_timeout_s is not None else DEFAULT_IDLE_TIMEOUT_S
-    total_s = cfg.total_timeout_s if cfg.total_timeout_s is not None else DEFAULT_TOTAL_TIMEOUT_S
     plan = cfg.recorded()
     max_conc = check_concurrency(cfg.speed.concurrency if cfg.speed is not None else [1])
     if cfg.resume is not None:
@@ -153,21 +140,14 @@ async def execute_run(cfg: RunConfig, progress: Progress | None = None,
     error: str | None = None
     trust: TrustVerdict | None = None
     try:
-        if cfg.endpoint:
-            rig = AttachedRig(cfg.endpoint, model=cfg.model, api_key=cfg.api_key)
-            if url_has_userinfo(cfg.endpoint):
-                prog.note("the credentials in the --endpoint URL were removed: they are never sent, printed or "
-                          "stored. Pass an API key with --api-key-env.")
-        elif cfg.launch is not None:
-            rig = launched_rig(cfg.launch, writer.log_path, api_key=cfg.api_key, note=prog.note,
-                               build_progress=build_progress)
-        else:
-            rig = prepare_llamacpp_rig(cfg.llamacpp or LlamaCppConfig(), writer.log_path,
-                                       build_progress=build_progress, note=prog.note)
-        rig.client.configure(idle_timeout_s=idle_s, total_timeout_s=total_s,
-                             max_connections=max(rig.client.max_connections, max_conc))
+        endpoint = cfg.rig.base_url if isinstance(cfg.rig, EndpointSpec) else ""
+        if url_has_userinfo(endpoint):
+            prog.note("the credentials in the --endpoint URL were removed: they are never sent, printed or "
+                      "stored. Pass an API key with --api-key-env.")
+        rig = open_rig(cfg.rig, writer.log_path, api_key=cfg.api_key, note=prog.note, build_progress=build_progress)
+        rig.client.configure(deadlines=cfg.deadlines, max_connections=max(rig.client.max_connections, max_conc))
         try:
-            prog.note("starting the rig" if isinstance(rig, LaunchedRig) else f"attaching to {redact_url(cfg.endpoint or '')}")
+            prog.note("starting the rig" if isinstance(rig, LaunchedRig) else f"attaching to {redact_url(endpoint)}")
             startup = await rig.start()
             if startup is not None and "startup" not in done:
                 writer.append(startup)
@@ -230,18 +210,6 @@ async def execute_run(cfg: RunConfig, progress: Progress | None = None,
     finally:
         header = writer.finish(status, trust=trust, error=error)  # type: ignore[arg-type]
     return header
-
-
-def _rig_plan(cfg: RunConfig) -> dict[str, Any]:
-    if cfg.endpoint:
-        return {"mode": "attach", "endpoint": redact_url(cfg.endpoint).rstrip("/"), "model": cfg.model}
-    if cfg.launch is not None:
-        return {"mode": "launched", "engine": cfg.launch.kind, "spec": cfg.launch.model_dump(mode="json")}
-    c = cfg.llamacpp or LlamaCppConfig()
-    return {"mode": "embedded", "engine": "llamacpp", "model": c.model.describe(),
-            "ctx_per_slot": c.ctx_per_slot, "slots": c.slots, "extra_args": c.extra_args,
-            "draft_model": c.draft_model.describe() if c.draft_model else None,
-            "spec_type": c.spec_type, "draft_max": c.draft_max, "spec_synth_len": c.spec_synth_len}
 
 
 class _WriterWatch:

@@ -88,6 +88,7 @@ def test_merged_run_aggregate_is_the_actors_sum_and_an_unpinnable_clock_untrusts
         ray_driver: Any, cluster: LoopbackCluster, emu: EmulatorProcess, tmp_path: Path) -> None:
     from rigbench.analysis import analyze_run, summarize_speed
     from rigbench.client import run as run_loop
+    from rigbench.rig import EndpointSpec
     from rigbench.runner import RunConfig
     from rigbench.scale import execute_run_with_clients, summarize_clients
     from rigbench.store import RunReader
@@ -95,8 +96,8 @@ def test_merged_run_aggregate_is_the_actors_sum_and_an_unpinnable_clock_untrusts
     from rigbench.suites.speed import SpeedSettings
 
     speed = SpeedSettings(profile="quick", scenarios=["chat_short"], repetitions=2, warmup=1, concurrency=[4, 64])
-    cfg = RunConfig(suite_names=["speed"], settings=SuiteSettings(speed=speed), out_dir=tmp_path, endpoint=emu.url,
-                    sanity=False, allow_untrusted=True, label="clients")
+    cfg = RunConfig(suite_names=["speed"], settings=SuiteSettings(speed=speed), out_dir=tmp_path,
+                    rig=EndpointSpec(base_url=emu.url), sanity=False, allow_untrusted=True, label="clients")
     # actor 2's echo waits 4 ms: its offset can be known only to +-2 ms, past the 1 ms bound
     header = run_loop(execute_run_with_clients(cfg, address=cluster.address, clients=4, cpus_per_client=0.5,
                                                echo_delay_s={2: 0.004}))

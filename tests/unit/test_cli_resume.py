@@ -95,6 +95,7 @@ def test_runner_refuses_a_changed_plan_naming_the_field(tmp_path: Path) -> None:
     import pytest
 
     from rigbench.errors import UsageError
+    from rigbench.rig import EndpointSpec
     from rigbench.runner import RunConfig, execute_run
     from rigbench.suites import SuiteSettings
     from rigbench.suites.speed import SpeedSettings
@@ -102,11 +103,12 @@ def test_runner_refuses_a_changed_plan_naming_the_field(tmp_path: Path) -> None:
     with EmulatorProcess(FAST) as emu:
         speed = SpeedSettings(scenarios=["chat_short"], repetitions=2, warmup=0)
         cfg = RunConfig(suite_names=["speed"], settings=SuiteSettings(speed=speed), out_dir=tmp_path,
-                        endpoint=emu.url, sanity=False)
+                        rig=EndpointSpec(base_url=emu.url), sanity=False)
         header = asyncio.run(execute_run(cfg))
         run_dir = tmp_path / header.run_id
         _interrupt(run_dir, keep_batches=1)
-        cfg2 = RunConfig(suite_names=["speed"], out_dir=tmp_path, endpoint=emu.url, sanity=False, resume=run_dir,
+        cfg2 = RunConfig(suite_names=["speed"], out_dir=tmp_path, rig=EndpointSpec(base_url=emu.url), sanity=False,
+                         resume=run_dir,
                          settings=SuiteSettings(speed=speed.model_copy(update={"concurrency": [2]})))
         with pytest.raises(UsageError, match=r"changes suites\.speed\.concurrency from \[1\] to \[2\]"):
             asyncio.run(execute_run(cfg2))

@@ -11,7 +11,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from rigbench.client import ChatClient
+from rigbench.client import ChatClient, Deadlines
 from rigbench.errors import EndpointError, UsageError
 from rigbench.rig.engines import (
     ENGINE_NAMES,
@@ -152,7 +152,7 @@ async def test_a_plain_openai_server_is_unknown_not_guessed(serve: Any) -> None:
 
 
 async def test_detect_on_a_dead_port_raises_with_the_url() -> None:
-    client = ChatClient("http://127.0.0.1:9/v1", connect_timeout_s=1.0)
+    client = ChatClient("http://127.0.0.1:9/v1", deadlines=Deadlines(connect_s=1.0))
     try:
         with pytest.raises(EndpointError, match=r"cannot reach http://127\.0\.0\.1:9"):
             await detect_engine(client)

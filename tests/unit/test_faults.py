@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rigbench.client import ChatClient
+from rigbench.client import ChatClient, Deadlines
 from rigbench.records import SpeedRequest
 from rigbench.store import RunHeader, RunReader, RunWriter
 from rigbench.testing import Delay, Emulator, EmulatorScript, Fault
@@ -61,13 +61,13 @@ async def test_error_event_in_stream(emu: Emulator) -> None:
 
 
 async def test_stall_beyond_read_timeout_is_a_timeout(emu: Emulator) -> None:
-    async with ChatClient(emu.url, read_timeout_s=0.1) as c:
+    async with ChatClient(emu.url, deadlines=Deadlines(read_s=0.1)) as c:
         r = await c.stream_chat(_with(Fault(kind="stall", at_token=2, stall_ms=400)))
     assert r.error is not None and r.error.kind == "timeout" and len(r.chunk_ns) == 2
 
 
 async def test_stall_with_keepalives_survives_and_shows_as_one_long_gap(emu: Emulator) -> None:
-    async with ChatClient(emu.url, read_timeout_s=0.1) as c:
+    async with ChatClient(emu.url, deadlines=Deadlines(read_s=0.1)) as c:
         r = await c.stream_chat(_with(Fault(kind="stall", at_token=2, stall_ms=300), keepalive_ms=30))
     assert r.ok and r.comment_events >= 5
     gaps = [b - a for a, b in zip(r.chunk_ns, r.chunk_ns[1:], strict=False)]

@@ -18,7 +18,7 @@ from rigbench.honesty import PreflightInput
 from rigbench.plan import EmbeddedRig, PlanError, load_plan, run_config_for
 from rigbench.plan._index import read_plan_index
 from rigbench.records import PreflightFinding, ServingCommand
-from rigbench.rig import port_in_use
+from rigbench.rig import EndpointSpec, port_in_use
 from rigbench.rig._launch_spec import ContainerLaunch
 from rigbench.rig.engines import (
     EngineSpec,
@@ -163,11 +163,12 @@ def test_run_config_per_rig_kind(tmp_path: Path) -> None:
         """)
     lp = load_plan(p)
     cfgs = [run_config_for(lp.plan, r, tmp_path, run_id=f"id-{r.name}", resume=None) for r in lp.rigs]
-    assert cfgs[0].llamacpp.draft_max == 4 and cfgs[0].llamacpp.slots == 4
+    embedded, vllm, container, endpoint = (c.rig for c in cfgs)
+    assert isinstance(embedded, EmbeddedRig) and embedded.draft_max == 4 and embedded.slots == 4
     assert cfgs[0].suite_settings["speed"]["repetitions"] == 2
-    assert isinstance(cfgs[1].launch, VLLMLaunch) and cfgs[1].llamacpp is None
-    assert isinstance(cfgs[2].launch, ContainerLaunch) and cfgs[2].launch.container_name == "rb"
-    assert cfgs[3].endpoint == "http://h:8000/v1" and cfgs[3].model == "m"
+    assert isinstance(vllm, VLLMLaunch)
+    assert isinstance(container, ContainerLaunch) and container.container_name == "rb"
+    assert isinstance(endpoint, EndpointSpec) and (endpoint.base_url, endpoint.model) == ("http://h:8000/v1", "m")
     assert [c.run_id for c in cfgs] == ["id-e", "id-v", "id-c", "id-a"]
 
 
@@ -261,7 +262,7 @@ def test_plan_deadlines_reach_every_run_and_bad_ones_name_the_line(tmp_path: Pat
         """)
     lp = load_plan(p)
     cfg = run_config_for(lp.plan, lp.rigs[0], tmp_path, run_id="x", resume=None)
-    assert (cfg.idle_timeout_s, cfg.total_timeout_s) == (30, 120)
+    assert (cfg.deadlines.idle_s, cfg.deadlines.total_s) == (30, 120)
     p.write_text(p.read_text().replace("idle_s: 30", "idle_s: -1"))
     with pytest.raises(PlanError, match=r"plan.yaml:2.*idle_s"):
         load_plan(p)

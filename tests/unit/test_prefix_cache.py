@@ -25,6 +25,7 @@ from rigbench.records import (
     record_adapter,
 )
 from rigbench.report import render_markdown
+from rigbench.rig import EndpointSpec
 from rigbench.rig.engines import SGLangAdapter, VLLMAdapter, canonical_values
 from rigbench.runner import RunConfig, execute_run
 from rigbench.store import RunReader
@@ -153,7 +154,7 @@ CACHING = EmulatorScript(persona="healthy", prefix_cache=True, ttft=Delay(mean_m
 
 def _run(url: str, out: Path) -> tuple[dict[str, object], Path]:
     speed = SpeedSettings(scenarios=["chat_short"], repetitions=3, warmup=0)
-    cfg = RunConfig(suite_names=["speed"], settings=SuiteSettings(speed=speed), out_dir=out, endpoint=url,
+    cfg = RunConfig(suite_names=["speed"], settings=SuiteSettings(speed=speed), out_dir=out, rig=EndpointSpec(base_url=url),
                     allow_untrusted=True)
     header = asyncio.run(execute_run(cfg))
     run_dir = out / header.run_id

@@ -34,7 +34,7 @@ PUBLIC: dict[str, list[str]] = {
         "app", "main",
     ],
     "rigbench.client": [
-        "ChatClient", "DEFAULT_IDLE_TIMEOUT_S", "DEFAULT_TOTAL_TIMEOUT_S", "SelfCheckMonitor",
+        "ChatClient", "Deadlines", "SelfCheckMonitor",
         "current_monitor", "event_loop_name", "is_loopback_url", "redact_text", "redact_url", "run",
         "url_has_userinfo", "use_monitor",
     ],
@@ -74,14 +74,14 @@ PUBLIC: dict[str, list[str]] = {
         "synth_note", "synthetic_acceptance", "vllm_detailed_result",
     ],
     "rigbench.rig": [
-        "AttachedRig", "EMBEDDED_MODEL", "EndpointSpec", "EngineBinary", "EngineProcess",
+        "AttachedRig", "EMBEDDED_MODEL", "EmbeddedRig", "EndpointSpec", "EngineBinary", "EngineProcess",
         "Fingerprint", "HostInfo", "HubFile", "LLAMA_CPP_VERSION", "LaunchSpec", "LaunchedRig",
         "LlamaCppConfig", "LocalFile", "MemoryBandwidth", "ModelInfo", "ModelSource", "RigInfo",
-        "TelemetrySampler", "VLLMLaunch", "WheelFile", "build_llama_server", "cache_dir",
-        "check_traffic", "ensure_llama_server", "find_llama_server", "find_vllm", "free_port",
+        "RigSpec", "TelemetrySampler", "VLLMLaunch", "WheelFile", "build_llama_server", "cache_dir",
+        "check_rig", "check_traffic", "describe_rig", "ensure_llama_server", "find_llama_server", "find_vllm", "free_port",
         "hf_copy_of_gguf", "host_info", "install_vllm", "launched_rig", "llamacpp_argv",
-        "model_source_from_spec", "port_in_use", "prepare_llamacpp_rig", "requests_from_records",
-        "vllm_serve_argv",
+        "model_source_from_spec", "open_rig", "port_in_use", "prepare_llamacpp_rig", "requests_from_records",
+        "size_rig", "vllm_serve_argv",
     ],
     "rigbench.rig.engines": [
         "ENGINE_NAMES", "Engine", "EngineAdapter", "EngineName", "EngineSpec", "FlagReading",

@@ -1,14 +1,14 @@
 """The one streaming OpenAI-compatible client (the `StreamResult`s it produces are `rigbench.records`)."""
 
-from rigbench.client._client import DEFAULT_IDLE_TIMEOUT_S, DEFAULT_TOTAL_TIMEOUT_S, ChatClient
+from rigbench.client._client import ChatClient
+from rigbench.client._deadlines import Deadlines
 from rigbench.client._loop import event_loop_name, run
 from rigbench.client._selfcheck import SelfCheckMonitor, current_monitor, use_monitor
 from rigbench.client._url import is_loopback_url, redact_text, redact_url, url_has_userinfo
 
 __all__ = [
-    "DEFAULT_IDLE_TIMEOUT_S",
-    "DEFAULT_TOTAL_TIMEOUT_S",
     "ChatClient",
+    "Deadlines",
     "SelfCheckMonitor",
     "current_monitor",
     "event_loop_name",

