@@ -12,7 +12,7 @@ from typing import NoReturn
 
 import pytest
 
-__all__ = ["IN_CI", "missing", "missing_module", "requires"]
+__all__ = ["IN_CI", "golden_update_requested", "missing", "missing_module", "requires"]
 
 IN_CI = os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
 _IN_CI_NOTE = " (CI=true: CI installs this, so its absence fails the test instead of skipping it)"
@@ -35,3 +35,14 @@ def missing_module(reason: str) -> NoReturn:
 def requires(ok: bool, reason: str) -> pytest.MarkDecorator:
     """A marker: the test runs only when `ok`; otherwise `missing(reason)` at its setup (tests/conftest.py)."""
     return pytest.mark.requires(ok=ok, reason=reason)
+
+
+def golden_update_requested() -> bool:
+    """Whether RIGBENCH_UPDATE_GOLDEN asks a golden test to rewrite its file. Under CI=true it
+    refuses (the test fails saying so): a golden file that rewrites itself in CI checks nothing."""
+    if not os.environ.get("RIGBENCH_UPDATE_GOLDEN"):
+        return False
+    if IN_CI:
+        pytest.fail("RIGBENCH_UPDATE_GOLDEN is set under CI=true: golden files are never rewritten in CI. "
+                    "Regenerate them locally, review the diff and commit it.", pytrace=False)
+    return True
