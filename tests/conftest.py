@@ -26,6 +26,13 @@ from rigbench.rig import (
     find_llama_server,
     free_port,
 )
+from tests.skip_check import (  # noqa: F401  (hooks: `requires` marker, CI skip check)
+    pytest_collectreport,
+    pytest_runtest_logreport,
+    pytest_runtest_setup,
+    pytest_sessionfinish,
+    pytest_terminal_summary,
+)
 
 
 def _embedded_files() -> tuple[Path, Path]:

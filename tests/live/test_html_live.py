@@ -21,6 +21,8 @@ from typing import Any
 import aiohttp
 import pytest
 
+from tests.needs import requires
+
 pytestmark = pytest.mark.live
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -108,7 +110,7 @@ def _emulator_plan(tmp_path: Path) -> Path:
     return tmp_path / "plan"
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (.ci/run installs it)")
+@requires(CHROMIUM is not None, "chromium is not installed (.ci/run installs it)")
 def test_html_report_loads_offline_without_errors(tmp_path: Path) -> None:
     import sys
 

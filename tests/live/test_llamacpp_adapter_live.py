@@ -14,6 +14,7 @@ import pytest
 
 from rigbench.client import ChatClient
 from rigbench.rig.engines import LlamaCppAdapter, canonical_values, detect_engine
+from tests.needs import missing
 
 pytestmark = pytest.mark.live
 
@@ -47,9 +48,9 @@ def _free_port() -> int:
 async def client(tmp_path: Path) -> AsyncIterator[ChatClient]:
     binary, model = _binary(), _model()
     if binary is None:
-        pytest.skip("no llama-server: set RIGBENCH_LLAMA_SERVER, put it on PATH, or build /tmp/dl/build/bin")
+        missing("no llama-server: set RIGBENCH_LLAMA_SERVER, put it on PATH, or build /tmp/dl/build/bin")
     if model is None:
-        pytest.skip(f"no GGUF model: set {_MODEL_ENV} or place SmolLM2 at {_FALLBACK_MODEL}")
+        missing(f"no GGUF model: set {_MODEL_ENV} or place SmolLM2 at {_FALLBACK_MODEL}")
     port = _free_port()
     log = (tmp_path / "llama-server.log").open("w")
     proc = subprocess.Popen(

@@ -15,8 +15,10 @@ from typing import Any
 
 import pytest
 
+from tests.needs import missing_module
+
 if importlib.util.find_spec("ray") is None:  # found, not imported: Ray reads its auth settings on import
-    pytest.skip("the Ray extra is not installed: pip install 'rigbench[ray]'", allow_module_level=True)
+    missing_module("the Ray extra is not installed: pip install 'rigbench[ray]'")
 
 from rigbench.plan import read_plan_index
 from rigbench.scale._loopback import LoopbackCluster

@@ -9,12 +9,15 @@ import json
 import math
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from rigbench.store import RunReader
 from rigbench.testing import Delay, EmulatorProcess, EmulatorScript, Fault
+from tests.needs import missing
 from tests.unit.cli_inproc import Result, invoke
 
 GOLDEN = Path(__file__).parent.parent / "golden" / "run_v1"
@@ -30,6 +33,19 @@ def refused(res: Result, *needles: str) -> str:
     return msg
 
 
+def _without_privileges(*args: str) -> Result:
+    """`rigbench *args` in a child that cannot write past permissions: as root (CI), the same uid
+    with every capability dropped (so no CAP_DAC_OVERRIDE), which also keeps the checkout readable."""
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        missing("running as root, and `setpriv` (util-linux) is not there to drop the capabilities")
+    p = subprocess.run([setpriv, "--bounding-set=-all", "--inh-caps=-all", "--no-new-privs",
+                        sys.executable, "-m", "rigbench", *args],
+                       capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "200"})
+    trace = p.stderr if "Traceback (most recent call last)" in p.stderr else None
+    return Result(p.returncode, p.stdout, p.stderr, trace)
+
+
 def _copy(tmp: Path, name: str) -> Path:
     d = tmp / name
     shutil.copytree(GOLDEN, d)
@@ -43,12 +59,12 @@ def test_output_paths_are_checked_before_anything_runs(tmp_path: Path) -> None:
     a_file = tmp_path / "file"
     a_file.write_text("x")
     try:
-        if os.access(locked, os.W_OK):
-            pytest.skip("running as a user who can write anywhere (root): permissions cannot be tested")
         for opt in ("--html", "--markdown", "--json", "--vllm-json"):
             refused(invoke("report", str(GOLDEN), opt, str(tmp_path)), opt, "is a directory")
             refused(invoke("report", str(GOLDEN), opt, str(tmp_path / "no" / "x")), opt, "does not exist")
-            refused(invoke("report", str(GOLDEN), opt, str(locked / "x")), opt, "permission denied")
+            args = ("report", str(GOLDEN), opt, str(locked / "x"))
+            refused(invoke(*args) if not os.access(locked, os.W_OK) else _without_privileges(*args),
+                    opt, "permission denied")
     finally:
         locked.chmod(0o700)
     # run: refused before attaching (the endpoint is closed: reaching it would say "cannot reach")

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 from typing import Any
 
 import pytest
 
 from rigbench.client import ChatClient, event_loop_name, run
 from rigbench.testing import Delay, Emulator, EmulatorScript
+from tests.needs import missing
 
 
 async def _loop_class() -> str:
@@ -16,7 +18,8 @@ async def _loop_class() -> str:
 
 
 def test_runs_on_uvloop_when_installed() -> None:
-    pytest.importorskip("uvloop")
+    if importlib.util.find_spec("uvloop") is None:
+        missing("uvloop is not installed: pip install 'rigbench[fast]' (.ci/run does)")
     assert event_loop_name() == "uvloop"
     assert run(_loop_class()).startswith("uvloop")
 

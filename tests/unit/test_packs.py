@@ -23,6 +23,7 @@ from rigbench.suites.quality._packs import (
     NumericGrader,
     RegexGrader,
 )
+from tests.needs import missing
 
 
 def _result(content: str, wall_s: float = 0.2) -> StreamResult:
@@ -86,7 +87,7 @@ async def test_code_grader_runs_the_models_function_in_a_sandbox() -> None:
 
 async def test_code_grader_limits_and_marks_its_sandbox() -> None:
     if confinement().kind != "bwrap":
-        pytest.skip(f"no bubblewrap here: {confinement().note}")
+        missing(f"no working bubblewrap here: {confinement().note}")
     g = CodeGrader(type="code", function="f", cases=[{"args": [1], "expected": 1}], timeout_s=1.5)
     hang = await grade(g, "def f(x):\n    while True:\n        pass\n")
     assert not hang.passed and "timed out" in hang.detail and hang.confinement == "bwrap"

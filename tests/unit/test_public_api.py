@@ -94,8 +94,8 @@ PUBLIC: dict[str, list[str]] = {
         "RunConfig", "check_concurrency", "execute_run",
     ],
     "rigbench.sandbox": [
-        "CaseOutcome", "Confinement", "FunctionResult", "GRADER_NEVER_COPIES", "Limits",
-        "PathRefused", "RunOutcome", "SandboxUnavailable", "TestOutcome", "Workdir", "confinement",
+        "CaseOutcome", "Confinement", "FunctionResult", "GRADER_NEVER_COPIES", "GradedTests", "Limits",
+        "PathRefused", "RunOutcome", "SandboxUnavailable", "TestOutcome", "Workdir", "confinement", "grade_pytest",
         "require_confinement", "run_confined", "run_function_tests", "run_pytest", "same_json",
     ],
     "rigbench.scale": [

@@ -28,9 +28,10 @@ from rigbench.sandbox import (
     same_json,
 )
 from rigbench.sandbox._run import sandbox_python
+from tests.needs import requires
 
 REPO = Path(__file__).resolve().parents[2]
-confined = pytest.mark.skipif(confinement().kind != "bwrap", reason=f"no bubblewrap here: {confinement().note}")
+confined = requires(confinement().kind == "bwrap", f"no working bubblewrap here: {confinement().note}")
 FAST = Limits(cpu_s=5, memory_bytes=512 * 1024 * 1024, wall_s=20, file_bytes=1 << 20, processes=16)
 
 

@@ -9,6 +9,7 @@ from rigbench.sandbox._confine import Confinement, confinement
 from rigbench.sandbox._function import CaseOutcome, FunctionResult, run_function_tests, same_json
 from rigbench.sandbox._pytest import TestOutcome, run_pytest
 from rigbench.sandbox._run import Limits, RunOutcome, SandboxUnavailable, require_confinement, run_confined
+from rigbench.sandbox._verdict import GradedTests, grade_pytest
 from rigbench.sandbox._workdir import GRADER_NEVER_COPIES, PathRefused, Workdir
 
 __all__ = [
@@ -16,6 +17,7 @@ __all__ = [
     "CaseOutcome",
     "Confinement",
     "FunctionResult",
+    "GradedTests",
     "Limits",
     "PathRefused",
     "RunOutcome",
@@ -23,6 +25,7 @@ __all__ = [
     "TestOutcome",
     "Workdir",
     "confinement",
+    "grade_pytest",
     "require_confinement",
     "run_confined",
     "run_function_tests",

@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal, NamedTuple
 
@@ -55,8 +56,13 @@ def _rigbench_package_dir() -> str | None:
     return str(here) if any(str(here).startswith(r + "/") for r in _interpreter_roots(True)) else None
 
 
-def bwrap_argv(bwrap: str, work: Path, *, userns_fd: int | None, site_packages: bool) -> list[str]:
-    """The bwrap command line that confines a program to `work` (mounted at SANDBOX_DIR)."""
+def bwrap_argv(bwrap: str, work: Path, *, userns_fd: int | None, site_packages: bool,
+               read_only: bool = False, ro_binds: Sequence[tuple[Path, str]] = ()) -> list[str]:
+    """The bwrap command line that confines a program to `work` (mounted at SANDBOX_DIR).
+
+    `read_only`: the working copy is mounted read-only except its `.tmp`; `ro_binds`: host
+    directories of rigbench's own (the grading launcher) mounted read-only at the given paths.
+    """
     argv = [bwrap]
     if userns_fd is None:
         argv += ["--unshare-user", "--disable-userns"]  # no nested user namespaces either
@@ -86,8 +92,14 @@ def bwrap_argv(bwrap: str, work: Path, *, userns_fd: int | None, site_packages: 
     hidden = _rigbench_package_dir()
     if site_packages and hidden:
         argv += ["--tmpfs", hidden]
+    if read_only:
+        argv += ["--ro-bind", str(work), SANDBOX_DIR, "--bind", str(work / ".tmp"), SANDBOX_DIR + "/.tmp"]
+    else:
+        argv += ["--bind", str(work), SANDBOX_DIR]
+    for src, dest in ro_binds:
+        argv += ["--ro-bind", str(src), dest]
     argv += [
-        "--bind", str(work), SANDBOX_DIR, "--chdir", SANDBOX_DIR, "--remount-ro", "/",
+        "--chdir", SANDBOX_DIR, "--remount-ro", "/",
         "--setenv", "HOME", SANDBOX_DIR, "--setenv", "PATH", "/usr/bin:/bin",
         "--setenv", "LANG", "C.UTF-8", "--setenv", "TMPDIR", SANDBOX_DIR + "/.tmp",
         "--setenv", "PYTHONDONTWRITEBYTECODE", "1", "--setenv", "PYTHONHASHSEED", "0",

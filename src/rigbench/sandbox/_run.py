@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -103,15 +104,17 @@ def _chown_tree(root: Path, uid: int) -> None:
 
 
 def run_confined(argv: list[str], work: Path, limits: Limits, *, allow_unconfined: bool,
-                 site_packages: bool = False, channel: bool = False) -> RunOutcome:
+                 site_packages: bool = False, channel: bool = False, extra_fds: Sequence[int] = (),
+                 read_only: bool = False, ro_binds: Sequence[tuple[Path, str]] = ()) -> RunOutcome:
     """Run `argv` with `work` as its only writable (and only visible non-system) directory.
 
     `argv[0]` should come from `sandbox_python()`. With `channel`, the command gets `--channel FD`
     appended: a file outside `work` that only the harness is meant to write, read back afterwards.
+    `extra_fds` are passed through open; `read_only` and `ro_binds` as for `bwrap_argv` (confined only).
     """
     conf = require_confinement(allow_unconfined)
     own_dir(work / ".tmp")
-    pass_fds: list[int] = []
+    pass_fds: list[int] = list(extra_fds)
     userns: int | None = None
     with contextlib.ExitStack() as stack:
         out = stack.enter_context(tempfile.TemporaryFile())
@@ -129,7 +132,8 @@ def run_confined(argv: list[str], work: Path, limits: Limits, *, allow_unconfine
                 pass_fds.append(userns)
                 inner += drop_to_nobody()
                 _chown_tree(work, 65534)
-            full = [*bwrap_argv(bwrap, work, userns_fd=userns, site_packages=site_packages), *inner, *cmd]
+            full = [*bwrap_argv(bwrap, work, userns_fd=userns, site_packages=site_packages, read_only=read_only,
+                                ro_binds=ro_binds), *inner, *cmd]
             cwd, env, nproc = None, {}, None
         else:
             full = cmd

@@ -1,9 +1,12 @@
 """Grading a multi-turn task: rigbench decides, never the model. A repo fix is graded by pytest on
 the original tests in a pristine copy of the project into which only the changed files the task
 allows (`allowed_changes` globs in task.json) are copied; conftest.py, pytest/packaging config,
-sitecustomize and .pth files never are, and a changed file that refers to pytest or JUnit fails
-the grade (code under test has no business touching the test runner). A root cause is graded by
-comparing the submitted file and function with the known ones."""
+sitecustomize and .pth files never are. The verdict comes from the signed per-test stream of
+rigbench's grading launcher (`rigbench.sandbox.grade_pytest`), checked against the task's own list
+of test ids (`test_ids` in task.json), never from a file the code under test could write. A changed
+file that refers to the test runner or to the interpreter's own machinery (frames, gc, code objects,
+import hooks, exit hooks, signals) fails the grade too: code under test has no business there. A
+root cause is graded by comparing the submitted file and function with the known ones."""
 
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field
 
 from rigbench.records import Frozen
-from rigbench.sandbox import Limits, TestOutcome, Workdir, run_pytest
+from rigbench.sandbox import Limits, TestOutcome, Workdir, grade_pytest
 
 if TYPE_CHECKING:
     from rigbench.suites.agent._tasks import AgentTask
@@ -23,6 +26,13 @@ if TYPE_CHECKING:
 __all__ = ["Grade", "grade_repo_fix", "grade_root_cause"]
 
 _TOUCHES_RUNNER = re.compile(r"\b_?pytest\b|junit", re.IGNORECASE)
+# The spellings of reaching into the test process itself; a plain shopping-cart fix needs none of
+# them. Obfuscated spellings are not caught here: the signed stream and the launcher's checks are
+# the real defence, this only names the obvious attempt in the record.
+_TOUCHES_INTERPRETER = re.compile(
+    r"\b(atexit|signal|gc|ctypes|inspect|importlib|builtins|__builtins__|sys\.modules|meta_path|path_hooks"
+    r"|_getframe|f_back|f_globals|f_locals|__code__|__closure__|cell_contents|settrace|setprofile"
+    r"|_exit|fork|pluggy|_current_frames)\b|/proc/")
 
 
 class Grade(Frozen):
@@ -43,19 +53,29 @@ async def grade_repo_fix(task: AgentTask, work: Workdir, before: TestOutcome, *,
     allowed = [str(g) for g in task.spec.get("allowed_changes", ["*"])]
     grade_copy, kept, left = work.grading_copy(task.path / "project", allowed, protected=(tests_dir,))
     try:
-        runner_refs = [f for f in kept
-                       if _TOUCHES_RUNNER.search((grade_copy.root / f).read_text(errors="replace"))]
+        runner_refs, interp_refs = [], []
+        for f in kept:
+            text = (grade_copy.root / f).read_text(errors="replace")
+            if _TOUCHES_RUNNER.search(text):
+                runner_refs.append(f)
+            if m := _TOUCHES_INTERPRETER.search(text):
+                interp_refs.append(f"{f} ({m.group(0)})")
+        ids = task.spec.get("test_ids")
         after = await asyncio.to_thread(
-            run_pytest, grade_copy.root, tests_dir, limits, allow_unconfined=allow_unconfined)
+            grade_pytest, grade_copy.root, tests_dir, [str(i) for i in ids] if ids else None, limits,
+            allow_unconfined=allow_unconfined)
     finally:
         grade_copy.cleanup()
-    total = int(task.spec.get("expected_total", 0)) or (after.passed + after.failed)
-    passed = after.failed == 0 and after.passed == total and not runner_refs
+    total = len(ids) if ids else int(task.spec.get("expected_total", 0)) or len(after.outcomes)
+    passed = after.all_passed and after.passed == total and not runner_refs and not interp_refs
+    failed_ids = [f"{i} ({o})" for i, o in after.outcomes.items() if o != "passed"]
     detail = (
         f"pytest on the original tests with {len(kept)} changed file(s) copied into a pristine project: "
-        f"{after.passed} passed, {after.failed} failed (expected {total} passing)"
-        + ("; timed out" if after.run.timed_out else "")
+        f"{after.passed} passed, {after.failed} not passed (expected {total} passing)"
+        + (f"; not passed: {', '.join(failed_ids[:6])}" if failed_ids else "")
+        + (f"; result stream rejected: {' | '.join(after.problems[:4])}" if after.problems else "")
         + (f"; failed: {', '.join(runner_refs)} refer(s) to pytest/JUnit" if runner_refs else "")
+        + (f"; failed: {', '.join(interp_refs)} reach(es) into the interpreter" if interp_refs else "")
         + (f"; not graded: {'; '.join(left)}" if left else "")
     )
     conf = after.run.confinement
@@ -67,6 +87,8 @@ async def grade_repo_fix(task: AgentTask, work: Workdir, before: TestOutcome, *,
         tests_passed_after=after.passed,
         tests_failed_after=after.failed,
         sandbox={
+            "grading": "signed per-test stream from rigbench's launcher (read-only), checked against the task's test ids",
+            "stream_problems": after.problems[:20],
             "confinement": conf.kind,
             "confinement_note": conf.note,
             "cpu_s": limits.cpu_s,
