@@ -29,6 +29,7 @@ from rigbench.rig._vllm_env import find_vllm
 from rigbench.rig._vllm_rig import VLLMRig
 from rigbench.rig.engines import VLLMAdapter, canonical_values, detect_engine, parse_prometheus
 from rigbench.store import RunReader
+from tests.needs import missing
 
 from ..conftest import wait_for_batches
 
@@ -45,10 +46,7 @@ ENV = {**os.environ, "COLUMNS": "200"}
 
 def _need_vllm() -> None:
     if find_vllm() is None:
-        msg = "vLLM is not installed: run `rigbench setup --engine vllm` (the managed CPU venv, cached)"
-        if os.environ.get("CI"):
-            pytest.fail(msg)
-        pytest.skip(msg)
+        missing("vLLM is not installed: run `rigbench setup --engine vllm` (the managed CPU venv, cached)")
 
 
 def _vllm_processes() -> list[psutil.Process]:

@@ -3,8 +3,9 @@
 Each test plays an adversary from issue 11: reading the host (/root, the rigbench checkout, a file
 next to the work dir), writing outside the work dir (/tmp), reaching a server on the host's
 127.0.0.1, a fork bomb, a conftest hook that turns failures into passes, an object whose __eq__
-always says True, and a forged result line at exit. These tests need bubblewrap (CI installs it);
-without it they skip and `test_refuses_to_run_unconfined_without_permission` still runs.
+always says True, and a forged result line at exit. These tests need a working bubblewrap (CI
+installs it): without one they fail under CI=true and skip elsewhere (tests/needs.py), and
+`test_refuses_to_run_unconfined_without_permission` still runs.
 """
 
 from __future__ import annotations

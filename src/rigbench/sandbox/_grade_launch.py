@@ -3,13 +3,19 @@ to the grader outside. It is a script, not part of the rigbench package at run t
 copies it to a read-only directory of the sandbox and starts it with `python -I`, so it uses only
 the standard library and pytest.
 
-    python -I launch.py KEY_FD CHANNEL_FD WORK TESTS_DIR [pytest args...]
+    python -I launch.py KEY_FD CHANNEL_FD WORK TESTS_DIR PACKAGES [pytest args...]
+
+PACKAGES (comma-separated, or `-` for none) are the project's packages: they run in a process of
+their own (`_grade_remote.py`, copied as remote.py) and the tests reach them through proxies, so
+no model-written code runs in this process at all. With `-` the project is imported here, and the
+checks below are what stands between it and the verdict.
 
 Order matters. Before any model-written code can run (it runs when pytest imports the tests, which
 import the project), the launcher:
 
 1. reads the per-run key from KEY_FD (a pipe the grader wrote and closed: once read, the key
-   exists nowhere but in this process) and closes it;
+   exists nowhere but in this process) and closes it, and makes this process non-dumpable (no
+   other process of the same user may ptrace it or read its memory or descriptors in /proc);
 2. imports the modules the tests import (other than the project's own) and takes a snapshot of
    pytest, pluggy, those modules and the builtins: every attribute and every function's code;
 3. starts pytest with its reporting plugin.
@@ -207,13 +213,24 @@ def _contains(tree: types.CodeType, code: types.CodeType) -> bool:
     return False
 
 
+def _non_dumpable() -> bool:
+    import ctypes
+
+    try:
+        return bool(ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0) == 0)  # PR_SET_DUMPABLE, 0
+    except (OSError, AttributeError):
+        return False
+
+
 def main() -> None:
     key = _read_key(int(sys.argv[1]))
     chan = int(sys.argv[2])
     work, tests = Path(sys.argv[3]), Path(sys.argv[3]) / sys.argv[4]
+    packages = set() if sys.argv[5] == "-" else set(sys.argv[5].split(","))
     mac = hmac.new(key, digestmod="sha256")  # OpenSSL keeps the key; no Python object holds it
     del key
     os.set_inheritable(chan, False)
+    guarded = _non_dumpable()
     seq = [0]
 
     def send(kind: str, **fields: Any) -> None:
@@ -226,10 +243,20 @@ def main() -> None:
 
     sys.path.insert(0, str(work))
     os.chdir(work)
+    project = None
+    if packages:
+        here = str(Path(__file__).resolve().parent)
+        sys.path.insert(0, here)
+        import remote  # _grade_remote.py, copied beside this file
+
+        sys.path.remove(here)
+        project = remote.start(sys.executable, f"{here}/remote.py", str(work), packages)
     import pytest
 
     snap = _Snapshot(work, tests)
-    send("start", pid=os.getpid())
+    send("start", pid=os.getpid(), isolated=sorted(packages))
+    if not guarded:
+        send("tampered", where="setup", what=["the test process could not be made non-dumpable"])
 
     class Reporter:
         @pytest.hookimpl(tryfirst=True)
@@ -262,7 +289,10 @@ def main() -> None:
             if report.outcome != "passed":
                 send("collect_error", id=report.nodeid)
 
-    status = pytest.main([*sys.argv[5:], str(tests)], plugins=[Reporter()])
+    status = pytest.main([*sys.argv[6:], str(tests)], plugins=[Reporter()])
+    if project is not None:
+        project.kill()
+        project.wait()
     send("end", exit=int(status))
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):

@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 from rigbench.sandbox._confine import SANDBOX_DIR
 from rigbench.sandbox._run import Limits, RunOutcome, own_dir, run_confined, sandbox_python
 
-__all__ = ["GRADER_DIR", "GradedTests", "grade_pytest", "read_channel"]
+__all__ = ["GRADER_DIR", "GradedTests", "grade_pytest", "project_packages", "read_channel"]
 
 GRADER_DIR = "/rigbench-grader"  # where the launcher appears inside the sandbox (read-only)
 _INI = "[pytest]\naddopts =\n"
@@ -120,12 +120,24 @@ def read_channel(raw: bytes, key: bytes, expected: list[str] | None, returncode:
     return outcomes, problems
 
 
+def project_packages(work: Path, tests_dir: str) -> list[str]:
+    """The importable top-level packages and modules of `work`, other than its tests."""
+    skip = {Path(tests_dir).parts[0], "conftest"}
+    names = [p.name if p.is_dir() else p.stem for p in sorted(work.iterdir())
+             if not p.name.startswith((".", "_")) and not p.is_symlink()
+             and ((p.is_dir() and (p / "__init__.py").is_file()) or (p.is_file() and p.suffix == ".py"))]
+    return [n for n in names if n not in skip and n.isidentifier()]
+
+
 def grade_pytest(work: Path, tests_dir: str, expected: list[str] | None, limits: Limits, *,
-                 allow_unconfined: bool) -> GradedTests:
+                 allow_unconfined: bool, isolate: bool = True) -> GradedTests:
     """Run the tests of `work` under the grading launcher; the verdict from the signed stream alone.
 
     `expected` is the task's own list of test ids (`tests/test_x.py::test_y`); None accepts what
-    was collected (code that must not choose its own tests should always pass a list).
+    was collected (code that must not choose its own tests should always pass a list). With
+    `isolate` (the default) the project's packages run in a process of their own and the tests
+    reach them through proxies (plain data only; see `_grade_remote.py`); without it the project
+    runs inside the test process and only the launcher's tamper checks guard the verdict.
     """
     key = secrets.token_bytes(32)
     own_dir(work / ".tmp")
@@ -137,9 +149,12 @@ def grade_pytest(work: Path, tests_dir: str, expected: list[str] | None, limits:
         launcher.chmod(0o755)
         script = launcher / "launch.py"
         script.write_text((files("rigbench.sandbox") / "_grade_launch.py").read_text(encoding="utf-8"))
+        remote = launcher / "remote.py"
+        remote.write_text((files("rigbench.sandbox") / "_grade_remote.py").read_text(encoding="utf-8"))
         (launcher / "pytest.ini").write_text(_INI)
-        for p in (script, launcher / "pytest.ini"):
+        for p in (script, remote, launcher / "pytest.ini"):
             p.chmod(0o644)
+        packages = ",".join(project_packages(work, tests_dir)) if isolate else ""
         os.write(key_w, key)
         os.close(key_w)
         key_w = -1
@@ -150,7 +165,7 @@ def grade_pytest(work: Path, tests_dir: str, expected: list[str] | None, limits:
         root = SANDBOX_DIR if confined else str(work)
         run = run_confined(
             [sandbox_python(True), "-I", f"{where}/launch.py", str(key_r), str(chan_w), root, tests_dir,
-             "-q", "-p", "no:cacheprovider", "-c", f"{where}/pytest.ini", "--rootdir", root, "--assert=plain"],
+             packages or "-", "-q", "-p", "no:cacheprovider", "-c", f"{where}/pytest.ini", "--rootdir", root, "--assert=plain"],
             work, limits, allow_unconfined=allow_unconfined, site_packages=True, extra_fds=[key_r, chan_w],
             read_only=True, ro_binds=[(launcher, GRADER_DIR)],
         )

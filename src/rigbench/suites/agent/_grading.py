@@ -3,10 +3,12 @@ the original tests in a pristine copy of the project into which only the changed
 allows (`allowed_changes` globs in task.json) are copied; conftest.py, pytest/packaging config,
 sitecustomize and .pth files never are. The verdict comes from the signed per-test stream of
 rigbench's grading launcher (`rigbench.sandbox.grade_pytest`), checked against the task's own list
-of test ids (`test_ids` in task.json), never from a file the code under test could write. A changed
-file that refers to the test runner or to the interpreter's own machinery (frames, gc, code objects,
-import hooks, exit hooks, signals) fails the grade too: code under test has no business there. A
-root cause is graded by comparing the submitted file and function with the known ones."""
+of test ids (`test_ids` in task.json), never from a file the code under test could write; the
+project runs in a process of its own that the tests reach through plain-data proxies. A changed
+file that refers to pytest or JUnit fails the grade; when a task keeps its project inside the test
+process (`project_in_test_process`), so does one that names the interpreter's own machinery
+(frames, gc, code objects, import hooks, exit hooks, signals). A root cause is graded by comparing
+the submitted file and function with the known ones."""
 
 from __future__ import annotations
 
@@ -53,17 +55,20 @@ async def grade_repo_fix(task: AgentTask, work: Workdir, before: TestOutcome, *,
     allowed = [str(g) for g in task.spec.get("allowed_changes", ["*"])]
     grade_copy, kept, left = work.grading_copy(task.path / "project", allowed, protected=(tests_dir,))
     try:
+        # The project runs in a process of its own unless the task says its tests need it inside
+        # the test process; only then can its code reach the process that writes the verdict.
+        isolate = not task.spec.get("project_in_test_process", False)
         runner_refs, interp_refs = [], []
         for f in kept:
             text = (grade_copy.root / f).read_text(errors="replace")
             if _TOUCHES_RUNNER.search(text):
                 runner_refs.append(f)
-            if m := _TOUCHES_INTERPRETER.search(text):
+            if not isolate and (m := _TOUCHES_INTERPRETER.search(text)):
                 interp_refs.append(f"{f} ({m.group(0)})")
         ids = task.spec.get("test_ids")
         after = await asyncio.to_thread(
             grade_pytest, grade_copy.root, tests_dir, [str(i) for i in ids] if ids else None, limits,
-            allow_unconfined=allow_unconfined)
+            allow_unconfined=allow_unconfined, isolate=isolate)
     finally:
         grade_copy.cleanup()
     total = len(ids) if ids else int(task.spec.get("expected_total", 0)) or len(after.outcomes)
@@ -87,7 +92,9 @@ async def grade_repo_fix(task: AgentTask, work: Workdir, before: TestOutcome, *,
         tests_passed_after=after.passed,
         tests_failed_after=after.failed,
         sandbox={
-            "grading": "signed per-test stream from rigbench's launcher (read-only), checked against the task's test ids",
+            "grading": ("signed per-test stream from rigbench's launcher (read-only), checked against the task's "
+                        "test ids; " + ("the project in a process of its own, reached through plain-data proxies"
+                                        if isolate else "the project inside the test process (task setting)")),
             "stream_problems": after.problems[:20],
             "confinement": conf.kind,
             "confinement_note": conf.note,
