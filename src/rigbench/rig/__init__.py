@@ -24,6 +24,7 @@ from rigbench.rig._models import (
 from rigbench.rig._open import RigSpec, check_rig, describe_rig, open_rig, size_rig
 from rigbench.rig._process import EngineProcess, free_port, port_in_use
 from rigbench.rig._rig import AttachedRig, LaunchedRig
+from rigbench.rig._run_flags import RigFlags, check_rig_flags, rig_from_flags, size_flag_rig
 from rigbench.rig._smoke import ensure_llama_server
 from rigbench.rig._spec_rig import launched_rig
 from rigbench.rig._telemetry import TelemetrySampler
@@ -49,6 +50,7 @@ __all__ = [
     "MemoryBandwidth",
     "ModelInfo",
     "ModelSource",
+    "RigFlags",
     "RigInfo",
     "RigSpec",
     "TelemetrySampler",
@@ -57,6 +59,7 @@ __all__ = [
     "build_llama_server",
     "cache_dir",
     "check_rig",
+    "check_rig_flags",
     "check_traffic",
     "describe_rig",
     "ensure_llama_server",
@@ -73,6 +76,8 @@ __all__ = [
     "port_in_use",
     "prepare_llamacpp_rig",
     "requests_from_records",
+    "rig_from_flags",
+    "size_flag_rig",
     "size_rig",
     "vllm_serve_argv",
 ]
