@@ -49,8 +49,8 @@ PUBLIC: dict[str, list[str]] = {
         "screen_text",
     ],
     "rigbench.plan": [
-        "CliPlan", "EmbeddedRig", "LoadedPlan", "Plan", "PlanError", "PlanIndex", "PlanRig",
-        "PlanRigEntry", "ResolvedRig", "RigResources", "SpeedPlan", "execute_plan", "expand_rigs",
+        "CLI_ONLY_OPTIONS", "CliPlan", "EmbeddedRig", "LoadedPlan", "Plan", "PlanError", "PlanIndex", "PlanRig",
+        "PlanRigEntry", "ResolvedRig", "RigResources", "RunOptions", "SpeedPlan", "execute_plan", "expand_rigs",
         "is_plan_dir", "load_plan", "open_index", "plan_from_options", "plan_runs",
         "read_plan_index", "run_config_for", "write_plan_index",
     ],

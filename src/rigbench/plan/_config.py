@@ -8,6 +8,7 @@ and slot sizing of a launched rig come from `rigbench.sizing`, here and nowhere 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -18,7 +19,8 @@ from rigbench.errors import UsageError
 from rigbench.plan._keys import known_keys
 from rigbench.plan._load import ResolvedRig, expand_rigs
 from rigbench.plan._models import Plan
-from rigbench.rig import RigFlags, check_rig, check_rig_flags, rig_from_flags, size_flag_rig, size_rig
+from rigbench.plan._options import RunOptions
+from rigbench.rig import check_rig, check_rig_flags, rig_from_flags, size_flag_rig, size_rig
 from rigbench.runner import RunConfig
 from rigbench.sandbox import require_confinement
 
@@ -137,38 +139,37 @@ def _nested(sets: dict[str, Any]) -> dict[str, dict[str, Any]]:
 _SET_SECTIONS = ("speed", "mmlu_pro", "packs", "effort", "agent")
 
 
-def plan_from_options(o: dict[str, Any]) -> CliPlan:
-    """`rigbench run`'s options (its parameters by name) as a one-rig plan.
+def plan_from_options(options: RunOptions | Mapping[str, Any]) -> CliPlan:
+    """`rigbench run`'s options (typed, or its parameters by name) as a one-rig plan.
 
     Range checks the models make (repetitions >= 1, a known scenario, ...) are the plan file's,
     reported with the flag's name.
     """
-    sets = _parse_sets(list(o.get("set_") or []))
+    o = options if isinstance(options, RunOptions) else RunOptions.of(options)
+    sets = _parse_sets(o.set_)
     for key in sets:
         if key.split(".", 1)[0] not in _SET_SECTIONS:
             raise UsageError(f"--set {key}: only suite settings are set this way ({', '.join(_SET_SECTIONS)}); "
                              "the rig and the run have their own flags (`rigbench run --help`).")
-    pack = list(o.get("pack") or [])
+    pack = o.pack
     sections: dict[str, dict[str, Any]] = {
-        "speed": _given(profile=o.get("profile"), scenarios=_names(o.get("scenarios")),
-                        repetitions=o.get("repetitions"), warmup=o.get("warmup"), concurrency=o.get("concurrency")),
-        "mmlu_pro": _given(data=o.get("mmlu_data"), questions_per_subject=o.get("mmlu_questions"),
-                           subjects=_names(o.get("mmlu_subjects"))),
+        "speed": _given(profile=o.profile, scenarios=_names(o.scenarios), repetitions=o.repetitions,
+                        warmup=o.warmup, concurrency=o.concurrency),
+        "mmlu_pro": _given(data=o.mmlu_data, questions_per_subject=o.mmlu_questions,
+                           subjects=_names(o.mmlu_subjects)),
         "packs": _given(packs=pack or None),
-        "effort": _given(pack=pack[0] if pack else None, levels=_names(o.get("effort_levels"))),
-        "agent": _given(tool_trials=o.get("tool_trials"), bfcl_per_category=o.get("bfcl_per_category"),
-                        bfcl_trials=o.get("bfcl_trials"), bfcl_data_dir=_str(o.get("bfcl_data")),
-                        agent_tasks=_names(o.get("agent_tasks")), task_trials=o.get("task_trials"),
-                        max_turns=o.get("max_turns"), task_max_tokens=o.get("task_max_tokens")),
+        "effort": _given(pack=pack[0] if pack else None, levels=_names(o.effort_levels)),
+        "agent": _given(tool_trials=o.tool_trials, bfcl_per_category=o.bfcl_per_category,
+                        bfcl_trials=o.bfcl_trials, bfcl_data_dir=o.bfcl_data, agent_tasks=_names(o.agent_tasks),
+                        task_trials=o.task_trials, max_turns=o.max_turns, task_max_tokens=o.task_max_tokens),
     }
     for section, values in _nested(sets).items():
         sections[section].update(values)
     data: dict[str, Any] = {
-        "name": "run", "suites": _names(o.get("suite")) or [], **sections, "seed": o.get("seed", 0),
-        "sanity": not o.get("no_sanity", False), "allow_unconfined": bool(o.get("allow_unconfined")),
-        **_given(sanity_max_tokens=o.get("sanity_max_tokens"), sanity_seed=o.get("sanity_seed"),
-                 bandwidth_gb_s=o.get("bandwidth_gbs")),
-        "deadlines": _given(idle_s=o.get("idle_timeout"), total_s=o.get("request_timeout")),
+        "name": "run", "suites": _names(o.suite) or [], **sections, "seed": o.seed, "sanity": not o.no_sanity,
+        "allow_unconfined": o.allow_unconfined,
+        **_given(sanity_max_tokens=o.sanity_max_tokens, sanity_seed=o.sanity_seed, bandwidth_gb_s=o.bandwidth_gbs),
+        "deadlines": _given(idle_s=o.idle_timeout, total_s=o.request_timeout),
         "rigs": [{"name": "run", **_rig(o)}],
     }
     try:
@@ -180,15 +181,10 @@ def plan_from_options(o: dict[str, Any]) -> CliPlan:
     return CliPlan(plan, rig)
 
 
-def _str(v: Any) -> str | None:
-    return None if v is None else str(v)
-
-
-def _rig(o: dict[str, Any]) -> dict[str, Any]:
+def _rig(o: RunOptions) -> dict[str, Any]:
     """The rig part of the flags: the plan rig section they make, and the API key's variable."""
-    flags = RigFlags.of(o)
-    check_rig_flags(flags)
-    api_key_env = o.get("api_key_env")
+    check_rig_flags(o.rig)
+    api_key_env = o.api_key_env
     if api_key_env and not os.environ.get(api_key_env):
         raise UsageError(f"--api-key-env {api_key_env}: that environment variable is not set or empty.")
-    return {"api_key_env": api_key_env or None, **rig_from_flags(flags)}
+    return {"api_key_env": api_key_env or None, **rig_from_flags(o.rig)}

@@ -8,7 +8,7 @@ and concurrency (`size_flag_rig`), as the embedded rig sizes itself.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +60,7 @@ class RigFlags(Frozen):
         return list(v or [])
 
     @classmethod
-    def of(cls, options: dict[str, Any]) -> RigFlags:
+    def of(cls, options: Mapping[str, Any]) -> RigFlags:
         """The rig flags among all of `rigbench run`'s options."""
         try:
             return cls.model_validate({k: options.get(k) for k in cls.model_fields})
