@@ -4,6 +4,7 @@ rigbench has never heard of works once its one module is registered."""
 from __future__ import annotations
 
 import json
+import signal
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import MappingProxyType
@@ -124,6 +125,7 @@ class ToyEngine:
     launch_spec = ToyLaunch
     default_port = 7070
     start_timeout_s = 42.0
+    death_signal = signal.SIGTERM
     speculative_flags = MappingProxyType({"--lookahead": "draft_max"})
 
     def adapter(self) -> ToyAdapter:
@@ -278,3 +280,22 @@ def test_a_launched_llamacpp_spec_and_the_embedded_rig_share_one_builder() -> No
     t = embedded.index("-t")
     assert embedded[t + 1] == "2"
     assert [a for a in embedded[:t] + embedded[t + 2:] if a not in ("--kv-unified", "--no-webui")] == launched
+
+
+def test_an_engine_missing_a_protocol_member_is_refused_naming_it() -> None:
+    # adversary: an engine written before death_signal joined the protocol would have failed only when a
+    # launched rig spawned it (rigbench once read it with getattr and a fallback)
+    members = {k: v for k, v in vars(ToyEngine).items() if not k.startswith("__") and k != "death_signal"}
+    engine = type("ToyWithoutDeathSignal", (), members)()
+    with pytest.raises(UsageError, match=r"cannot register engine 'toy': it lacks death_signal \(every member"):
+        register_engine(engine)
+    assert "toy" not in {e.name for e in known_engines()}
+
+
+def test_a_registered_engine_dies_with_its_own_signal(toy: ToyEngine) -> None:
+    from rigbench.rig._rig import engine_death_signal
+
+    toy.death_signal = signal.SIGINT  # type: ignore[misc]
+    assert engine_death_signal("toy") == signal.SIGINT
+    assert engine_death_signal("llamacpp") == signal.SIGKILL  # it can hang in its SIGTERM handler
+    assert engine_death_signal("vllm") == engine_death_signal("not-an-engine") == signal.SIGTERM

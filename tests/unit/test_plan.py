@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import sys
 import textwrap
 from collections.abc import Iterator, Mapping
@@ -372,6 +373,7 @@ class EmulatorEngine:
     launch_spec = EmulatorLaunch
     default_port = 8000
     start_timeout_s = 60.0
+    death_signal = signal.SIGTERM
     speculative_flags: Mapping[str, str] = MappingProxyType({})
     flag_syntax = FlagSyntax(markers=("rigbench.testing",), programs=())
     context_overrun_note = ""

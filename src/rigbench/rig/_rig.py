@@ -270,10 +270,10 @@ def _indent(text: str) -> str:
 
 
 def engine_death_signal(engine: str) -> int:
-    """The signal an engine gets when rigbench dies without stopping it: its module's
-    `death_signal` where it sets one, else SIGTERM (an unknown engine gets the graceful one)."""
+    """The signal an engine gets when rigbench dies without stopping it: its `death_signal`, and
+    SIGTERM for an engine rigbench does not know (the graceful one)."""
     try:
-        return int(getattr(get_engine(engine), "death_signal", signal.SIGTERM))
+        return int(get_engine(engine).death_signal)
     except UsageError:  # an engine rigbench does not know
         return signal.SIGTERM
 

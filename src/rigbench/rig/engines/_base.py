@@ -117,6 +117,12 @@ class Engine(Protocol):
         ...
 
     @property
+    def death_signal(self) -> int:
+        """The signal it gets when rigbench dies without stopping it (`prctl(PR_SET_PDEATHSIG)`):
+        SIGTERM lets it shut down; an engine that can hang in its handler takes SIGKILL."""
+        ...
+
+    @property
     def speculative_flags(self) -> Mapping[str, str]:
         """Command-line flag -> key in the fingerprint's `speculative` facts (which draft, how deep)."""
         ...

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Literal
@@ -102,6 +103,7 @@ class OllamaEngine:
     launch_spec = OllamaLaunch
     default_port = DEFAULT_PORT
     start_timeout_s = 300.0
+    death_signal = signal.SIGTERM  # shuts down in its handler
     speculative_flags: MappingProxyType[str, str] = MappingProxyType({})  # Ollama has no speculative decoding
 
     # Ollama is configured through its environment, not flags: preflight has no command line to read.

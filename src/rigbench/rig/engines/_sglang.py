@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Literal
@@ -163,6 +164,7 @@ class SGLangEngine:
     launch_spec = SGLangLaunch
     default_port = DEFAULT_PORT
     start_timeout_s = 1800.0  # CUDA graph capture and warm-up take minutes on a large model
+    death_signal = signal.SIGTERM  # shuts down in its handler
     speculative_flags = MappingProxyType({"--speculative-algorithm": "algorithm",
                                           "--speculative-num-draft-tokens": "num_draft_tokens"})
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Literal
@@ -338,6 +339,7 @@ class VLLMEngine:
     launch_spec = VLLMLaunch
     default_port = DEFAULT_PORT
     start_timeout_s = 1800.0  # a cold torch.compile on a CPU takes minutes
+    death_signal = signal.SIGTERM  # shuts down in its handler
     speculative_flags = MappingProxyType({"--speculative-config": "config"})
 
     flag_syntax = VLLM_FLAGS
