@@ -98,6 +98,8 @@ class ToyAdapter:
 
     def __init__(self) -> None:
         self.metric_names: dict[str, str] = {}
+        self.per_position_metric: str | None = None
+        self.extra_gauges: dict[str, str] = {}
 
     async def server_info(self, client: ChatClient) -> dict[str, Any]:
         return {"engine": self.name}

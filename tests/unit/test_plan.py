@@ -343,6 +343,8 @@ class EmulatorAdapter:
 
     def __init__(self) -> None:
         self.metric_names: dict[str, str] = {}
+        self.per_position_metric: str | None = None
+        self.extra_gauges: dict[str, str] = {}
 
     async def server_info(self, client: ChatClient) -> dict[str, Any]:
         status, body = await client.get_json(client.base_url + "/models", timeout_s=5)

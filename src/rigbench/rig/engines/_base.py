@@ -56,8 +56,13 @@ class EngineAdapter(Protocol):
     # canonical -> engine metric name. Canonical names: kv_cache_usage_ratio, requests_running,
     # requests_waiting, spec_draft_tokens_total, spec_accepted_tokens_total, spec_drafts_total,
     # prompt_tokens_total, generation_tokens_total; spec_accept_length, spec_accept_rate (gauges,
-    # for engines that export a mean instead of counters: SGLang)
+    # for engines that export a mean instead of counters: SGLang); kv_pool_tokens (a gauge)
     metric_names: dict[str, str]
+    # accepted draft tokens per draft position, a counter labelled `position` (None: not exported)
+    per_position_metric: str | None
+    # gauges outside `metric_names` (canonical -> engine name), read as the largest series: names taken
+    # from the engine's source that no recorded scrape holds yet (SGLang's KV pool size)
+    extra_gauges: Mapping[str, str]
     # False: the engine has no way to force the output length (Ollama), so forced_length_fields
     # only caps it and a run must count the tokens actually produced
     forced_length_exact: bool

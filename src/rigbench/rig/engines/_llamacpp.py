@@ -36,6 +36,9 @@ class LlamaCppAdapter:
     health_path = "/health"  # 503 {"error": ...} while loading, 200 {"status": "ok"} when ready
     metrics_path: str | None = "/metrics"  # only with --metrics
     forced_length_exact = True
+    # pinned build 11434, tools/server/server-context.cpp; checked against a live `llama-server --metrics`
+    per_position_metric: str | None = "llamacpp:spec_decode_num_accepted_tokens_per_pos_total"
+    extra_gauges: Mapping[str, str] = MappingProxyType({})
 
     def __init__(self) -> None:
         self.metric_names: dict[str, str] = dict(_METRICS)

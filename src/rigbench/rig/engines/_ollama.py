@@ -23,6 +23,9 @@ class OllamaAdapter:
     metrics_path: str | None = None  # no Prometheus endpoint
     forced_length_exact = False  # no ignore_eos / min_tokens: max_tokens (num_predict) only caps
 
+    per_position_metric: str | None = None
+    extra_gauges: Mapping[str, str] = MappingProxyType({})
+
     def __init__(self) -> None:
         self.metric_names: dict[str, str] = {}
 

@@ -39,6 +39,10 @@ class SGLangAdapter:
     metrics_path: str | None = "/metrics"  # only with --enable-metrics
     forced_length_exact = True
 
+    per_position_metric: str | None = None  # only per-batch means (spec_accept_length / spec_accept_rate)
+    # the KV pool's size in tokens, from collector.py; not in the recorded scrape, so not in metric_names
+    extra_gauges: Mapping[str, str] = MappingProxyType({"kv_pool_tokens": "sglang:max_total_num_tokens"})
+
     def __init__(self) -> None:
         self.metric_names: dict[str, str] = dict(_METRICS)
 

@@ -55,6 +55,9 @@ class VLLMAdapter:
     health_path = "/health"  # empty 200 when the engine is up, 503 if the engine died
     metrics_path: str | None = "/metrics"  # always on
     forced_length_exact = True
+    # vllm/v1/spec_decode/metrics.py (SpecDecodingProm, 0.10 line): a Counter, `_total` on the wire
+    per_position_metric: str | None = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
+    extra_gauges: Mapping[str, str] = MappingProxyType({})
 
     def __init__(self) -> None:
         self.metric_names: dict[str, str] = dict(_METRICS)
