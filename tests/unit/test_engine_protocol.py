@@ -99,6 +99,7 @@ class ToyAdapter:
     def __init__(self) -> None:
         self.metric_names: dict[str, str] = {}
         self.per_position_metric: str | None = None
+        self.tokenize_unidentified = False
         self.extra_gauges: dict[str, str] = {}
 
     async def server_info(self, client: ChatClient) -> dict[str, Any]:
@@ -301,3 +302,29 @@ def test_a_registered_engine_dies_with_its_own_signal(toy: ToyEngine) -> None:
     assert engine_death_signal("toy") == signal.SIGINT
     assert engine_death_signal("llamacpp") == signal.SIGKILL  # it can hang in its SIGTERM handler
     assert engine_death_signal("vllm") == engine_death_signal("not-an-engine") == signal.SIGTERM
+
+
+def test_the_traffic_check_counts_tokens_with_the_identified_engines_own_tokenizer(toy: ToyEngine) -> None:
+    # rig/_traffic.py names no engine: a registered engine's tokenize is used for its server, and a
+    # server identified as no engine gets only the bodies of adapters that say `tokenize_unidentified`
+    import asyncio
+
+    from rigbench.rig._traffic import count_text_tokens
+    from rigbench.testing import Emulator, EmulatorScript
+
+    async def counted(engine: str) -> int | None:
+        async with Emulator(EmulatorScript()) as emu, ChatClient(emu.url) as client:
+            return await count_text_tokens(client, engine, "one two three")
+
+    async def toy_tokenize(self: ToyAdapter, client: ChatClient, text: str) -> list[int]:
+        return [7] * len(text.split())
+
+    # the emulator answers any engine's /tokenize body: a count here would come from another engine's
+    assert asyncio.run(counted("toy")) is None
+    own = ToyAdapter.tokenize
+    ToyAdapter.tokenize = toy_tokenize  # type: ignore[method-assign]
+    try:
+        assert asyncio.run(counted("toy")) == 3
+    finally:
+        ToyAdapter.tokenize = own  # type: ignore[method-assign]
+    assert (asyncio.run(counted("unknown")) or 0) > 0  # an unidentified server: llama.cpp's, then vLLM's body

@@ -60,6 +60,8 @@ class EngineAdapter(Protocol):
     metric_names: dict[str, str]
     # accepted draft tokens per draft position, a counter labelled `position` (None: not exported)
     per_position_metric: str | None
+    # whether its tokenize body is worth trying on a server not identified as any engine (a request each)
+    tokenize_unidentified: bool
     # gauges outside `metric_names` (canonical -> engine name), read as the largest series: names taken
     # from the engine's source that no recorded scrape holds yet (SGLang's KV pool size)
     extra_gauges: Mapping[str, str]
