@@ -344,6 +344,7 @@ class EmulatorAdapter:
     def __init__(self) -> None:
         self.metric_names: dict[str, str] = {}
         self.per_position_metric: str | None = None
+        self.reports_usage = False
         self.tokenize_unidentified = False
         self.extra_gauges: dict[str, str] = {}
 

@@ -179,6 +179,7 @@ async def test_a_registered_engines_own_metric_names_are_sampled(server: tuple[F
         def __init__(self) -> None:
             self.metric_names = {"spec_drafts_total": "llamacpp:spec_decode_num_drafts_total"}
             self.per_position_metric: str | None = "llamacpp:spec_decode_num_accepted_tokens_per_pos_total"
+            self.reports_usage = False
             self.tokenize_unidentified = False
             self.extra_gauges = {"requests_running": "llamacpp:requests_processing"}
 

@@ -164,6 +164,7 @@ class LaunchedRig:
             speculative=speculative_from_argv(self.argv, self.engine), host=host_info(), host_is_server=True,
             started_at=now_iso(), unknown=unknown,
             server_info={k: v for k, v in f.items() if k != "chat_template"}, engine_binary=self.engine_binary,
+            reports_usage=_reports_usage(self.engine),
         )
 
     async def stop(self) -> None:
@@ -251,6 +252,7 @@ class AttachedRig:
             slots=f.get("slots"), speculative=None, host=host_info(probe_bandwidth=local), host_is_server=local,
             started_at=now_iso(), unknown=unknown,
             server_info={k: v for k, v in f.items() if k != "chat_template"},
+            reports_usage=_reports_usage(str(f.get("engine", "unknown"))),
         )
 
     async def stop(self) -> None:
@@ -267,6 +269,14 @@ def _crash_hint(engine: str, code: int | None, log_text: str) -> str:
 
 def _indent(text: str) -> str:
     return "\n".join("    " + line for line in text.splitlines()) or "    (empty)"
+
+
+def _reports_usage(engine: str) -> bool | None:
+    """Whether `engine` sends usage in a stream when asked (None for an engine rigbench does not know)."""
+    try:
+        return get_engine(engine).adapter().reports_usage
+    except UsageError:
+        return None
 
 
 def engine_death_signal(engine: str) -> int:

@@ -60,6 +60,9 @@ class EngineAdapter(Protocol):
     metric_names: dict[str, str]
     # accepted draft tokens per draft position, a counter labelled `position` (None: not exported)
     per_position_metric: str | None
+    # whether a stream carries usage.completion_tokens when asked (stream_options.include_usage); recorded
+    # in the fingerprint so that analysis can flag a run whose server left it out
+    reports_usage: bool
     # whether its tokenize body is worth trying on a server not identified as any engine (a request each)
     tokenize_unidentified: bool
     # gauges outside `metric_names` (canonical -> engine name), read as the largest series: names taken

@@ -38,6 +38,7 @@ class LlamaCppAdapter:
     forced_length_exact = True
     # pinned build 11434, tools/server/server-context.cpp; checked against a live `llama-server --metrics`
     per_position_metric: str | None = "llamacpp:spec_decode_num_accepted_tokens_per_pos_total"
+    reports_usage = True
     tokenize_unidentified = True  # POST /tokenize {"content": ...}
     extra_gauges: Mapping[str, str] = MappingProxyType({})
 

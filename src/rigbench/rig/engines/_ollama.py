@@ -24,6 +24,7 @@ class OllamaAdapter:
     forced_length_exact = False  # no ignore_eos / min_tokens: max_tokens (num_predict) only caps
 
     per_position_metric: str | None = None
+    reports_usage = True
     tokenize_unidentified = False  # it has no tokenize endpoint
     extra_gauges: Mapping[str, str] = MappingProxyType({})
 

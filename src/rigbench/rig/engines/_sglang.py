@@ -40,6 +40,7 @@ class SGLangAdapter:
     forced_length_exact = True
 
     per_position_metric: str | None = None  # only per-batch means (spec_accept_length / spec_accept_rate)
+    reports_usage = True
     tokenize_unidentified = False
     # the KV pool's size in tokens, from collector.py; not in the recorded scrape, so not in metric_names
     extra_gauges: Mapping[str, str] = MappingProxyType({"kv_pool_tokens": "sglang:max_total_num_tokens"})

@@ -57,6 +57,7 @@ class VLLMAdapter:
     forced_length_exact = True
     # vllm/v1/spec_decode/metrics.py (SpecDecodingProm, 0.10 line): a Counter, `_total` on the wire
     per_position_metric: str | None = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
+    reports_usage = True
     tokenize_unidentified = True  # POST /tokenize {"prompt": ...}
     extra_gauges: Mapping[str, str] = MappingProxyType({})
 
