@@ -329,3 +329,21 @@ def test_the_traffic_check_counts_tokens_with_the_identified_engines_own_tokeniz
     finally:
         ToyAdapter.tokenize = own  # type: ignore[method-assign]
     assert (asyncio.run(counted("unknown")) or 0) > 0  # an unidentified server: llama.cpp's, then vLLM's body
+
+
+def test_each_launch_spec_says_the_model_name_its_requests_use(toy: ToyEngine, tmp_path: Path) -> None:
+    from rigbench.rig.engines._llamacpp import LlamaCppLaunch
+    from rigbench.rig.engines._ollama import OllamaLaunch
+    from rigbench.rig.engines._sglang import SGLangLaunch
+
+    rigs = [launched_rig(s, tmp_path / "e.log") for s in (
+        OllamaLaunch(model="qwen3:8b"), LlamaCppLaunch(model="m.gguf", alias="smol"),
+        SGLangLaunch(model="org/m", served_model_name="s"), SGLangLaunch(model="org/m"), ToyLaunch(model="t"))]
+    assert [r.served_name for r in rigs] == ["qwen3:8b", "smol", "s", None, None]
+
+    class NamedToy(ToyLaunch):  # an engine from outside says its own, whatever its field is called
+        @property
+        def served_name(self) -> str | None:
+            return f"toy/{self.model}"
+
+    assert launched_rig(NamedToy(model="t"), tmp_path / "e.log").served_name == "toy/t"

@@ -122,6 +122,10 @@ class LlamaCppLaunch(EngineSpec):
     jinja: bool = True  # needed for tool calls and reasoning_effort
     metrics: bool = True
 
+    @property
+    def served_name(self) -> str | None:
+        return self.alias
+
 
 def server_argv(s: LlamaCppLaunch, *, kv_unified: bool = False, webui: bool = True, threads: int | None = None,
                 spec_synth_len: float | None = None) -> list[str]:

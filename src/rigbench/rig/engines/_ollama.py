@@ -88,6 +88,10 @@ class OllamaLaunch(EngineSpec):
     flash_attention: bool | None = None  # OLLAMA_FLASH_ATTENTION
     kv_cache_type: str | None = None  # OLLAMA_KV_CACHE_TYPE: f16, q8_0, q4_0
 
+    @property
+    def served_name(self) -> str | None:  # requests name the tag itself
+        return self.model
+
 
 def ollama_command(s: OllamaLaunch) -> LaunchCommand:
     env = {"OLLAMA_HOST": f"{s.host}:{s.port or DEFAULT_PORT}"}

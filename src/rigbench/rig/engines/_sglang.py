@@ -122,6 +122,10 @@ class SGLangLaunch(EngineSpec):
     reasoning_parser: str | None = None
     enable_metrics: bool = True  # rigbench reads /metrics; SGLang serves it only with this flag
 
+    @property
+    def served_name(self) -> str | None:
+        return self.served_model_name
+
 
 def sglang_command(s: SGLangLaunch) -> LaunchCommand:
     argv = [*(s.executable or ["python", "-m", "sglang.launch_server"]), "--model-path", s.model,

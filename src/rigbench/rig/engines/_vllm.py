@@ -144,6 +144,10 @@ class VLLMLaunch(EngineSpec):
     enforce_eager: bool = False  # --enforce-eager: no torch.compile (faster start, slower decode)
     cpu_kvcache_space_gib: float | None = None  # VLLM_CPU_KVCACHE_SPACE: the KV pool on a CPU build
 
+    @property
+    def served_name(self) -> str | None:
+        return self.served_model_name
+
 
 VLLM_API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
 
