@@ -258,7 +258,7 @@ def test_a_registered_engine_cannot_take_a_builtin_name(toy: ToyEngine) -> None:
 
 def test_embedded_argv_is_the_one_it_has_always_recorded() -> None:
     """The fingerprint stores this argv; `rigbench compare` against older runs lists any change."""
-    from rigbench.rig._embedded import LlamaCppConfig, llamacpp_argv
+    from rigbench.rig.engines._llamacpp._embedded import LlamaCppConfig, llamacpp_argv
 
     cfg = LlamaCppConfig(slots=2, threads=3, spec_type="draft-simple", draft_max=6, spec_synth_len=0.5,
                          extra_args=["-fa", "on"])
@@ -274,7 +274,7 @@ def test_embedded_argv_is_the_one_it_has_always_recorded() -> None:
 
 
 def test_a_launched_llamacpp_spec_and_the_embedded_rig_share_one_builder() -> None:
-    from rigbench.rig._embedded import LlamaCppConfig, llamacpp_argv
+    from rigbench.rig.engines._llamacpp._embedded import LlamaCppConfig, llamacpp_argv
 
     embedded = llamacpp_argv(Path("llama-server"), Path("m.gguf"), 8080,
                              LlamaCppConfig(slots=2, threads=2, draft_max=4), Path("d.gguf"))

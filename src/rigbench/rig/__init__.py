@@ -1,8 +1,6 @@
 """Rigs: launching or attaching to an engine, fingerprinting it, and the embedded default."""
 
-from rigbench.rig._build import LLAMA_CPP_VERSION, build_llama_server, find_llama_server
 from rigbench.rig._cache import cache_dir
-from rigbench.rig._embedded import EmbeddedRig, LlamaCppConfig, llamacpp_argv, prepare_llamacpp_rig
 from rigbench.rig._fingerprint import (
     EngineBinary,
     Fingerprint,
@@ -25,11 +23,18 @@ from rigbench.rig._open import RigSpec, check_rig, describe_rig, open_rig, size_
 from rigbench.rig._process import EngineProcess, free_port, port_in_use
 from rigbench.rig._rig import AttachedRig, LaunchedRig
 from rigbench.rig._run_flags import RigFlags, check_rig_flags, rig_from_flags, size_flag_rig
-from rigbench.rig._smoke import ensure_llama_server
 from rigbench.rig._spec_rig import launched_rig
 from rigbench.rig._telemetry import TelemetrySampler
 from rigbench.rig._traffic import check_traffic, requests_from_records
 from rigbench.rig._vllm_env import find_vllm, hf_copy_of_gguf, install_vllm, vllm_serve_argv
+from rigbench.rig.engines._llamacpp._build import LLAMA_CPP_VERSION, build_llama_server, find_llama_server
+from rigbench.rig.engines._llamacpp._embedded import (
+    EmbeddedRig,
+    LlamaCppConfig,
+    llamacpp_argv,
+    prepare_llamacpp_rig,
+)
+from rigbench.rig.engines._llamacpp._smoke import ensure_llama_server
 from rigbench.rig.engines._vllm import VLLMLaunch
 
 __all__ = [

@@ -10,10 +10,10 @@ from typing import Any, Literal
 from rigbench.client import ChatClient
 from rigbench.records import PreflightFinding, ServingCommand
 from rigbench.rig._cpu import affinity_threads
-from rigbench.rig._crash import classify_crash
 from rigbench.rig.engines._base import PreflightInput
 from rigbench.rig.engines._flags import FlagReading, FlagSyntax, int_flag
 from rigbench.rig.engines._http import get_json, post_json, probe_json, require_json
+from rigbench.rig.engines._llamacpp._crash import classify_crash
 from rigbench.rig.engines._spec import EngineSpec, LaunchCommand, finish_argv, opt
 
 __all__ = ["LLAMACPP", "LlamaCppAdapter", "LlamaCppEngine", "LlamaCppLaunch", "llamacpp_command", "server_argv"]
