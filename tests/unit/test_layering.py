@@ -255,8 +255,6 @@ ENGINE_NAMES_LEFT: dict[str, int] = {
     "rig/_process.py": 2,
     "rig/_run_flags.py": 45,
     "rig/_spec_rig.py": 6,
-    "rig/_vllm_env.py": 68,
-    "rig/_vllm_rig.py": 31,
     "testing/_server.py": 6,
 }
 

@@ -26,7 +26,6 @@ from rigbench.rig._run_flags import RigFlags, check_rig_flags, rig_from_flags, s
 from rigbench.rig._spec_rig import launched_rig
 from rigbench.rig._telemetry import TelemetrySampler
 from rigbench.rig._traffic import check_traffic, requests_from_records
-from rigbench.rig._vllm_env import find_vllm, hf_copy_of_gguf, install_vllm, vllm_serve_argv
 from rigbench.rig.engines._llamacpp._build import LLAMA_CPP_VERSION, build_llama_server, find_llama_server
 from rigbench.rig.engines._llamacpp._embedded import (
     EmbeddedRig,
@@ -36,6 +35,7 @@ from rigbench.rig.engines._llamacpp._embedded import (
 )
 from rigbench.rig.engines._llamacpp._smoke import ensure_llama_server
 from rigbench.rig.engines._vllm import VLLMLaunch
+from rigbench.rig.engines._vllm._env import find_vllm, hf_copy_of_gguf, install_vllm, vllm_serve_argv
 
 __all__ = [
     "EMBEDDED_MODEL",

@@ -17,8 +17,8 @@ from pydantic import Field, ValidationError, field_validator
 from rigbench.errors import UsageError
 from rigbench.records import Frozen
 from rigbench.rig._launch_spec import EndpointSpec
-from rigbench.rig._vllm_env import find_vllm, vllm_serve_argv
 from rigbench.rig.engines._vllm import VLLMLaunch
+from rigbench.rig.engines._vllm._env import find_vllm, vllm_serve_argv
 from rigbench.sizing import context_per_slot, slots_for
 
 __all__ = ["RigFlags", "check_rig_flags", "rig_from_flags", "size_flag_rig"]

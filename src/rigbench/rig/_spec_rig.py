@@ -17,9 +17,9 @@ from rigbench.rig._fingerprint import ModelInfo
 from rigbench.rig._launch_spec import CommandLaunch, ContainerLaunch, EndpointSpec, command_for
 from rigbench.rig._process import EngineProcess, free_port
 from rigbench.rig._rig import LaunchedRig
-from rigbench.rig._vllm_rig import VLLMRig
 from rigbench.rig.engines import get_engine
 from rigbench.rig.engines._vllm import VLLMLaunch
+from rigbench.rig.engines._vllm._rig import VLLMRig
 
 __all__ = ["ContainerRig", "SpecRig", "launched_rig"]
 

