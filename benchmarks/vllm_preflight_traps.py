@@ -29,8 +29,8 @@ from typing import Any
 from rigbench.client import ChatClient
 from rigbench.honesty._preflight import preflight
 from rigbench.rig import VLLMLaunch
-from rigbench.rig._vllm_rig import VLLMRig
 from rigbench.rig.engines import VLLMAdapter, canonical_values
+from rigbench.rig.engines._vllm._rig import VLLMRig
 
 NGRAM = {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4, "prompt_lookup_min": 2}
 PROMPT = ("Copy this list exactly, again and again, without stopping: alpha beta gamma delta epsilon zeta eta "

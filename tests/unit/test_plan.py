@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import sys
 import textwrap
 from collections.abc import Iterator, Mapping
@@ -342,6 +343,10 @@ class EmulatorAdapter:
 
     def __init__(self) -> None:
         self.metric_names: dict[str, str] = {}
+        self.per_position_metric: str | None = None
+        self.reports_usage = False
+        self.tokenize_unidentified = False
+        self.extra_gauges: dict[str, str] = {}
 
     async def server_info(self, client: ChatClient) -> dict[str, Any]:
         status, body = await client.get_json(client.base_url + "/models", timeout_s=5)
@@ -372,6 +377,7 @@ class EmulatorEngine:
     launch_spec = EmulatorLaunch
     default_port = 8000
     start_timeout_s = 60.0
+    death_signal = signal.SIGTERM
     speculative_flags: Mapping[str, str] = MappingProxyType({})
     flag_syntax = FlagSyntax(markers=("rigbench.testing",), programs=())
     context_overrun_note = ""

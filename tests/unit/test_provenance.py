@@ -12,6 +12,7 @@ from rigbench.analysis._timing import request_timing
 from rigbench.client import ChatClient
 from rigbench.records import StreamResult
 from rigbench.report._speed import speed_markdown
+from rigbench.rig.engines import known_engines
 from rigbench.store import RunReader
 from rigbench.testing import Emulator, EmulatorScript
 from rigbench.testing._script import Delay
@@ -27,7 +28,9 @@ async def _results(script: EmulatorScript, n: int = 3) -> list[StreamResult]:
 
 def _prov(script: EmulatorScript, engine: str | None) -> object:
     res = asyncio.run(_results(script))
-    return token_provenance([(r, request_timing(r)) for r in res], engine)
+    # the fingerprint records whether the engine reports usage (its adapter's `reports_usage`)
+    reports_usage = engine in {e.name for e in known_engines()} or None
+    return token_provenance([(r, request_timing(r)) for r in res], engine, reports_usage)
 
 
 FAST = {"ttft": Delay(mean_ms=1.0), "itl": Delay(mean_ms=0.5)}
@@ -61,3 +64,39 @@ def test_the_report_shows_the_source_next_to_the_figure_and_the_flag() -> None:
     md = speed_markdown(summary.model_copy(update={"rows": rows}))
     assert "| token counts from |" in md.splitlines()[0] and "| est.! |" in md and "| usage |" in md
     assert "**output tokens of 3 of 3 requests were estimated" in md
+
+
+def test_the_flag_rests_on_the_fingerprints_reports_usage_not_on_an_engine_name(tmp_path: Path) -> None:
+    # analysis sits below rig: whether the engine could have sent usage comes from the run's record
+    import json
+    import shutil
+
+    from rigbench.rig import EndpointSpec
+    from rigbench.runner import RunConfig, execute_run
+    from rigbench.suites import SuiteSettings
+    from rigbench.suites.speed import SpeedSettings
+    from rigbench.testing import EmulatorProcess
+
+    speed = SpeedSettings(scenarios=["chat_short"], repetitions=2, warmup=0)
+    with EmulatorProcess(EmulatorScript(usage="none", **FAST)) as emu:
+        cfg = RunConfig(suite_names=["speed"], settings=SuiteSettings(speed=speed), out_dir=tmp_path,
+                        rig=EndpointSpec(base_url=emu.url), sanity=False, allow_untrusted=True)
+        run_dir = tmp_path / asyncio.run(execute_run(cfg)).run_id
+    header = json.loads((run_dir / "run.json").read_text())
+    assert header["fingerprint"]["reports_usage"] is None  # an unidentified server: not known
+
+    def flagged(reports_usage: object) -> list[str]:
+        copy = tmp_path / f"copy-{reports_usage}"
+        shutil.copytree(run_dir, copy)
+        fp = dict(header["fingerprint"], engine="llamacpp")
+        if reports_usage == "absent":
+            fp.pop("reports_usage")  # a run recorded before the fact was stored
+        else:
+            fp["reports_usage"] = reports_usage
+        (copy / "run.json").write_text(json.dumps({**header, "fingerprint": fp}))
+        summary = summarize_speed(RunReader(copy))
+        assert summary is not None
+        return [w for w in summary.warnings if "were estimated" in w]
+
+    assert len(flagged(True)) == 1
+    assert flagged(False) == [] and flagged(None) == [] and flagged("absent") == []

@@ -49,8 +49,8 @@ PUBLIC: dict[str, list[str]] = {
         "screen_text",
     ],
     "rigbench.plan": [
-        "CliPlan", "EmbeddedRig", "LoadedPlan", "Plan", "PlanError", "PlanIndex", "PlanRig",
-        "PlanRigEntry", "ResolvedRig", "RigResources", "SpeedPlan", "execute_plan", "expand_rigs",
+        "CLI_ONLY_OPTIONS", "CliPlan", "EmbeddedRig", "LoadedPlan", "Plan", "PlanError", "PlanIndex", "PlanRig",
+        "PlanRigEntry", "ResolvedRig", "RigResources", "RunOptions", "SpeedPlan", "execute_plan", "expand_rigs",
         "is_plan_dir", "load_plan", "open_index", "plan_from_options", "plan_runs",
         "read_plan_index", "run_config_for", "write_plan_index",
     ],
@@ -76,12 +76,12 @@ PUBLIC: dict[str, list[str]] = {
     "rigbench.rig": [
         "AttachedRig", "EMBEDDED_MODEL", "EmbeddedRig", "EndpointSpec", "EngineBinary", "EngineProcess",
         "Fingerprint", "HostInfo", "HubFile", "LLAMA_CPP_VERSION", "LaunchSpec", "LaunchedRig",
-        "LlamaCppConfig", "LocalFile", "MemoryBandwidth", "ModelInfo", "ModelSource", "RigInfo",
+        "LlamaCppConfig", "LocalFile", "MemoryBandwidth", "ModelInfo", "ModelSource", "RigFlags", "RigInfo",
         "RigSpec", "TelemetrySampler", "VLLMLaunch", "WheelFile", "build_llama_server", "cache_dir",
-        "check_rig", "check_traffic", "describe_rig", "ensure_llama_server", "find_llama_server", "find_vllm", "free_port",
+        "check_rig", "check_rig_flags", "check_traffic", "describe_rig", "ensure_llama_server", "find_llama_server", "find_vllm", "free_port",
         "hf_copy_of_gguf", "host_info", "install_vllm", "launched_rig", "llamacpp_argv",
         "model_source_from_spec", "open_rig", "port_in_use", "prepare_llamacpp_rig", "requests_from_records",
-        "size_rig", "vllm_serve_argv",
+        "rig_from_flags", "size_flag_rig", "size_rig", "vllm_serve_argv",
     ],
     "rigbench.rig.engines": [
         "ENGINE_NAMES", "Engine", "EngineAdapter", "EngineName", "EngineSpec", "FlagReading",

@@ -164,3 +164,52 @@ async def test_a_ctrl_c_that_lands_as_the_sampler_stops_is_not_lost() -> None:
             me.uncancel()
     finally:
         await runner.cleanup()
+
+
+async def test_a_registered_engines_own_metric_names_are_sampled(server: tuple[FakeServer, str]) -> None:
+    # telemetry names no engine: an engine added from outside gets its per-position counter and its
+    # extra gauges read as the built-ins do (here it exports llama.cpp's names under its own adapter)
+    import signal
+
+    from rigbench.rig.engines import get_engine, register_engine, unregister_engine
+
+    class PosAdapter:
+        name, health_path, metrics_path, forced_length_exact = "poscount", "/health", "/metrics", True
+
+        def __init__(self) -> None:
+            self.metric_names = {"spec_drafts_total": "llamacpp:spec_decode_num_drafts_total"}
+            self.per_position_metric: str | None = "llamacpp:spec_decode_num_accepted_tokens_per_pos_total"
+            self.reports_usage = False
+            self.tokenize_unidentified = False
+            self.extra_gauges = {"requests_running": "llamacpp:requests_processing"}
+
+    base = get_engine("llamacpp")
+    members = {m: getattr(base, m) for m in ("aliases", "default_port", "start_timeout_s", "speculative_flags",
+                                             "command", "crash_hint", "flag_syntax", "context_overrun_note",
+                                             "preflight_rules", "served_context", "flag_slots", "stop_strings",
+                                             "identify")}
+    from typing import Literal
+
+    from rigbench.rig.engines import EngineSpec
+
+    class PosLaunch(EngineSpec):
+        kind: Literal["poscount"] = "poscount"
+
+    engine = type("PosEngine", (), {**members, "aliases": (), "name": "poscount", "launch_spec": PosLaunch,
+                                     "death_signal": signal.SIGTERM, "adapter": lambda self: PosAdapter()})()
+    fake, url = server
+    register_engine(engine)
+    try:
+        async with ChatClient(url) as client:
+            async with TelemetrySampler(client, "poscount", interval_s=0.05) as tel:
+                fake.state.update(running=3, p0=14, p1=11)
+                await asyncio.sleep(0.1)
+            rec = tel.record(scenario="chat", concurrency=1)
+    finally:
+        unregister_engine("poscount")
+    assert rec.unavailable is None
+    assert rec.samples[-1].accepted_per_pos == {0: 14.0, 1: 11.0}
+    assert max(s.values.get("requests_running", 0) for s in rec.samples) == 3.0
+    assert rec.metric_names == {"spec_drafts_total": "llamacpp:spec_decode_num_drafts_total",
+                                "spec_accepted_per_pos": "llamacpp:spec_decode_num_accepted_tokens_per_pos_total",
+                                "requests_running": "llamacpp:requests_processing"}

@@ -50,7 +50,6 @@ class ScenarioSpeed(Frozen):
 
 
 # Engines that report usage.completion_tokens on a stream when asked (rigbench always asks).
-USAGE_ENGINES = frozenset({"llamacpp", "vllm", "sglang", "ollama"})
 
 
 class TokenProvenance(Frozen):
@@ -81,7 +80,8 @@ class TokenProvenance(Frozen):
         return ", ".join(parts) + ("!" if self.flag else "")
 
 
-def token_provenance(results: list[tuple[StreamResult, RequestTiming]], engine: str | None) -> TokenProvenance:
+def token_provenance(results: list[tuple[StreamResult, RequestTiming]], engine: str | None,
+                     reports_usage: bool | None = None) -> TokenProvenance:
     sources: dict[str, int] = defaultdict(int)
     for _, t in results:
         sources["estimated" if t.output_tokens_source == "chunks" else t.output_tokens_source] += 1
@@ -92,7 +92,7 @@ def token_provenance(results: list[tuple[StreamResult, RequestTiming]], engine: 
         "estimated" if methods & {"chars", "none"} and any(r.reasoning for r, _ in results)
         else "measured" if methods & {"usage_details", "chunks"} else "none")
     flag = None
-    if sources.get("estimated") and engine in USAGE_ENGINES:
+    if sources.get("estimated") and reports_usage:  # the fingerprint's: the engine sends usage when asked
         flag = (f"output tokens of {sources['estimated']} of {len(results)} requests were estimated from the "
                 f"chunk count, though {engine} reports usage.completion_tokens when asked: the server left it "
                 "out, so these tok/s figures rest on an estimate")
@@ -126,13 +126,16 @@ def summarize_speed(reader: RunReader) -> SpeedSummary | None:
         groups[key].append((r, request_timing(r.result, output_tokens_target=r.output_tokens_target)))
     rows: list[ScenarioSpeed] = []
     warnings: list[str] = []
-    engine = (reader.header.fingerprint or {}).get("engine")
+    fp = reader.header.fingerprint or {}
+    engine = fp.get("engine")
     engine_name = engine.get("name") if isinstance(engine, dict) else engine
+    # recorded since issue 24; an older run does not say, and is not flagged
+    reports_usage = fp.get("reports_usage") if isinstance(fp.get("reports_usage"), bool) else None
     for key in order:
         row = _row(key, groups[key], [b for b in batches.values()
                                       if (b.scenario, b.concurrency) == key and not b.warmup], warnings)
         prov = token_provenance([(r.result, t) for r, t in groups[key] if r.result.ok],
-                                engine_name if isinstance(engine_name, str) else None)
+                                engine_name if isinstance(engine_name, str) else None, reports_usage)
         if prov.flag:
             warnings.append(f"{key[0]} (c={key[1]}): {prov.flag}")
         rows.append(row.model_copy(update={"provenance": prov}))

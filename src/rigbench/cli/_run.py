@@ -157,10 +157,10 @@ def run(
         check_client_options(ray=ray, clients=clients, endpoint=endpoint, suites=suite)
     console = Console()
     # lazy: start-up; rigbench.plan loads every suite and the runner (~0.3 s)
-    from rigbench.plan import plan_from_options, run_config_for
+    from rigbench.plan import RunOptions, plan_from_options, run_config_for
 
-    # the flags are a plan of one rig: the same models validate them, the same function builds the run
-    flags = plan_from_options(cli_opts)
+    # the flags are a plan of one rig, typed (RunOptions): the same models validate them as a plan file's
+    flags = plan_from_options(RunOptions.of(cli_opts))
     cfg = run_config_for(flags.plan, flags.rig, out, label=label, resume=resume, allow_untrusted=allow_untrusted,
                          cli_options=recorded_options(cli_opts))
     with RichProgress(console) as prog:

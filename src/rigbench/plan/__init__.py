@@ -5,8 +5,10 @@ from rigbench.plan._execute import execute_plan, open_index, plan_runs
 from rigbench.plan._index import PlanIndex, PlanRigEntry, is_plan_dir, read_plan_index, write_plan_index
 from rigbench.plan._load import LoadedPlan, PlanError, ResolvedRig, expand_rigs, load_plan
 from rigbench.plan._models import EmbeddedRig, Plan, PlanRig, RigResources, SpeedPlan
+from rigbench.plan._options import CLI_ONLY_OPTIONS, RunOptions
 
 __all__ = [
+    "CLI_ONLY_OPTIONS",
     "CliPlan",
     "EmbeddedRig",
     "LoadedPlan",
@@ -17,6 +19,7 @@ __all__ = [
     "PlanRigEntry",
     "ResolvedRig",
     "RigResources",
+    "RunOptions",
     "SpeedPlan",
     "execute_plan",
     "expand_rigs",

@@ -8,6 +8,7 @@ and slot sizing of a launched rig come from `rigbench.sizing`, here and nowhere 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -18,15 +19,12 @@ from rigbench.errors import UsageError
 from rigbench.plan._keys import known_keys
 from rigbench.plan._load import ResolvedRig, expand_rigs
 from rigbench.plan._models import Plan
-from rigbench.rig import EndpointSpec, VLLMLaunch, check_rig, find_vllm, size_rig, vllm_serve_argv
+from rigbench.plan._options import RunOptions
+from rigbench.rig import check_rig, check_rig_flags, rig_from_flags, size_flag_rig, size_rig
 from rigbench.runner import RunConfig
 from rigbench.sandbox import require_confinement
-from rigbench.sizing import context_per_slot, slots_for
 
 __all__ = ["CliPlan", "plan_from_options", "run_config_for"]
-
-# vLLM on a CPU: its KV pool is small (1 GiB by default), so a tighter floor.
-_VLLM_FLOOR, _VLLM_UNKNOWN_NEED = 2048, 1792
 
 
 def _shapes(plan: Plan, suites: list[str]) -> list[tuple[int, int]]:
@@ -141,38 +139,37 @@ def _nested(sets: dict[str, Any]) -> dict[str, dict[str, Any]]:
 _SET_SECTIONS = ("speed", "mmlu_pro", "packs", "effort", "agent")
 
 
-def plan_from_options(o: dict[str, Any]) -> CliPlan:
-    """`rigbench run`'s options (its parameters by name) as a one-rig plan.
+def plan_from_options(options: RunOptions | Mapping[str, Any]) -> CliPlan:
+    """`rigbench run`'s options (typed, or its parameters by name) as a one-rig plan.
 
     Range checks the models make (repetitions >= 1, a known scenario, ...) are the plan file's,
     reported with the flag's name.
     """
-    sets = _parse_sets(list(o.get("set_") or []))
+    o = options if isinstance(options, RunOptions) else RunOptions.of(options)
+    sets = _parse_sets(o.set_)
     for key in sets:
         if key.split(".", 1)[0] not in _SET_SECTIONS:
             raise UsageError(f"--set {key}: only suite settings are set this way ({', '.join(_SET_SECTIONS)}); "
                              "the rig and the run have their own flags (`rigbench run --help`).")
-    pack = list(o.get("pack") or [])
+    pack = o.pack
     sections: dict[str, dict[str, Any]] = {
-        "speed": _given(profile=o.get("profile"), scenarios=_names(o.get("scenarios")),
-                        repetitions=o.get("repetitions"), warmup=o.get("warmup"), concurrency=o.get("concurrency")),
-        "mmlu_pro": _given(data=o.get("mmlu_data"), questions_per_subject=o.get("mmlu_questions"),
-                           subjects=_names(o.get("mmlu_subjects"))),
+        "speed": _given(profile=o.profile, scenarios=_names(o.scenarios), repetitions=o.repetitions,
+                        warmup=o.warmup, concurrency=o.concurrency),
+        "mmlu_pro": _given(data=o.mmlu_data, questions_per_subject=o.mmlu_questions,
+                           subjects=_names(o.mmlu_subjects)),
         "packs": _given(packs=pack or None),
-        "effort": _given(pack=pack[0] if pack else None, levels=_names(o.get("effort_levels"))),
-        "agent": _given(tool_trials=o.get("tool_trials"), bfcl_per_category=o.get("bfcl_per_category"),
-                        bfcl_trials=o.get("bfcl_trials"), bfcl_data_dir=_str(o.get("bfcl_data")),
-                        agent_tasks=_names(o.get("agent_tasks")), task_trials=o.get("task_trials"),
-                        max_turns=o.get("max_turns"), task_max_tokens=o.get("task_max_tokens")),
+        "effort": _given(pack=pack[0] if pack else None, levels=_names(o.effort_levels)),
+        "agent": _given(tool_trials=o.tool_trials, bfcl_per_category=o.bfcl_per_category,
+                        bfcl_trials=o.bfcl_trials, bfcl_data_dir=o.bfcl_data, agent_tasks=_names(o.agent_tasks),
+                        task_trials=o.task_trials, max_turns=o.max_turns, task_max_tokens=o.task_max_tokens),
     }
     for section, values in _nested(sets).items():
         sections[section].update(values)
     data: dict[str, Any] = {
-        "name": "run", "suites": _names(o.get("suite")) or [], **sections, "seed": o.get("seed", 0),
-        "sanity": not o.get("no_sanity", False), "allow_unconfined": bool(o.get("allow_unconfined")),
-        **_given(sanity_max_tokens=o.get("sanity_max_tokens"), sanity_seed=o.get("sanity_seed"),
-                 bandwidth_gb_s=o.get("bandwidth_gbs")),
-        "deadlines": _given(idle_s=o.get("idle_timeout"), total_s=o.get("request_timeout")),
+        "name": "run", "suites": _names(o.suite) or [], **sections, "seed": o.seed, "sanity": not o.no_sanity,
+        "allow_unconfined": o.allow_unconfined,
+        **_given(sanity_max_tokens=o.sanity_max_tokens, sanity_seed=o.sanity_seed, bandwidth_gb_s=o.bandwidth_gbs),
+        "deadlines": _given(idle_s=o.idle_timeout, total_s=o.request_timeout),
         "rigs": [{"name": "run", **_rig(o)}],
     }
     try:
@@ -180,85 +177,14 @@ def plan_from_options(o: dict[str, Any]) -> CliPlan:
     except ValidationError as e:
         raise _cli_error(e, sets) from None
     rig = expand_rigs(plan)[0]
-    if isinstance(rig.spec, VLLMLaunch):  # sized for the validated speed settings, as the embedded rig is
-        size = {"max_model_len": rig.spec.max_model_len or context_per_slot(
-                    _shapes(plan, rig.suites), floor=_VLLM_FLOOR, unknown_need=_VLLM_UNKNOWN_NEED),
-                "max_num_seqs": slots_for(plan.speed.concurrency)}
-        rig = rig._replace(spec=rig.spec.model_copy(update=size))
+    rig = rig._replace(spec=size_flag_rig(rig.spec, _shapes(plan, rig.suites), plan.speed.concurrency))
     return CliPlan(plan, rig)
 
 
-def _str(v: Any) -> str | None:
-    return None if v is None else str(v)
-
-
-def _rig(o: dict[str, Any]) -> dict[str, Any]:
-    """The rig part of the flags: an endpoint, a vLLM launch, or the embedded llama.cpp rig."""
-    endpoint, engine = o.get("endpoint"), o.get("engine") or "llamacpp"
-    if endpoint and (o.get("model_file") or o.get("llama_server") or o.get("draft_model")):
-        raise UsageError("--endpoint attaches to a running server; --model-file/--llama-server/--draft-model "
-                         "only apply when rigbench launches the server. Use one or the other.")
-    if engine not in ("llamacpp", "llama.cpp", "vllm"):
-        raise UsageError(f"--engine {engine!r}: rigbench launches llamacpp or vllm. For SGLang or Ollama, start the "
-                         "server yourself and attach with --endpoint, or use a plan rig (docs/plans.md).")
-    api_key_env = o.get("api_key_env")
+def _rig(o: RunOptions) -> dict[str, Any]:
+    """The rig part of the flags: the plan rig section they make, and the API key's variable."""
+    check_rig_flags(o.rig)
+    api_key_env = o.api_key_env
     if api_key_env and not os.environ.get(api_key_env):
         raise UsageError(f"--api-key-env {api_key_env}: that environment variable is not set or empty.")
-    rig: dict[str, Any] = {"api_key_env": api_key_env or None}
-    if engine == "vllm" and not endpoint:
-        return {**rig, "launch": _vllm_launch(o)}
-    if o.get("vllm_python") or o.get("kv_cache_gib"):
-        raise UsageError("--vllm-python and --kv-cache-gib apply to --engine vllm only.")
-    if endpoint:
-        return {**rig, "endpoint": EndpointSpec(base_url=endpoint, model=o.get("model"))}
-    return {**rig, "embedded": _given(
-        model=o.get("model_file"), draft_model=o.get("draft_model"), spec_type=o.get("spec_type"),
-        draft_max=o.get("draft_max"), spec_synth_len=o.get("spec_synth_len"), ctx_per_slot=o.get("ctx_per_slot"),
-        threads=o.get("threads"), port=o.get("port"), llama_server=_str(o.get("llama_server")),
-        extra_args=list(o.get("engine_arg") or []))}
-
-
-def _vllm_launch(o: dict[str, Any]) -> VLLMLaunch:
-    """`rigbench run --engine vllm`: the VLLMLaunch spec (model converted and vLLM found when it starts)."""
-    for flag, value in (("--llama-server", o.get("llama_server")), ("--draft-model", o.get("draft_model")),
-                        ("--spec-synth-len", o.get("spec_synth_len")), ("--threads", o.get("threads"))):
-        if value is not None:
-            raise UsageError(f"{flag} is a llama.cpp option; with --engine vllm use --spec-type ngram "
-                             "[--draft-max N], or pass vLLM flags with --engine-arg.")
-    spec_type, draft_max = o.get("spec_type"), o.get("draft_max")
-    spec_cfg = None
-    if spec_type is not None:
-        if spec_type != "ngram":
-            raise UsageError(f"--spec-type {spec_type!r} with --engine vllm: rigbench builds vLLM's ngram "
-                             "speculation only (--spec-type ngram). For a draft model or EAGLE, pass "
-                             "--engine-arg=--speculative-config='{...}' or use a plan rig.")
-        spec_cfg = {"method": "ngram", "num_speculative_tokens": draft_max or 4,
-                    "prompt_lookup_max": 4, "prompt_lookup_min": 2}
-    elif draft_max is not None:
-        raise UsageError("--draft-max needs --spec-type ngram with --engine vllm.")
-    model = "embedded"
-    model_file = o.get("model_file")
-    if model_file:
-        p = Path(model_file).expanduser()
-        if model_file.startswith(("hf://", "pypi://")):
-            raise UsageError(f"--model-file {model_file!r} with --engine vllm: give a local .gguf or a Hugging Face "
-                             "model directory (or a hub id vLLM can fetch itself).")
-        if p.exists():
-            if p.is_dir() and not (p / "config.json").is_file():
-                raise UsageError(f"--model-file {p} is a directory without config.json: vLLM needs a Hugging Face "
-                                 "model directory (config.json, weights, tokenizer) or a .gguf file.")
-            model = str(p.resolve())
-        elif model_file.endswith(".gguf") or "/" not in model_file or model_file.startswith((".", "/", "~")):
-            raise UsageError(f"--model-file {model_file}: no such file or directory.")
-        else:
-            model = model_file  # a hub id, e.g. HuggingFaceTB/SmolLM2-135M-Instruct
-    executable = None
-    vllm_python = o.get("vllm_python")
-    if vllm_python is not None:
-        found = find_vllm(Path(vllm_python))  # checks that it imports vllm; errors name the fix
-        assert found is not None
-        executable = vllm_serve_argv(found.python)
-    return VLLMLaunch(model=model, port=o.get("port"), executable=executable, dtype="bfloat16",
-                      max_model_len=o.get("ctx_per_slot"), generation_config="auto",
-                      speculative_config=spec_cfg, cpu_kvcache_space_gib=o.get("kv_cache_gib") or 1.0,
-                      extra_args=list(o.get("engine_arg") or []))
+    return {"api_key_env": api_key_env or None, **rig_from_flags(o.rig)}

@@ -1,8 +1,6 @@
 """Rigs: launching or attaching to an engine, fingerprinting it, and the embedded default."""
 
-from rigbench.rig._build import LLAMA_CPP_VERSION, build_llama_server, find_llama_server
 from rigbench.rig._cache import cache_dir
-from rigbench.rig._embedded import EmbeddedRig, LlamaCppConfig, llamacpp_argv, prepare_llamacpp_rig
 from rigbench.rig._fingerprint import (
     EngineBinary,
     Fingerprint,
@@ -24,12 +22,20 @@ from rigbench.rig._models import (
 from rigbench.rig._open import RigSpec, check_rig, describe_rig, open_rig, size_rig
 from rigbench.rig._process import EngineProcess, free_port, port_in_use
 from rigbench.rig._rig import AttachedRig, LaunchedRig
-from rigbench.rig._smoke import ensure_llama_server
+from rigbench.rig._run_flags import RigFlags, check_rig_flags, rig_from_flags, size_flag_rig
 from rigbench.rig._spec_rig import launched_rig
 from rigbench.rig._telemetry import TelemetrySampler
 from rigbench.rig._traffic import check_traffic, requests_from_records
-from rigbench.rig._vllm_env import find_vllm, hf_copy_of_gguf, install_vllm, vllm_serve_argv
+from rigbench.rig.engines._llamacpp._build import LLAMA_CPP_VERSION, build_llama_server, find_llama_server
+from rigbench.rig.engines._llamacpp._embedded import (
+    EmbeddedRig,
+    LlamaCppConfig,
+    llamacpp_argv,
+    prepare_llamacpp_rig,
+)
+from rigbench.rig.engines._llamacpp._smoke import ensure_llama_server
 from rigbench.rig.engines._vllm import VLLMLaunch
+from rigbench.rig.engines._vllm._env import find_vllm, hf_copy_of_gguf, install_vllm, vllm_serve_argv
 
 __all__ = [
     "EMBEDDED_MODEL",
@@ -49,6 +55,7 @@ __all__ = [
     "MemoryBandwidth",
     "ModelInfo",
     "ModelSource",
+    "RigFlags",
     "RigInfo",
     "RigSpec",
     "TelemetrySampler",
@@ -57,6 +64,7 @@ __all__ = [
     "build_llama_server",
     "cache_dir",
     "check_rig",
+    "check_rig_flags",
     "check_traffic",
     "describe_rig",
     "ensure_llama_server",
@@ -73,6 +81,8 @@ __all__ = [
     "port_in_use",
     "prepare_llamacpp_rig",
     "requests_from_records",
+    "rig_from_flags",
+    "size_flag_rig",
     "size_rig",
     "vllm_serve_argv",
 ]

@@ -96,6 +96,8 @@ class Fingerprint(Frozen):
     unknown: list[str] = Field(default_factory=list)
     server_info: dict[str, Any] = Field(default_factory=dict)  # what the server itself reported
     engine_binary: EngineBinary | None = None  # launched llama.cpp: which binary, build and CPU fallback
+    # the engine sends usage.completion_tokens in a stream when asked (its adapter's fact; None: not known)
+    reports_usage: bool | None = None
 
 
 def _cpu_model() -> str | None:

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from rigbench.client import redact_url
-from rigbench.rig._embedded import EmbeddedRig, prepare_llamacpp_rig
 from rigbench.rig._launch_spec import CommandLaunch, EndpointSpec
 from rigbench.rig._rig import AttachedRig, LaunchedRig
 from rigbench.rig._spec_rig import launched_rig
+from rigbench.rig.engines._llamacpp._embedded import EmbeddedRig, prepare_llamacpp_rig
 from rigbench.rig.engines._spec import EngineSpec
 
 __all__ = ["RigSpec", "check_rig", "describe_rig", "open_rig", "size_rig"]

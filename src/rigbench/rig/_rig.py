@@ -164,6 +164,7 @@ class LaunchedRig:
             speculative=speculative_from_argv(self.argv, self.engine), host=host_info(), host_is_server=True,
             started_at=now_iso(), unknown=unknown,
             server_info={k: v for k, v in f.items() if k != "chat_template"}, engine_binary=self.engine_binary,
+            reports_usage=_reports_usage(self.engine),
         )
 
     async def stop(self) -> None:
@@ -251,6 +252,7 @@ class AttachedRig:
             slots=f.get("slots"), speculative=None, host=host_info(probe_bandwidth=local), host_is_server=local,
             started_at=now_iso(), unknown=unknown,
             server_info={k: v for k, v in f.items() if k != "chat_template"},
+            reports_usage=_reports_usage(str(f.get("engine", "unknown"))),
         )
 
     async def stop(self) -> None:
@@ -269,11 +271,19 @@ def _indent(text: str) -> str:
     return "\n".join("    " + line for line in text.splitlines()) or "    (empty)"
 
 
-def engine_death_signal(engine: str) -> int:
-    """The signal an engine gets when rigbench dies without stopping it: its module's
-    `death_signal` where it sets one, else SIGTERM (an unknown engine gets the graceful one)."""
+def _reports_usage(engine: str) -> bool | None:
+    """Whether `engine` sends usage in a stream when asked (None for an engine rigbench does not know)."""
     try:
-        return int(getattr(get_engine(engine), "death_signal", signal.SIGTERM))
+        return get_engine(engine).adapter().reports_usage
+    except UsageError:
+        return None
+
+
+def engine_death_signal(engine: str) -> int:
+    """The signal an engine gets when rigbench dies without stopping it: its `death_signal`, and
+    SIGTERM for an engine rigbench does not know (the graceful one)."""
+    try:
+        return int(get_engine(engine).death_signal)
     except UsageError:  # an engine rigbench does not know
         return signal.SIGTERM
 

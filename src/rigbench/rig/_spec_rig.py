@@ -17,9 +17,9 @@ from rigbench.rig._fingerprint import ModelInfo
 from rigbench.rig._launch_spec import CommandLaunch, ContainerLaunch, EndpointSpec, command_for
 from rigbench.rig._process import EngineProcess, free_port
 from rigbench.rig._rig import LaunchedRig
-from rigbench.rig._vllm_rig import VLLMRig
 from rigbench.rig.engines import get_engine
 from rigbench.rig.engines._vllm import VLLMLaunch
+from rigbench.rig.engines._vllm._rig import VLLMRig
 
 __all__ = ["ContainerRig", "SpecRig", "launched_rig"]
 
@@ -93,9 +93,7 @@ def launched_rig(spec: Any, log_path: Path, *, api_key: str | None = None,
     if isinstance(spec, ContainerLaunch) and not spec.container_name:
         raise UsageError("a container rig needs `--name NAME` in its command so rigbench can stop the "
                          f"container afterwards (`docker stop NAME`); got: {' '.join(spec.argv)}")
-    served = spec.model if isinstance(spec, CommandLaunch) else (
-        getattr(spec, "served_model_name", None) or getattr(spec, "alias", None)
-        or (spec.model if spec.kind == "ollama" else None))
+    served = spec.model if isinstance(spec, CommandLaunch) else spec.served_name
     model = ModelInfo(path=getattr(spec, "model", None), served_name=served,
                       source=f"as given to {engine}")
     common: dict[str, Any] = {"engine": engine, "port": int(spec.port), "log_path": log_path, "model": model,
@@ -106,6 +104,6 @@ def launched_rig(spec: Any, log_path: Path, *, api_key: str | None = None,
         rig = ContainerRig(cmd.argv, container_name=spec.container_name, **common)
     else:
         rig = SpecRig(cmd.argv, **common)
-    if cmd.env:  # Ollama is configured through its environment
+    if cmd.env:  # an engine configured through its environment
         rig.process = EngineProcess(cmd.argv, log_path, env=cmd.env)
     return rig

@@ -3,15 +3,9 @@
 Raw samples only (canonical name -> value, per client-monotonic timestamp); acceptance length,
 KV peaks and the rest are derived in `rigbench.analysis` from the stored record.
 
-Metric names live in the engine adapters (`metric_names`, `metric_fallbacks`). The per-position
-acceptance counters, which those tables do not carry, are here. Sources read:
-  llama.cpp  pinned build 11434 (`tools/server/server-context.cpp`), checked against a live
-             `llama-server --metrics`: `llamacpp:spec_decode_num_accepted_tokens_per_pos_total{position}`
-  vLLM       `vllm/v1/spec_decode/metrics.py` (SpecDecodingProm, vLLM 0.10 line, commit 016a858):
-             `vllm:spec_decode_num_accepted_tokens_per_pos{position}` (a Counter: `_total` on the wire)
-  SGLang     `python/sglang/srt/metrics/collector.py` (main, commit 00ae9c1): only per-batch gauges
-             `sglang:spec_accept_length` / `sglang:spec_accept_rate`; the KV pool size is
-             `sglang:max_total_num_tokens`
+Metric names live in the engine adapters: `metric_names` (canonical name -> the engine's), with
+`metric_fallbacks` for older versions, and `per_position_metric`, the accepted-tokens-per-draft-position
+counter labelled `position` (None where the engine exports none). This module names no engine.
 """
 
 from __future__ import annotations
@@ -19,29 +13,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from typing import Any
 
 import aiohttp
 
 from rigbench.client import ChatClient
 from rigbench.errors import UsageError
 from rigbench.records import Phase, TelemetryRecord, TelemetrySample
-from rigbench.rig.engines import canonical_values, get_adapter, parse_prometheus
+from rigbench.rig.engines import EngineAdapter, canonical_values, get_adapter, parse_prometheus
 
-__all__ = ["PER_POSITION_METRICS", "TelemetrySampler"]
-
-PER_POSITION_METRICS: dict[str, str] = {
-    "llamacpp": "llamacpp:spec_decode_num_accepted_tokens_per_pos_total",
-    "vllm": "vllm:spec_decode_num_accepted_tokens_per_pos_total",
-}
-# Gauges some engines export besides the adapters' canonical set.
-EXTRA_GAUGES: dict[str, dict[str, str]] = {
-    "sglang": {"kv_pool_tokens": "sglang:max_total_num_tokens"},
-}
+__all__ = ["TelemetrySampler"]
 
 
 class TelemetrySampler:
-    """`async with TelemetrySampler(client, "llamacpp") as tel: <run the scenario>`; then `tel.record(...)`.
+    """`async with TelemetrySampler(client, engine_name) as tel: <run the scenario>`; then `tel.record(...)`.
 
     Scrapes once before, every `interval_s` while the block runs, and once after. A missing or
     failing endpoint never stops the scenario: it becomes `unavailable` / per-sample `error`.
@@ -52,12 +36,12 @@ class TelemetrySampler:
         if interval_s > 1.0:
             raise ValueError("telemetry must be sampled at 1 Hz or faster (interval_s <= 1.0)")
         self.engine = engine
-        self.adapter: Any = None
+        self.adapter: EngineAdapter | None = None
         try:
             self.adapter = get_adapter(engine)
         except UsageError:  # an engine rigbench has no metric names for: record why, sample nothing
             self.adapter = None
-        path = metrics_path or (getattr(self.adapter, "metrics_path", None) or "/metrics")
+        path = metrics_path or (self.adapter.metrics_path if self.adapter is not None else None) or "/metrics"
         self.url = client.server_root + path
         self.client = client
         self.interval_s = interval_s
@@ -67,7 +51,7 @@ class TelemetrySampler:
         self._task: asyncio.Task[None] | None = None
 
     async def scrape(self, phase: Phase) -> TelemetrySample | None:
-        if self.unavailable is not None:
+        if self.unavailable is not None or self.adapter is None:
             return None
         t0 = time.perf_counter_ns()
         try:
@@ -83,12 +67,12 @@ class TelemetrySampler:
             self.unavailable = f"GET {self.url} -> HTTP {status}: {text[:120].strip()}"
             return None
         values = canonical_values(self.adapter, text)
-        for canonical, name in EXTRA_GAUGES.get(self.engine, {}).items():
+        for canonical, name in self.adapter.extra_gauges.items():
             series = parse_prometheus(text).get(name)
             if series:
                 values[canonical] = max(s.value for s in series)
         per_pos: dict[int, float] = {}
-        pos_name = PER_POSITION_METRICS.get(self.engine)
+        pos_name = self.adapter.per_position_metric
         if pos_name:
             for ms in parse_prometheus(text).get(pos_name, []):
                 with contextlib.suppress(KeyError, ValueError):
@@ -127,10 +111,11 @@ class TelemetrySampler:
         await self.scrape("after")
 
     def record(self, *, scenario: str, concurrency: int, unit_id: str | None = None) -> TelemetryRecord:
-        names = dict(getattr(self.adapter, "metric_names", {}) or {})
-        if self.engine in PER_POSITION_METRICS:
-            names["spec_accepted_per_pos"] = PER_POSITION_METRICS[self.engine]
-        names.update(EXTRA_GAUGES.get(self.engine, {}))
+        names = dict(self.adapter.metric_names) if self.adapter is not None else {}
+        if self.adapter is not None and self.adapter.per_position_metric:
+            names["spec_accepted_per_pos"] = self.adapter.per_position_metric
+        if self.adapter is not None:
+            names.update(self.adapter.extra_gauges)
         return TelemetryRecord(
             unit_id=unit_id or f"telemetry/{scenario}/c{concurrency}", scenario=scenario, concurrency=concurrency,
             engine=self.engine, metrics_url=self.url, interval_s=self.interval_s, samples=list(self.samples),

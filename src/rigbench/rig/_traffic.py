@@ -7,9 +7,10 @@ plays each one; docs/honesty.md has the table):
 - prompt dependence: different prompts answered with the same text, or with the text of an
   earlier reply (a gate answer): a canned or cached server.
 - token counts: the server's `usage.completion_tokens` against rigbench's own count of the text it
-  received, through the engine's /tokenize (llama.cpp, vLLM; tried on unknown servers too), else
+  received, through the engine's tokenize endpoint (an unidentified server is tried with the bodies of
+  the engines whose adapter says `tokenize_unidentified`), else
   against a bound no byte-level tokenizer can break (one token carries at least one byte).
-- server timings: llama.cpp-style `timings.predicted_ms` against the client's clock: a server
+- server timings: a server-reported `timings.predicted_ms` against the client's clock: a server
   cannot decode for longer than the whole request took, nor much faster than the tokens arrived.
 
 Runs while the rig is still up (the token count needs the server's tokenizer); writes one
@@ -22,8 +23,9 @@ from collections.abc import Iterable
 from typing import Any, Literal
 
 from rigbench.client import ChatClient
+from rigbench.errors import UsageError
 from rigbench.records import StreamResult, TrafficCheck
-from rigbench.rig.engines import get_adapter
+from rigbench.rig.engines import EngineAdapter, get_adapter, known_engines
 
 __all__ = ["check_traffic", "count_text_tokens"]
 
@@ -51,12 +53,16 @@ def _show(text: str, n: int = 50) -> str:
 
 async def count_text_tokens(client: ChatClient, engine: str, text: str) -> int | None:
     """rigbench's own count of `text` in the served model's tokens, or None where no tokenizer
-    answers. An unknown server is tried with llama.cpp's then vLLM's /tokenize body."""
-
-    names = [engine] if engine in ("llamacpp", "vllm", "sglang") else ["llamacpp", "vllm"]
-    for name in names:
+    answers. A server not identified as an engine is tried with the bodies of the engines whose adapter
+    says `tokenize_unidentified`, in the order engines are matched."""
+    adapters: list[EngineAdapter]
+    try:
+        adapters = [get_adapter(engine)]
+    except UsageError:  # "unknown", or an engine no longer registered
+        adapters = [a for a in (e.adapter() for e in known_engines()) if a.tokenize_unidentified]
+    for adapter in adapters:
         try:
-            toks = await get_adapter(name).tokenize(client, text)
+            toks = await adapter.tokenize(client, text)
         except Exception:  # absent endpoint, refused, not JSON: no count from this body shape
             continue
         if toks is not None:

@@ -56,8 +56,18 @@ class EngineAdapter(Protocol):
     # canonical -> engine metric name. Canonical names: kv_cache_usage_ratio, requests_running,
     # requests_waiting, spec_draft_tokens_total, spec_accepted_tokens_total, spec_drafts_total,
     # prompt_tokens_total, generation_tokens_total; spec_accept_length, spec_accept_rate (gauges,
-    # for engines that export a mean instead of counters: SGLang)
+    # for engines that export a mean instead of counters: SGLang); kv_pool_tokens (a gauge)
     metric_names: dict[str, str]
+    # accepted draft tokens per draft position, a counter labelled `position` (None: not exported)
+    per_position_metric: str | None
+    # whether a stream carries usage.completion_tokens when asked (stream_options.include_usage); recorded
+    # in the fingerprint so that analysis can flag a run whose server left it out
+    reports_usage: bool
+    # whether its tokenize body is worth trying on a server not identified as any engine (a request each)
+    tokenize_unidentified: bool
+    # gauges outside `metric_names` (canonical -> engine name), read as the largest series: names taken
+    # from the engine's source that no recorded scrape holds yet (SGLang's KV pool size)
+    extra_gauges: Mapping[str, str]
     # False: the engine has no way to force the output length (Ollama), so forced_length_fields
     # only caps it and a run must count the tokens actually produced
     forced_length_exact: bool
@@ -114,6 +124,12 @@ class Engine(Protocol):
     @property
     def start_timeout_s(self) -> float:
         """Spawn -> first completion before rigbench gives up on a launch."""
+        ...
+
+    @property
+    def death_signal(self) -> int:
+        """The signal it gets when rigbench dies without stopping it (`prctl(PR_SET_PDEATHSIG)`):
+        SIGTERM lets it shut down; an engine that can hang in its handler takes SIGKILL."""
         ...
 
     @property

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Literal
@@ -21,6 +22,11 @@ class OllamaAdapter:
     health_path = "/"  # 200 "Ollama is running" as soon as the server listens (models load lazily)
     metrics_path: str | None = None  # no Prometheus endpoint
     forced_length_exact = False  # no ignore_eos / min_tokens: max_tokens (num_predict) only caps
+
+    per_position_metric: str | None = None
+    reports_usage = True
+    tokenize_unidentified = False  # it has no tokenize endpoint
+    extra_gauges: Mapping[str, str] = MappingProxyType({})
 
     def __init__(self) -> None:
         self.metric_names: dict[str, str] = {}
@@ -82,6 +88,10 @@ class OllamaLaunch(EngineSpec):
     flash_attention: bool | None = None  # OLLAMA_FLASH_ATTENTION
     kv_cache_type: str | None = None  # OLLAMA_KV_CACHE_TYPE: f16, q8_0, q4_0
 
+    @property
+    def served_name(self) -> str | None:  # requests name the tag itself
+        return self.model
+
 
 def ollama_command(s: OllamaLaunch) -> LaunchCommand:
     env = {"OLLAMA_HOST": f"{s.host}:{s.port or DEFAULT_PORT}"}
@@ -102,6 +112,7 @@ class OllamaEngine:
     launch_spec = OllamaLaunch
     default_port = DEFAULT_PORT
     start_timeout_s = 300.0
+    death_signal = signal.SIGTERM  # shuts down in its handler
     speculative_flags: MappingProxyType[str, str] = MappingProxyType({})  # Ollama has no speculative decoding
 
     # Ollama is configured through its environment, not flags: preflight has no command line to read.

@@ -28,6 +28,9 @@ _BUILTIN: tuple[Engine, ...] = (LLAMACPP, OLLAMA, SGLANG, VLLM)
 _engines: dict[str, Engine] = {e.name: e for e in _BUILTIN}
 # Launch kinds that are not engines (rig/_launch_spec.py), and the name of an undetected engine.
 _RESERVED = frozenset({"command", "container", "endpoint", "unknown"})
+# What an engine must have: every member of the Engine protocol (an engine is a plain object, not a
+# subclass, so a missing one would only fail when first used, mid-run).
+_MEMBERS = tuple(sorted(n for n in vars(Engine) if not n.startswith("_")))
 
 
 def known_engines() -> tuple[Engine, ...]:
@@ -53,7 +56,12 @@ def get_adapter(name: str) -> EngineAdapter:
 
 def register_engine(engine: Engine) -> None:
     """Make `engine` known under its name and aliases (and, for plan files, as a `launch:` kind);
-    a name already taken, or a launch spec whose `kind` is not the engine's name, is refused."""
+    a name already taken, a member of the `Engine` protocol missing, or a launch spec whose `kind` is not
+    the engine's name, is refused."""
+    missing = [m for m in _MEMBERS if not hasattr(engine, m)]
+    if missing:
+        raise UsageError(f"cannot register engine {getattr(engine, 'name', engine)!r}: it lacks "
+                         f"{', '.join(missing)} (every member of rigbench.rig.engines.Engine; docs/engines.md).")
     taken = {n for e in _engines.values() for n in (e.name, *e.aliases)} | _RESERVED
     clash = sorted(taken & {engine.name, *engine.aliases})
     if clash:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Literal
@@ -37,6 +38,12 @@ class SGLangAdapter:
     health_path = "/health"  # 200 once a tiny generation succeeds; 503 while unhealthy
     metrics_path: str | None = "/metrics"  # only with --enable-metrics
     forced_length_exact = True
+
+    per_position_metric: str | None = None  # only per-batch means (spec_accept_length / spec_accept_rate)
+    reports_usage = True
+    tokenize_unidentified = False
+    # the KV pool's size in tokens, from collector.py; not in the recorded scrape, so not in metric_names
+    extra_gauges: Mapping[str, str] = MappingProxyType({"kv_pool_tokens": "sglang:max_total_num_tokens"})
 
     def __init__(self) -> None:
         self.metric_names: dict[str, str] = dict(_METRICS)
@@ -115,6 +122,10 @@ class SGLangLaunch(EngineSpec):
     reasoning_parser: str | None = None
     enable_metrics: bool = True  # rigbench reads /metrics; SGLang serves it only with this flag
 
+    @property
+    def served_name(self) -> str | None:
+        return self.served_model_name
+
 
 def sglang_command(s: SGLangLaunch) -> LaunchCommand:
     argv = [*(s.executable or ["python", "-m", "sglang.launch_server"]), "--model-path", s.model,
@@ -163,6 +174,7 @@ class SGLangEngine:
     launch_spec = SGLangLaunch
     default_port = DEFAULT_PORT
     start_timeout_s = 1800.0  # CUDA graph capture and warm-up take minutes on a large model
+    death_signal = signal.SIGTERM  # shuts down in its handler
     speculative_flags = MappingProxyType({"--speculative-algorithm": "algorithm",
                                           "--speculative-num-draft-tokens": "num_draft_tokens"})
 

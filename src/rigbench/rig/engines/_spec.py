@@ -34,6 +34,11 @@ class EngineSpec(Spec):
     def _split(cls, v: Any) -> Any:
         return shlex.split(v) if isinstance(v, str) else v
 
+    @property
+    def served_name(self) -> str | None:
+        """The model name requests use, where the spec sets it (None: the first one the server lists)."""
+        return None
+
 
 class LaunchCommand(NamedTuple):
     argv: list[str]

@@ -10,10 +10,10 @@ from typing import Any, Literal
 from rigbench.client import ChatClient
 from rigbench.records import PreflightFinding, ServingCommand
 from rigbench.rig._cpu import affinity_threads
-from rigbench.rig._crash import classify_crash
 from rigbench.rig.engines._base import PreflightInput
 from rigbench.rig.engines._flags import FlagReading, FlagSyntax, int_flag
 from rigbench.rig.engines._http import get_json, post_json, probe_json, require_json
+from rigbench.rig.engines._llamacpp._crash import classify_crash
 from rigbench.rig.engines._spec import EngineSpec, LaunchCommand, finish_argv, opt
 
 __all__ = ["LLAMACPP", "LlamaCppAdapter", "LlamaCppEngine", "LlamaCppLaunch", "llamacpp_command", "server_argv"]
@@ -36,6 +36,11 @@ class LlamaCppAdapter:
     health_path = "/health"  # 503 {"error": ...} while loading, 200 {"status": "ok"} when ready
     metrics_path: str | None = "/metrics"  # only with --metrics
     forced_length_exact = True
+    # pinned build 11434, tools/server/server-context.cpp; checked against a live `llama-server --metrics`
+    per_position_metric: str | None = "llamacpp:spec_decode_num_accepted_tokens_per_pos_total"
+    reports_usage = True
+    tokenize_unidentified = True  # POST /tokenize {"content": ...}
+    extra_gauges: Mapping[str, str] = MappingProxyType({})
 
     def __init__(self) -> None:
         self.metric_names: dict[str, str] = dict(_METRICS)
@@ -116,6 +121,10 @@ class LlamaCppLaunch(EngineSpec):
     reasoning_format: str | None = None
     jinja: bool = True  # needed for tool calls and reasoning_effort
     metrics: bool = True
+
+    @property
+    def served_name(self) -> str | None:
+        return self.alias
 
 
 def server_argv(s: LlamaCppLaunch, *, kv_unified: bool = False, webui: bool = True, threads: int | None = None,

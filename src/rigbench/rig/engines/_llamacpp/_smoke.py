@@ -23,18 +23,18 @@ from pathlib import Path
 
 from rigbench.errors import RigStartError, SetupError
 from rigbench.records import Frozen
-from rigbench.rig._build import (
+from rigbench.rig._cache import cache_dir
+from rigbench.rig._cpu import CpuFeatures, cpu_features
+from rigbench.rig._fingerprint import EngineBinary
+from rigbench.rig._process import EngineProcess, free_port
+from rigbench.rig.engines._llamacpp._build import (
     BuildProgress,
     build_llama_server,
     locate_llama_server,
     read_build_info,
 )
-from rigbench.rig._cache import cache_dir
-from rigbench.rig._cpu import CpuFeatures, cpu_features
-from rigbench.rig._crash import CpuCrash, classify_crash
-from rigbench.rig._fingerprint import EngineBinary
-from rigbench.rig._process import EngineProcess, free_port
-from rigbench.rig.engines._llamacpp import LlamaCppEngine
+from rigbench.rig.engines._llamacpp._crash import CpuCrash, classify_crash
+from rigbench.rig.engines._llamacpp._engine import LlamaCppEngine
 
 __all__ = ["EngineBinary", "SmokeResult", "ensure_llama_server", "smoke_test"]
 

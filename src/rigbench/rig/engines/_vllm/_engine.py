@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Literal
@@ -54,6 +55,11 @@ class VLLMAdapter:
     health_path = "/health"  # empty 200 when the engine is up, 503 if the engine died
     metrics_path: str | None = "/metrics"  # always on
     forced_length_exact = True
+    # vllm/v1/spec_decode/metrics.py (SpecDecodingProm, 0.10 line): a Counter, `_total` on the wire
+    per_position_metric: str | None = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
+    reports_usage = True
+    tokenize_unidentified = True  # POST /tokenize {"prompt": ...}
+    extra_gauges: Mapping[str, str] = MappingProxyType({})
 
     def __init__(self) -> None:
         self.metric_names: dict[str, str] = dict(_METRICS)
@@ -118,7 +124,7 @@ class VLLMLaunch(EngineSpec):
 
     `model` is a Hugging Face id or directory, a .gguf (converted once to a bf16 directory), or
     "embedded" (the bundled SmolLM2-135M, converted). With no `executable`, the launched rig finds
-    vLLM (`vllm` on PATH or importable) or installs the managed CPU venv (rig/_vllm_env.py).
+    vLLM (`vllm` on PATH or importable) or installs the managed CPU venv (`_env.py` beside this module).
     """
 
     kind: Literal["vllm"] = "vllm"
@@ -137,6 +143,10 @@ class VLLMLaunch(EngineSpec):
     dtype: str | None = None  # --dtype (CPU: bfloat16)
     enforce_eager: bool = False  # --enforce-eager: no torch.compile (faster start, slower decode)
     cpu_kvcache_space_gib: float | None = None  # VLLM_CPU_KVCACHE_SPACE: the KV pool on a CPU build
+
+    @property
+    def served_name(self) -> str | None:
+        return self.served_model_name
 
 
 VLLM_API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
@@ -338,6 +348,7 @@ class VLLMEngine:
     launch_spec = VLLMLaunch
     default_port = DEFAULT_PORT
     start_timeout_s = 1800.0  # a cold torch.compile on a CPU takes minutes
+    death_signal = signal.SIGTERM  # shuts down in its handler
     speculative_flags = MappingProxyType({"--speculative-config": "config"})
 
     flag_syntax = VLLM_FLAGS

@@ -21,8 +21,20 @@ from rigbench.rig._launch_spec import command_for
 from rigbench.rig._models import EMBEDDED_MODEL, LocalFile
 from rigbench.rig._process import EngineProcess, free_port
 from rigbench.rig._rig import LaunchedRig
-from rigbench.rig._vllm_env import Progress, find_vllm, hf_copy_of_gguf, install_vllm, vllm_serve_argv
-from rigbench.rig.engines._vllm import VLLM, VLLMAdapter, VLLMLaunch, parse_vllm_log, pool_from_metrics
+from rigbench.rig.engines._vllm._engine import (
+    VLLM,
+    VLLMAdapter,
+    VLLMLaunch,
+    parse_vllm_log,
+    pool_from_metrics,
+)
+from rigbench.rig.engines._vllm._env import (
+    Progress,
+    find_vllm,
+    hf_copy_of_gguf,
+    install_vllm,
+    vllm_serve_argv,
+)
 
 __all__ = ["VLLMRig"]
 
