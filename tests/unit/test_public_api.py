@@ -98,6 +98,9 @@ PUBLIC: dict[str, list[str]] = {
         "PathRefused", "RunOutcome", "SandboxUnavailable", "TestOutcome", "Workdir", "confinement", "grade_pytest",
         "require_confinement", "run_confined", "run_function_tests", "run_pytest", "same_json",
     ],
+    "rigbench.outside": [
+        "for_console", "for_html", "for_markdown", "visible",
+    ],
     "rigbench.scale": [
         "ActorSummary", "INSTALL_HINT", "check_client_options", "connect", "execute_plan_on_ray",
         "execute_run_with_clients", "import_ray", "summarize_clients",

@@ -15,10 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
 
+from rigbench.cli._console import make_console
 from rigbench.client import redact_url
 from rigbench.errors import UsageError
+from rigbench.outside import for_console
 from rigbench.store import RunReader
 
 __all__ = ["NOT_SETTINGS", "recorded_options", "resumed_options"]
@@ -55,7 +56,7 @@ def resumed_options(ctx: Any, options: dict[str, Any], resume: Path,
     """
     reader = RunReader(resume)
     if reader.header.status == "complete":
-        Console().print(f"{resume}: this run is already complete; nothing to measure (source data "
+        make_console().print(f"{for_console(resume)}: this run is already complete; nothing to measure (source data "
                         f"{reader.source_data_id}, unchanged). Show it with `rigbench report {resume}`.")
         raise typer.Exit(0)
     recorded = (reader.header.plan or {}).get("cli_options")

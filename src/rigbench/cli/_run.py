@@ -6,15 +6,16 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from rigbench.analysis import analyze_run
 from rigbench.cli._app import app
 from rigbench.cli._checks import check_run_options
+from rigbench.cli._console import make_console
 from rigbench.cli._progress import RichProgress
 from rigbench.cli._resume import recorded_options, resumed_options
 from rigbench.client import run as run_loop
 from rigbench.errors import UsageError
+from rigbench.outside import for_console
 from rigbench.report import render_markdown, render_terminal
 from rigbench.store import RunReader
 
@@ -155,7 +156,7 @@ def run(
         from rigbench.scale import check_client_options
 
         check_client_options(ray=ray, clients=clients, endpoint=endpoint, suites=suite)
-    console = Console()
+    console = make_console()
     # lazy: start-up; rigbench.plan loads every suite and the runner (~0.3 s)
     from rigbench.plan import plan_from_options, run_config_for
 
@@ -184,8 +185,8 @@ def run(
     render_terminal(analysis, console)
     if markdown:
         markdown.write_text(render_markdown(analysis))
-        console.print(f"Markdown report: {markdown}")
+        console.print(f"Markdown report: {for_console(markdown)}")
     if header.trust is not None and not header.trust.trusted and not allow_untrusted:
-        Console(stderr=True).print("[bold red]The run is UNTRUSTED (reasons above); exiting 1. "
+        make_console(stderr=True).print("[bold red]The run is UNTRUSTED (reasons above); exiting 1. "
                                    "Pass --allow-untrusted to exit 0 anyway.[/]")
         raise typer.Exit(1)
