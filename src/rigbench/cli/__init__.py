@@ -18,6 +18,7 @@ from rigbench.cli import _run as _run
 from rigbench.cli import _setup as _setup
 from rigbench.cli._app import app
 from rigbench.cli._console import make_console
+from rigbench.cli._signals import handle_stop_signals, interrupt_exit_code, interrupt_name
 from rigbench.errors import RigbenchError
 from rigbench.outside import for_console
 
@@ -28,12 +29,13 @@ def main() -> None:
     if len(sys.argv) <= 1:
         sys.argv.append("--help")  # `rigbench` alone: the help, exit 0 (not click's usage error with exit 2)
     try:
-        app()
+        with handle_stop_signals():
+            app()
     except RigbenchError as e:
         # as text: a message holds brackets (pip install 'rigbench[ray]') and what a server said (rigbench.outside)
         make_console(stderr=True).print(f"[bold red]error:[/] {for_console(e, multiline=True)}", highlight=False,
                                         soft_wrap=True)
         sys.exit(2)
     except KeyboardInterrupt:
-        make_console(stderr=True).print("[yellow]interrupted[/]")
-        sys.exit(130)
+        make_console(stderr=True).print(f"[yellow]interrupted ({interrupt_name()})[/]")
+        sys.exit(interrupt_exit_code())

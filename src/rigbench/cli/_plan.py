@@ -10,6 +10,7 @@ from rich.table import Table
 from rigbench.analysis import Comparison, Revision, RunAnalysis, analyze_run, compare_runs, find_revisions
 from rigbench.cli._console import make_console
 from rigbench.cli._progress import RichProgress
+from rigbench.cli._signals import interrupt_exit_code, interrupt_name
 from rigbench.client import run as run_loop
 from rigbench.outside import for_console
 from rigbench.plan import PlanIndex, execute_plan, is_plan_dir, load_plan, plan_runs
@@ -68,9 +69,9 @@ def run_plan(plan_file: Path, *, resume: Path | None, out: Path, markdown: Path 
                 index = run_loop(execute_plan(loaded, plan_dir, resume=resume is not None, progress=prog,
                                               build_progress=prog.build, on_rig=announce))
         except KeyboardInterrupt:
-            console.print(f"[yellow]interrupted: completed rigs and the partial run are kept; continue with "
+            console.print(f"[yellow]interrupted ({interrupt_name()}): completed rigs and the partial run are kept; continue with "
                           f"`rigbench run {for_console(plan_file)} --resume {for_console(plan_dir)}`[/]")
-            raise typer.Exit(130) from None
+            raise typer.Exit(interrupt_exit_code()) from None
     console.print(_status_table(index))
     for e in index.rigs:
         if e.error:

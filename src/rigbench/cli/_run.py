@@ -13,11 +13,12 @@ from rigbench.cli._checks import check_run_options
 from rigbench.cli._console import make_console
 from rigbench.cli._progress import RichProgress
 from rigbench.cli._resume import recorded_options, resumed_options
+from rigbench.cli._signals import interrupt_exit_code, interrupt_name
 from rigbench.client import run as run_loop
 from rigbench.errors import UsageError
 from rigbench.outside import for_console
 from rigbench.report import render_markdown, render_terminal
-from rigbench.store import RunReader
+from rigbench.store import RunReader, new_run_id
 
 __all__ = ["run"]
 
@@ -164,6 +165,8 @@ def run(
     flags = plan_from_options(cli_opts)
     cfg = run_config_for(flags.plan, flags.rig, out, label=label, resume=resume, allow_untrusted=allow_untrusted,
                          cli_options=recorded_options(cli_opts))
+    cfg.run_id = cfg.run_id or (None if resume else new_run_id(label))  # chosen now: an interrupt names the dir
+    run_dir = resume or out / str(cfg.run_id)
     with RichProgress(console) as prog:
         try:
             if ray is not None:  # the speed load from client actors (rigbench.scale)
@@ -178,8 +181,9 @@ def run(
 
                 header = run_loop(execute_run(cfg, prog, build_progress=prog.build))
         except KeyboardInterrupt:
-            console.print("[yellow]interrupted: the partial run is kept; continue it with --resume[/]")
-            raise typer.Exit(130) from None
+            console.print(f"[yellow]interrupted ({interrupt_name()}): the partial run is kept; continue it with "
+                          f"`rigbench run --resume {for_console(run_dir)}`[/]")
+            raise typer.Exit(interrupt_exit_code()) from None
     reader = RunReader(out / header.run_id if resume is None else resume)
     analysis = analyze_run(reader)
     render_terminal(analysis, console)
