@@ -44,7 +44,7 @@ from rigbench.rig import (
     open_rig,
     requests_from_records,
 )
-from rigbench.store import RunHeader, RunReader, RunWriter, TrustVerdict, new_run_id, now_utc
+from rigbench.store import RunHeader, RunLock, RunReader, RunWriter, TrustVerdict, new_run_id, now_utc
 from rigbench.suites import NullProgress, Progress, Suite, SuiteContext, SuiteSettings, build_suites
 from rigbench.suites.speed import SpeedSettings
 
@@ -121,11 +121,22 @@ async def execute_run(cfg: RunConfig, progress: Progress | None = None,
         if reader.header.status == "complete":
             return reader.header  # nothing to measure: the run and its source-data id stay as they are
         _refuse_changed_plan(cfg.resume, reader.header.plan, plan)
-        prior = (reader.header.status, reader.header.error)
-        done = _done_units(reader)
-        header = reader.header.model_copy(update={"status": "running", "finished_at": None, "error": None,
-                                                  "source_data_id": None})
-        writer = RunWriter(cfg.resume, header, resume=True)
+        lock = RunLock(cfg.resume)  # before reading what is done: no other process appends from here on
+        try:
+            reader = RunReader(cfg.resume)
+            if reader.header.status == "complete":  # the writer we waited for finished it
+                lock.release()
+                return reader.header
+            prior = (reader.header.status, reader.header.error)
+            done = _done_units(reader)
+            header = reader.header.model_copy(update={"status": "running", "finished_at": None, "error": None,
+                                                      "source_data_id": None})
+            writer = RunWriter(cfg.resume, header, resume=True, lock=lock)
+        except BaseException:
+            lock.release()
+            raise
+        if writer.took_over:
+            prog.note(writer.took_over)
         run_dir = cfg.resume
     else:
         run_id = cfg.run_id or new_run_id(cfg.label)

@@ -109,7 +109,7 @@ PUBLIC: dict[str, list[str]] = {
         "CONTEXT_MARGIN_TOKENS", "context_per_slot", "fits_in_context", "slots_for",
     ],
     "rigbench.store": [
-        "FORMAT_VERSION", "HEADER_FILE", "RECORDS_FILE", "RunHeader", "RunReader", "RunStatus",
+        "FORMAT_VERSION", "HEADER_FILE", "LOCK_FILE", "RECORDS_FILE", "RunHeader", "RunLock", "RunReader", "RunStatus",
         "RunWriter", "TrustVerdict", "new_run_id", "now_utc", "source_data_id",
     ],
     "rigbench.suites": [

@@ -17,6 +17,7 @@ from rigbench.errors import StoreError
 from rigbench.records import RECORD_TYPES, Record
 from rigbench.store._format import HEADER_FILE, LOG_FILE, RECORDS_FILE, SUPPORTED_VERSIONS
 from rigbench.store._header import RunHeader, RunStatus, TrustVerdict
+from rigbench.store._lock import RunLock
 
 __all__ = [
     "SESSION_KINDS",
@@ -65,7 +66,9 @@ def source_data_id(run_dir: Path) -> str:
 class RunWriter:
     """Creates a run directory and appends records, one flushed line each."""
 
-    def __init__(self, run_dir: Path, header: RunHeader, *, resume: bool = False) -> None:
+    def __init__(self, run_dir: Path, header: RunHeader, *, resume: bool = False, lock: RunLock | None = None) -> None:
+        """`lock`: the directory's lock when the caller took it first (a resume, before reading what is
+        done); else the writer takes it (StoreError when another process holds it)."""
         self.dir = run_dir
         if resume:
             if not (run_dir / HEADER_FILE).exists():
@@ -78,6 +81,8 @@ class RunWriter:
             except OSError as e:
                 raise StoreError(f"cannot create the run directory {run_dir}: {e.strerror or e}; choose another "
                                  "--out.") from e
+        self._lock = lock or RunLock(run_dir)
+        self.took_over = self._lock.took_over  # a note for the user: the last writer died mid-run
         self._header = header
         try:
             self._write_header()
@@ -126,6 +131,7 @@ class RunWriter:
         self._write_header()
         self._header = self._header.model_copy(update={"source_data_id": source_data_id(self.dir)})
         self._write_header()
+        self._lock.release()
         return self._header
 
     def _write_header(self) -> None:
