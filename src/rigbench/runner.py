@@ -118,6 +118,9 @@ async def execute_run(cfg: RunConfig, progress: Progress | None = None,
     max_conc = check_concurrency(cfg.speed.concurrency if cfg.speed is not None else [1])
     if cfg.resume is not None:
         reader = RunReader(cfg.resume)
+        if reader.damage:
+            raise UsageError(f"cannot resume {cfg.resume}: it is damaged: {'; '.join(reader.damage)}. Measure the "
+                             "rig again in a new run.")
         if reader.header.status == "complete":
             return reader.header  # nothing to measure: the run and its source-data id stay as they are
         _refuse_changed_plan(cfg.resume, reader.header.plan, plan)

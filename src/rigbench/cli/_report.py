@@ -110,7 +110,8 @@ def ls(
         h = r.header
         fp = h.fingerprint or {}
         model = (fp.get("model") or {}).get("served_name") or Path((fp.get("model") or {}).get("path") or "?").name
-        verdict = "–" if h.trust is None else ("trusted" if h.trust.trusted else "UNTRUSTED")
+        verdict = ("DAMAGED" if r.damage else "–" if h.trust is None
+                   else "trusted" if h.trust.trusted else "UNTRUSTED")
         listed.append(RunListing(d.name, h.created_at, fp.get("engine", "?"), model,
                                  ",".join((h.plan.get("suites") or {}).keys()), r.display_status, verdict,
                                  r.source_data_id))

@@ -22,7 +22,7 @@ from rigbench.errors import UsageError
 from rigbench.outside import for_console
 from rigbench.store import RunReader
 
-__all__ = ["NOT_SETTINGS", "recorded_options", "resumed_options"]
+__all__ = ["NOT_SETTINGS", "recorded_options", "refuse_damaged", "resumed_options"]
 
 # Options that say where output goes or how to exit, not what is measured: free to change on resume.
 NOT_SETTINGS = frozenset({"ctx", "plan", "resume", "out", "markdown", "allow_untrusted", "label", "api_key_env",
@@ -41,6 +41,14 @@ def _jsonable(name: str, value: Any) -> Any:
     return str(value)
 
 
+def refuse_damaged(reader: RunReader) -> None:
+    """A finished run whose data is missing or changed is not resumed: measuring the rest would give
+    damaged data a fresh source-data id."""
+    if reader.damage:
+        raise UsageError(f"cannot resume {reader.dir}: it is damaged: {'; '.join(reader.damage)}. Its figures do not "
+                         "stand; measure the rig again in a new run (`rigbench run` with the same options).")
+
+
 def recorded_options(options: dict[str, Any]) -> dict[str, Any]:
     """The settings part of `run`'s options, as stored in run.json (credentials removed)."""
     return {k: _jsonable(k, v) for k, v in options.items() if k not in NOT_SETTINGS}
@@ -55,6 +63,7 @@ def resumed_options(ctx: Any, options: dict[str, Any], resume: Path,
     typer.Exit(0) after saying so when the run is already complete.
     """
     reader = RunReader(resume)
+    refuse_damaged(reader)
     if reader.header.status == "complete":
         make_console().print(f"{for_console(resume)}: this run is already complete; nothing to measure (source data "
                         f"{reader.source_data_id}, unchanged). Show it with `rigbench report {resume}`.")

@@ -33,7 +33,7 @@ def _when(created: str) -> str:
 
 
 def _verdict(v: str) -> Text:
-    return Text(visible(v), style="green" if v == "trusted" else "bold red" if v == "UNTRUSTED" else "")
+    return Text(visible(v), style="green" if v == "trusted" else "bold red" if v in ("UNTRUSTED", "DAMAGED") else "")
 
 
 def runs_table(title: str, runs: Sequence[RunListing], width: int) -> Table:

@@ -39,6 +39,8 @@ _PANEL_REASONS = 3
 
 def _trust_line(a: RunAnalysis) -> tuple[str, str]:
     t = a.header.trust
+    if a.status == "damaged":
+        return "DAMAGED", "bold red"
     if t is None:
         return "not assessed", "yellow"
     return ("trusted" if t.trusted else "UNTRUSTED"), ("green" if t.trusted else "bold red")
@@ -99,7 +101,7 @@ def render_terminal(a: RunAnalysis, console: Console) -> None:
     parts: list[Any] = [head]
     if synthetic_acceptance(a.header) is not None:
         parts.append(Text("! " + visible(synth_note(a.header)), style="bold red"))
-    untrusted = [w for w in a.warnings if w.startswith("UNTRUSTED")]
+    untrusted = [w for w in a.warnings if w.startswith(("UNTRUSTED", "DAMAGED"))]
     shown = untrusted if len(untrusted) <= _PANEL_REASONS + 1 else untrusted[:_PANEL_REASONS]
     for w in shown:
         parts.append(Text("! " + visible(w, multiline=True), style="red"))
@@ -107,7 +109,7 @@ def render_terminal(a: RunAnalysis, console: Console) -> None:
         parts.append(Text(f"! and {len(untrusted) - len(shown)} more UNTRUSTED reasons (every one: "
                           f"rigbench report {visible(a.run_dir)} --markdown FILE)", style="red"))
     for w in a.warnings:
-        if not w.startswith("UNTRUSTED"):
+        if not w.startswith(("UNTRUSTED", "DAMAGED")):
             parts.append(Text("! " + visible(w, multiline=True), style="yellow"))
     console.print(Panel(Group(*parts), title="rigbench", title_align="left"))
     if a.startup:

@@ -173,6 +173,8 @@ class RunReader:
             raise StoreError(f"{hp} does not match the run format: {e}") from e
         self.torn_lines = 0  # damaged lines seen so far (kept for callers of the old name)
         self._damaged: set[int] = set()
+        self._unreadable: str | None = None  # why records.jsonl could not be read at all
+        self._damage: list[str] | None = None
 
     @property
     def complete(self) -> bool:
@@ -180,8 +182,48 @@ class RunReader:
 
     @property
     def display_status(self) -> str:
-        """`running` on disk for a run nobody is writing means it was killed: say incomplete."""
-        return "incomplete" if self.header.status in ("running", "interrupted") else self.header.status
+        """`running` on disk for a run nobody is writing means it was killed: say incomplete; a complete
+        run whose data is missing or changed since it finished is `damaged` (`damage` says how)."""
+        if self.header.status in ("running", "interrupted"):
+            return "incomplete"
+        return "damaged" if self.damage else self.header.status
+
+    @property
+    def damage(self) -> list[str]:
+        """What is wrong with a finished run's data, for a reader who would otherwise trust it: records
+        missing, empty or unreadable, or records that no longer hash to the source-data id recorded
+        when the run finished (changed, added or removed since). Empty for a sound run and for an
+        unfinished one (its records are expected to be partial)."""
+        if self._damage is None:
+            self._damage = self._find_damage() if self.header.status not in ("running", "interrupted") else []
+        return self._damage
+
+    def _find_damage(self) -> list[str]:
+        path = self.dir / RECORDS_FILE
+        if not path.exists():
+            return [f"{RECORDS_FILE} is missing: the run has no measurements"]
+        try:
+            size = path.stat().st_size
+            with path.open("rb") as f:
+                f.read(1)
+        except OSError as e:
+            return [f"{RECORDS_FILE} cannot be read ({e.strerror or e})"]
+        if size == 0:
+            return [f"{RECORDS_FILE} is empty: the run has no measurements"]
+        found: list[str] = []
+        lines = sum(1 for _ in self._scan(None, True))
+        if self._unreadable is not None:
+            return [f"{RECORDS_FILE} cannot be read ({self._unreadable})"]
+        if lines == 0:
+            found.append(f"{RECORDS_FILE} holds no readable record ({self.damaged_records} damaged lines)")
+        recorded = self.header.source_data_id
+        if recorded is not None:
+            now = source_data_id(self.dir)
+            if now != recorded:
+                found.append(f"its data no longer matches the source-data id {recorded} recorded when it finished "
+                             f"(now {now}): records (or the plan or fingerprint in run.json) were changed, added or "
+                             "removed since")
+        return found
 
     @property
     def source_data_id(self) -> str:
@@ -205,7 +247,12 @@ class RunReader:
             return
         objs: list[tuple[int, dict[str, Any]]] = []  # only the asked kind: memory as before superseding
         latest: dict[tuple[Any, Any], int] = {}
-        with path.open("rb") as f:
+        try:
+            f = path.open("rb")
+        except OSError as e:  # e.g. a directory in its place: no records, and `damage` says why
+            self._unreadable = e.strerror or str(e)
+            return
+        with f:
             for n, line in enumerate(f, 1):
                 if not line.endswith(b"\n"):
                     self._damaged.add(n)  # the line being written when the run was killed
