@@ -20,7 +20,7 @@ from typing import Any, cast
 from rigbench._version import __version__
 from rigbench.analysis import fingerprint_differences
 from rigbench.client import Deadlines, SelfCheckMonitor, redact_url, url_has_userinfo
-from rigbench.errors import EndpointLostError, RigbenchError, RigError, UsageError
+from rigbench.errors import EndpointLostError, RigbenchError, RigError, StoreWriteError, UsageError
 from rigbench.honesty import (
     PreflightInput,
     ScenarioLength,
@@ -212,7 +212,7 @@ async def execute_run(cfg: RunConfig, progress: Progress | None = None,
         raise
     except RigbenchError as e:
         error = str(e)
-        if isinstance(e, EndpointLostError):
+        if isinstance(e, EndpointLostError | StoreWriteError):
             status = "interrupted"  # rigbench's setup, not the rig, stopped it: resumable as it is
         raise
     except BaseException as e:  # asyncio.CancelledError on Ctrl-C lands here too

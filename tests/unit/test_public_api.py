@@ -40,7 +40,7 @@ PUBLIC: dict[str, list[str]] = {
     ],
     "rigbench.errors": [
         "AnalysisError", "EndpointError", "EndpointLostError", "PortInUseError", "ProbeError",
-        "RigError", "RigStartError", "RigbenchError", "SetupError", "StoreError", "UsageError",
+        "RigError", "RigStartError", "RigbenchError", "SetupError", "StoreError", "StoreWriteError", "UsageError",
     ],
     "rigbench.honesty": [
         "DEFAULT_MIX", "GibberishScreen", "PREFIX_CACHE_UNTRUST_SHARE", "PrefixCacheVerdict", "PreflightInput",

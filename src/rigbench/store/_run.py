@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import hashlib
 import json
 import os
 import secrets
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TypeVar, overload
 
 from pydantic import BaseModel, ValidationError
 
-from rigbench.errors import StoreError
+from rigbench.errors import StoreError, StoreWriteError
 from rigbench.records import RECORD_TYPES, Record
 from rigbench.store._format import HEADER_FILE, LOG_FILE, RECORDS_FILE, SUPPORTED_VERSIONS
 from rigbench.store._header import RunHeader, RunStatus, TrustVerdict
@@ -90,7 +92,9 @@ class RunWriter:
             raise StoreError(f"cannot write {run_dir / HEADER_FILE}: {e.strerror or e}; choose another --out.") from e
         if resume:
             _drop_torn_tail(run_dir / RECORDS_FILE)
-        self._records = (run_dir / RECORDS_FILE).open("a", encoding="utf-8")
+        # unbuffered: a line is written by one call or not at all, and a failed write leaves nothing
+        # queued in a buffer to fail again (or land torn) at close
+        self._records = (run_dir / RECORDS_FILE).open("ab", buffering=0)
 
     @property
     def header(self) -> RunHeader:
@@ -113,16 +117,22 @@ class RunWriter:
 
     def append(self, record: BaseModel | dict[str, Any]) -> None:
         line = record.model_dump_json() if isinstance(record, BaseModel) else json.dumps(record)
-        self._records.write(line + "\n")
-        self._records.flush()
+        data = memoryview((line + "\n").encode())
+        try:
+            while data:
+                n = self._records.write(data)
+                data = data[n or 0:]
+        except OSError as e:
+            raise _write_error(self.dir / RECORDS_FILE, e) from e
 
     def update(self, **changes: Any) -> None:
         self._header = self._header.model_copy(update=changes)
         self._write_header()
 
     def finish(self, status: RunStatus, *, trust: TrustVerdict | None = None, error: str | None = None) -> RunHeader:
-        self._records.flush()
-        os.fsync(self._records.fileno())
+        # every line was written by its own call; if syncing fails, the header below says how the run ended
+        with contextlib.suppress(OSError):
+            os.fsync(self._records.fileno())
         self._records.close()
         self._header = self._header.model_copy(
             update={"status": status, "finished_at": now_utc(), "trust": trust or self._header.trust,
@@ -135,9 +145,35 @@ class RunWriter:
         return self._header
 
     def _write_header(self) -> None:
+        text = self._header.model_dump_json(indent=2).encode()
         tmp = self.dir / (HEADER_FILE + ".tmp")
-        tmp.write_text(self._header.model_dump_json(indent=2))
-        os.replace(tmp, self.dir / HEADER_FILE)
+        try:
+            tmp.write_bytes(text)
+            os.replace(tmp, self.dir / HEADER_FILE)
+            return
+        except OSError as e:
+            first = e
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+        # A full disk has no room for a second copy: rewrite the header in place, in the blocks it
+        # already holds (not atomic, so only when the atomic way failed).
+        try:
+            with (self.dir / HEADER_FILE).open("r+b") as f:
+                f.write(text)
+                f.truncate()
+        except OSError as e:
+            raise _write_error(self.dir / HEADER_FILE, first) from e
+
+
+def _write_error(path: Path, e: OSError) -> StoreWriteError:
+    try:
+        free = f"{shutil.disk_usage(path.parent).free:,} bytes free there"
+    except OSError:
+        free = "free space unknown"
+    return StoreWriteError(
+        f"cannot write {path}: {e.strerror or e} ({free}). The run stops here, marked interrupted if its header can "
+        f"still be written; every record already written is kept. Free space (or fix the device), then `rigbench run "
+        f"--resume {path.parent}` measures the rest.")
 
 
 def _drop_torn_tail(path: Path) -> None:
