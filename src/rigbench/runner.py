@@ -73,6 +73,7 @@ class RunConfig:
     seed: int = 0
     label: str = "run"
     resume: Path | None = None
+    retry_failed: bool = field(default=False, compare=False)  # a resume also redoes every failed request
     run_id: str | None = None  # None: a new id from `label` (a plan picks it up front for its index)
     deadlines: Deadlines = field(default_factory=Deadlines)  # per-request deadlines, handed to the client
     cli_options: dict[str, Any] | None = field(default=None, compare=False)  # so --resume can rebuild them
@@ -121,17 +122,22 @@ async def execute_run(cfg: RunConfig, progress: Progress | None = None,
         if reader.damage:
             raise UsageError(f"cannot resume {cfg.resume}: it is damaged: {'; '.join(reader.damage)}. Measure the "
                              "rig again in a new run.")
-        if reader.header.status == "complete":
+        _refuse_changed_plan(cfg.resume, reader.header.plan, plan)  # a finished run too: same refusal
+        if reader.header.status == "complete" and not cfg.retry_failed:
             return reader.header  # nothing to measure: the run and its source-data id stay as they are
-        _refuse_changed_plan(cfg.resume, reader.header.plan, plan)
         lock = RunLock(cfg.resume)  # before reading what is done: no other process appends from here on
         try:
             reader = RunReader(cfg.resume)
-            if reader.header.status == "complete":  # the writer we waited for finished it
-                lock.release()
+            done = _done_units(reader, retry_failed=cfg.retry_failed)
+            if cfg.retry_failed:
+                failed = _failed_units(reader)
+                prog.note(f"--retry-failed: redoing {len(failed)} unit(s) with a failed request"
+                          + (f" ({', '.join(sorted(failed)[:5])}{', ...' if len(failed) > 5 else ''})" if failed
+                             else ": none failed"))
+            if reader.header.status == "complete" and not (cfg.retry_failed and _failed_units(reader)):
+                lock.release()  # finished (perhaps by the writer we waited for), nothing to redo: untouched
                 return reader.header
             prior = (reader.header.status, reader.header.error)
-            done = _done_units(reader)
             header = reader.header.model_copy(update={"status": "running", "finished_at": None, "error": None,
                                                       "source_data_id": None})
             writer = RunWriter(cfg.resume, header, resume=True, lock=lock)
@@ -393,14 +399,27 @@ def _first_difference(old: Any, new: Any, path: str) -> tuple[str, Any, Any] | N
     return None if old == new else (path, old, new)
 
 
-def _done_units(reader: RunReader) -> set[str]:
+def _failed_units(reader: RunReader) -> set[str]:
+    """Units whose latest record holds a failed request (any reason), as `--retry-failed` redoes them."""
+    failed: set[str] = set()
+    for r in reader.raw_records():
+        uid, res = r.get("unit_id"), r.get("result")
+        if isinstance(uid, str) and isinstance(res, dict) and res.get("error"):
+            failed.add(uid.rsplit("/", 1)[0] if r.get("kind") == "speed_request" else uid)
+    return failed
+
+
+def _done_units(reader: RunReader, *, retry_failed: bool = False) -> set[str]:
     """Units that need no measuring again.
 
     Not done: a speed batch with a failed request or with a request record missing or damaged
     (a crash between a request and its batch record), and any unit whose record failed for a
-    transport reason (connect, disconnect, deadline). Their records stay in the file as history.
+    transport reason (connect, disconnect, deadline); with `retry_failed`, any unit whose record
+    failed for any reason. Their records stay in the file as history.
     """
 
+    if retry_failed:
+        return _done_units(reader) - _failed_units(reader)
     done: set[str] = set()
     for r in reader.raw_records():
         uid = r.get("unit_id")

@@ -26,7 +26,7 @@ __all__ = ["NOT_SETTINGS", "recorded_options", "refuse_damaged", "resumed_option
 
 # Options that say where output goes or how to exit, not what is measured: free to change on resume.
 NOT_SETTINGS = frozenset({"ctx", "plan", "resume", "out", "markdown", "allow_untrusted", "label", "api_key_env",
-                          "port"})
+                          "port", "retry_failed"})
 
 
 def _jsonable(name: str, value: Any) -> Any:
@@ -49,6 +49,14 @@ def refuse_damaged(reader: RunReader) -> None:
                          "stand; measure the rig again in a new run (`rigbench run` with the same options).")
 
 
+def _say_if_complete(reader: RunReader, options: dict[str, Any]) -> None:
+    if reader.header.status == "complete" and not options.get("retry_failed"):
+        make_console().print(f"{for_console(reader.dir)}: this run is already complete; nothing to measure (source "
+                             f"data {reader.source_data_id}, unchanged). Show it with `rigbench report "
+                             f"{for_console(reader.dir)}`; `--retry-failed` redoes its failed requests.")
+        raise typer.Exit(0)
+
+
 def recorded_options(options: dict[str, Any]) -> dict[str, Any]:
     """The settings part of `run`'s options, as stored in run.json (credentials removed)."""
     return {k: _jsonable(k, v) for k, v in options.items() if k not in NOT_SETTINGS}
@@ -64,12 +72,9 @@ def resumed_options(ctx: Any, options: dict[str, Any], resume: Path,
     """
     reader = RunReader(resume)
     refuse_damaged(reader)
-    if reader.header.status == "complete":
-        make_console().print(f"{for_console(resume)}: this run is already complete; nothing to measure (source data "
-                        f"{reader.source_data_id}, unchanged). Show it with `rigbench report {resume}`.")
-        raise typer.Exit(0)
     recorded = (reader.header.plan or {}).get("cli_options")
     if not isinstance(recorded, dict):
+        _say_if_complete(reader, options)
         return None
     for name, value in options.items():
         if name in NOT_SETTINGS or name not in recorded:
@@ -85,6 +90,7 @@ def resumed_options(ctx: Any, options: dict[str, Any], resume: Path,
                 f"gives {flag} {json.dumps(given)}. A resumed run measures the same rig with the same settings: "
                 f"run `rigbench run --resume {resume}` without {flag} (its settings come from its run.json), "
                 "or start a new run.")
+    _say_if_complete(reader, options)  # after the comparison: a finished run refuses changed options too
     params = inspect.signature(command).parameters
     merged = dict(options)
     for name, value in recorded.items():

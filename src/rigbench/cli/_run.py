@@ -86,6 +86,9 @@ def run(
                                                         "(measure it with `rigbench probe`).")] = None,
     resume: Annotated[Path | None, typer.Option(help="Continue an interrupted run directory: completed units "
                                                 "are not redone.")] = None,
+    retry_failed: Annotated[bool, typer.Option("--retry-failed", help="With --resume: also redo every request that "
+                                               "failed (any reason, e.g. HTTP 503), in a finished run too; says "
+                                               "how many.")] = False,
     markdown: Annotated[Path | None, typer.Option(help="Also write the Markdown report here.")] = None,
     idle_timeout: Annotated[float | None, typer.Option(help="Fail a request (typed record `idle_timeout`) after "
                                                        "this many seconds without a generated token; keep-alive "
@@ -137,6 +140,9 @@ def run(
         if merged is not None:
             return run(**merged)
     check_run_options(cli_opts)
+    if retry_failed and (resume is None or plan is not None):
+        raise UsageError("--retry-failed redoes the failed requests of a run being resumed: give it with "
+                         "--resume RUN_DIR (a single run; a plan's runs are resumed one by one with their run directory).")
     if plan is not None:
         # lazy: start-up; cli._plan loads rigbench.plan and every suite (~0.3 s)
         from rigbench.cli._plan import run_plan
@@ -165,6 +171,7 @@ def run(
     flags = plan_from_options(cli_opts)
     cfg = run_config_for(flags.plan, flags.rig, out, label=label, resume=resume, allow_untrusted=allow_untrusted,
                          cli_options=recorded_options(cli_opts))
+    cfg.retry_failed = retry_failed
     cfg.run_id = cfg.run_id or (None if resume else new_run_id(label))  # chosen now: an interrupt names the dir
     run_dir = resume or out / str(cfg.run_id)
     with RichProgress(console) as prog:
