@@ -203,6 +203,7 @@ async def execute_run(cfg: RunConfig, progress: Progress | None = None,
                     if isinstance(suite_writer, _WriterWatch):
                         suite_writer.raise_if_engine_died(e)
                     raise
+            reasons += _rejections(RunReader(run_dir))
             reasons += _screen_outputs(RunReader(run_dir), writer)
             reasons += await _traffic_check(RunReader(run_dir), writer, rig.client, info, done)
             trust = TrustVerdict(trusted=not reasons, reasons=reasons)
@@ -499,6 +500,25 @@ async def _traffic_check(reader: RunReader, writer: RunWriter, client: Any, info
                                      "warnings": check.warnings + verdict.warnings})
     writer.append(check)
     return list(check.reasons)
+
+
+def _rejections(reader: RunReader) -> list[str]:
+    """A run whose server turned away most measured requests (HTTP 429 rate limits, 503 overload, any
+    other status) measured the few it let through, not the planned load: a finding that names it."""
+    statuses: dict[int, int] = {}
+    total = 0
+    for r in reader.raw_records("speed_request"):
+        total += 1
+        err = (r.get("result") or {}).get("error") or {}
+        if err.get("kind") == "http_status":
+            statuses[int(err.get("http_status") or 0)] = statuses.get(int(err.get("http_status") or 0), 0) + 1
+    rejected = sum(statuses.values())
+    if not total or rejected * 2 <= total:
+        return []
+    which = ", ".join(f"HTTP {s} x{n}" for s, n in sorted(statuses.items()))
+    return [f"the server rejected {rejected} of {total} measured requests ({which}): the figures cover the few it "
+            "let through, not the planned load. Lower --concurrency, or measure when the server is not "
+            "overloaded or rate-limited"]
 
 
 def _screen_outputs(reader: RunReader, writer: RunWriter) -> list[str]:

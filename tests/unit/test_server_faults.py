@@ -12,11 +12,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Literal, cast
 
 import pytest
 
 from rigbench.client import ChatClient
+from rigbench.testing import Delay, EmulatorProcess, EmulatorScript, Fault
+from tests.unit.cli_inproc import invoke
 
 TOKEN = b'data: {"choices":[{"index":0,"delta":{"content":"hi "}}]}\n\n'
 END = b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n'
@@ -69,3 +72,17 @@ async def test_every_kind_of_malformed_stream_is_an_error_record(server: str, ca
         return
     assert r.error is not None, f"{case}: counted as a success with {r.content!r}"
     assert r.error.kind == EXPECTED[case], (case, r.error)
+
+
+@pytest.mark.parametrize(("every", "finding"), [(1, True), (4, False)])
+def test_a_run_whose_server_rejected_most_requests_says_so(tmp_path: Path, every: int, finding: bool) -> None:
+    script = EmulatorScript(ttft=Delay(mean_ms=2), itl=Delay(mean_ms=1), output_tokens=8,
+                            faults=[Fault(kind="http_status", status=429, message="slow down", every=every)])
+    with EmulatorProcess(script) as emu:
+        res = invoke("run", "--endpoint", emu.url, "--no-sanity", "--allow-untrusted", "--scenarios", "chat_short",
+                     "--repetitions", "4", "--warmup", "0", "--out", str(tmp_path))
+    assert res.code == 0 and res.traceback is None, res.stderr
+    said = " ".join(res.stdout.split())
+    rejected = "rejected 4 of 4 measured requests (HTTP 429 x4)"
+    assert (rejected in said) is finding, said[:2500]
+    assert ("the server rejected" in said) is finding
