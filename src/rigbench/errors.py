@@ -12,6 +12,7 @@ Every message says what failed, what was observed, and what to do next.
     │   └── EndpointError     an endpoint is unreachable or does not speak the OpenAI API
     │       └── EndpointLostError  an attached server stopped answering mid-run (the run is resumable)
     ├── StoreError            a run directory is missing, corrupt or of an unknown format
+    │   └── StoreWriteError   a run directory cannot be written (disk full, I/O error; the run is resumable)
     ├── ProbeError            an agent probe is malformed or returned a malformed result
     └── AnalysisError         the data cannot support the requested figure
 """
@@ -29,6 +30,7 @@ __all__ = [
     "RigbenchError",
     "SetupError",
     "StoreError",
+    "StoreWriteError",
     "UsageError",
 ]
 
@@ -67,6 +69,10 @@ class EndpointLostError(EndpointError):
 
 class StoreError(RigbenchError):
     pass
+
+
+class StoreWriteError(StoreError):
+    """Writing the run directory failed (ENOSPC, EIO, ...): rigbench's setup, not the rig; resumable."""
 
 
 class AnalysisError(RigbenchError):

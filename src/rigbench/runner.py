@@ -20,7 +20,7 @@ from typing import Any, cast
 from rigbench._version import __version__
 from rigbench.analysis import fingerprint_differences
 from rigbench.client import Deadlines, SelfCheckMonitor, redact_url, url_has_userinfo
-from rigbench.errors import EndpointLostError, RigbenchError, RigError, UsageError
+from rigbench.errors import EndpointLostError, RigbenchError, RigError, StoreWriteError, UsageError
 from rigbench.honesty import (
     PreflightInput,
     ScenarioLength,
@@ -44,7 +44,7 @@ from rigbench.rig import (
     open_rig,
     requests_from_records,
 )
-from rigbench.store import RunHeader, RunReader, RunWriter, TrustVerdict, new_run_id, now_utc
+from rigbench.store import RunHeader, RunLock, RunReader, RunWriter, TrustVerdict, new_run_id, now_utc
 from rigbench.suites import NullProgress, Progress, Suite, SuiteContext, SuiteSettings, build_suites
 from rigbench.suites.speed import SpeedSettings
 
@@ -73,6 +73,7 @@ class RunConfig:
     seed: int = 0
     label: str = "run"
     resume: Path | None = None
+    retry_failed: bool = field(default=False, compare=False)  # a resume also redoes every failed request
     run_id: str | None = None  # None: a new id from `label` (a plan picks it up front for its index)
     deadlines: Deadlines = field(default_factory=Deadlines)  # per-request deadlines, handed to the client
     cli_options: dict[str, Any] | None = field(default=None, compare=False)  # so --resume can rebuild them
@@ -118,14 +119,33 @@ async def execute_run(cfg: RunConfig, progress: Progress | None = None,
     max_conc = check_concurrency(cfg.speed.concurrency if cfg.speed is not None else [1])
     if cfg.resume is not None:
         reader = RunReader(cfg.resume)
-        if reader.header.status == "complete":
+        if reader.damage:
+            raise UsageError(f"cannot resume {cfg.resume}: it is damaged: {'; '.join(reader.damage)}. Measure the "
+                             "rig again in a new run.")
+        _refuse_changed_plan(cfg.resume, reader.header.plan, plan)  # a finished run too: same refusal
+        if reader.header.status == "complete" and not cfg.retry_failed:
             return reader.header  # nothing to measure: the run and its source-data id stay as they are
-        _refuse_changed_plan(cfg.resume, reader.header.plan, plan)
-        prior = (reader.header.status, reader.header.error)
-        done = _done_units(reader)
-        header = reader.header.model_copy(update={"status": "running", "finished_at": None, "error": None,
-                                                  "source_data_id": None})
-        writer = RunWriter(cfg.resume, header, resume=True)
+        lock = RunLock(cfg.resume)  # before reading what is done: no other process appends from here on
+        try:
+            reader = RunReader(cfg.resume)
+            done = _done_units(reader, retry_failed=cfg.retry_failed)
+            if cfg.retry_failed:
+                failed = _failed_units(reader)
+                prog.note(f"--retry-failed: redoing {len(failed)} unit(s) with a failed request"
+                          + (f" ({', '.join(sorted(failed)[:5])}{', ...' if len(failed) > 5 else ''})" if failed
+                             else ": none failed"))
+            if reader.header.status == "complete" and not (cfg.retry_failed and _failed_units(reader)):
+                lock.release()  # finished (perhaps by the writer we waited for), nothing to redo: untouched
+                return reader.header
+            prior = (reader.header.status, reader.header.error)
+            header = reader.header.model_copy(update={"status": "running", "finished_at": None, "error": None,
+                                                      "source_data_id": None})
+            writer = RunWriter(cfg.resume, header, resume=True, lock=lock)
+        except BaseException:
+            lock.release()
+            raise
+        if writer.took_over:
+            prog.note(writer.took_over)
         run_dir = cfg.resume
     else:
         run_id = cfg.run_id or new_run_id(cfg.label)
@@ -183,6 +203,7 @@ async def execute_run(cfg: RunConfig, progress: Progress | None = None,
                     if isinstance(suite_writer, _WriterWatch):
                         suite_writer.raise_if_engine_died(e)
                     raise
+            reasons += _rejections(RunReader(run_dir))
             reasons += _screen_outputs(RunReader(run_dir), writer)
             reasons += await _traffic_check(RunReader(run_dir), writer, rig.client, info, done)
             trust = TrustVerdict(trusted=not reasons, reasons=reasons)
@@ -198,7 +219,7 @@ async def execute_run(cfg: RunConfig, progress: Progress | None = None,
         raise
     except RigbenchError as e:
         error = str(e)
-        if isinstance(e, EndpointLostError):
+        if isinstance(e, EndpointLostError | StoreWriteError):
             status = "interrupted"  # rigbench's setup, not the rig, stopped it: resumable as it is
         raise
     except BaseException as e:  # asyncio.CancelledError on Ctrl-C lands here too
@@ -379,14 +400,27 @@ def _first_difference(old: Any, new: Any, path: str) -> tuple[str, Any, Any] | N
     return None if old == new else (path, old, new)
 
 
-def _done_units(reader: RunReader) -> set[str]:
+def _failed_units(reader: RunReader) -> set[str]:
+    """Units whose latest record holds a failed request (any reason), as `--retry-failed` redoes them."""
+    failed: set[str] = set()
+    for r in reader.raw_records():
+        uid, res = r.get("unit_id"), r.get("result")
+        if isinstance(uid, str) and isinstance(res, dict) and res.get("error"):
+            failed.add(uid.rsplit("/", 1)[0] if r.get("kind") == "speed_request" else uid)
+    return failed
+
+
+def _done_units(reader: RunReader, *, retry_failed: bool = False) -> set[str]:
     """Units that need no measuring again.
 
     Not done: a speed batch with a failed request or with a request record missing or damaged
     (a crash between a request and its batch record), and any unit whose record failed for a
-    transport reason (connect, disconnect, deadline). Their records stay in the file as history.
+    transport reason (connect, disconnect, deadline); with `retry_failed`, any unit whose record
+    failed for any reason. Their records stay in the file as history.
     """
 
+    if retry_failed:
+        return _done_units(reader) - _failed_units(reader)
     done: set[str] = set()
     for r in reader.raw_records():
         uid = r.get("unit_id")
@@ -466,6 +500,25 @@ async def _traffic_check(reader: RunReader, writer: RunWriter, client: Any, info
                                      "warnings": check.warnings + verdict.warnings})
     writer.append(check)
     return list(check.reasons)
+
+
+def _rejections(reader: RunReader) -> list[str]:
+    """A run whose server turned away most measured requests (HTTP 429 rate limits, 503 overload, any
+    other status) measured the few it let through, not the planned load: a finding that names it."""
+    statuses: dict[int, int] = {}
+    total = 0
+    for r in reader.raw_records("speed_request"):
+        total += 1
+        err = (r.get("result") or {}).get("error") or {}
+        if err.get("kind") == "http_status":
+            statuses[int(err.get("http_status") or 0)] = statuses.get(int(err.get("http_status") or 0), 0) + 1
+    rejected = sum(statuses.values())
+    if not total or rejected * 2 <= total:
+        return []
+    which = ", ".join(f"HTTP {s} x{n}" for s, n in sorted(statuses.items()))
+    return [f"the server rejected {rejected} of {total} measured requests ({which}): the figures cover the few it "
+            "let through, not the planned load. Lower --concurrency, or measure when the server is not "
+            "overloaded or rate-limited"]
 
 
 def _screen_outputs(reader: RunReader, writer: RunWriter) -> list[str]:

@@ -21,6 +21,7 @@ LAYERS: dict[str, int] = {
     "errors": 0,
     "_version": 0,
     "records": 1,
+    "outside": 0,  # rendering outside text as text: pure string functions
     "sizing": 1,  # context and slot arithmetic: plain functions
     "store": 2,
     "client": 3,

@@ -40,7 +40,7 @@ PUBLIC: dict[str, list[str]] = {
     ],
     "rigbench.errors": [
         "AnalysisError", "EndpointError", "EndpointLostError", "PortInUseError", "ProbeError",
-        "RigError", "RigStartError", "RigbenchError", "SetupError", "StoreError", "UsageError",
+        "RigError", "RigStartError", "RigbenchError", "SetupError", "StoreError", "StoreWriteError", "UsageError",
     ],
     "rigbench.honesty": [
         "DEFAULT_MIX", "GibberishScreen", "PREFIX_CACHE_UNTRUST_SHARE", "PrefixCacheVerdict", "PreflightInput",
@@ -98,6 +98,9 @@ PUBLIC: dict[str, list[str]] = {
         "PathRefused", "RunOutcome", "SandboxUnavailable", "TestOutcome", "Workdir", "confinement", "grade_pytest",
         "require_confinement", "run_confined", "run_function_tests", "run_pytest", "same_json",
     ],
+    "rigbench.outside": [
+        "for_console", "for_html", "for_markdown", "visible",
+    ],
     "rigbench.scale": [
         "ActorSummary", "INSTALL_HINT", "check_client_options", "connect", "execute_plan_on_ray",
         "execute_run_with_clients", "import_ray", "summarize_clients",
@@ -106,7 +109,7 @@ PUBLIC: dict[str, list[str]] = {
         "CONTEXT_MARGIN_TOKENS", "context_per_slot", "fits_in_context", "slots_for",
     ],
     "rigbench.store": [
-        "FORMAT_VERSION", "HEADER_FILE", "RECORDS_FILE", "RunHeader", "RunReader", "RunStatus",
+        "FORMAT_VERSION", "HEADER_FILE", "LOCK_FILE", "RECORDS_FILE", "RunHeader", "RunLock", "RunReader", "RunStatus",
         "RunWriter", "TrustVerdict", "new_run_id", "now_utc", "source_data_id",
     ],
     "rigbench.suites": [

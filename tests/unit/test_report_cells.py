@@ -58,7 +58,8 @@ def test_one_stored_section_shows_the_same_rows_in_terminal_markdown_and_html() 
     assert len(want) == 15 and want[0][:2] == ["tool_choice_none", "SILENTLY IGNORED"]
 
     md = section_markdown(sec)
-    md_rows = [[c.strip().strip("*").replace("\\|", "|") for c in line.strip("|").split(" | ")]
+    # as a Markdown reader sees a cell: backslash escapes and entities resolved (rigbench.outside)
+    md_rows = [[html.unescape(re.sub(r"\\(.)", r"\1", c.strip().strip("*"))) for c in line.strip("|").split(" | ")]
                for line in md.splitlines() if line.startswith("| ") and not line.startswith("| probe |")]
     assert md_rows == want
 
@@ -151,6 +152,11 @@ def _preflight() -> Section:
                                    evidence="default", fix="rigbench sends a nonce")]))
 
 
+def _md_read(md: str) -> str:
+    """Markdown as its reader sees it: backslash escapes and entities resolved (rigbench.outside)."""
+    return html.unescape(re.sub(r"\\(.)", r"\1", md))
+
+
 def _terminal_rows(sec: Section) -> list[list[str]]:
     console = Console(width=400, record=True, color_system=None)
     section_terminal(console, sec)
@@ -164,7 +170,8 @@ def test_each_honesty_section_shows_the_same_rows_and_notes_in_every_output(buil
     want = sec.texts
     assert want
     md = section_markdown(sec, heading=None)
-    md_rows = [[c.strip().strip("*").replace("\\|", "|") for c in line.strip("|").split(" | ")]
+    # as a Markdown reader sees a cell: backslash escapes and entities resolved (rigbench.outside)
+    md_rows = [[html.unescape(re.sub(r"\\(.)", r"\1", c.strip().strip("*"))) for c in line.strip("|").split(" | ")]
                for line in md.splitlines() if line.startswith("| ") and not line.startswith(f"| {sec.head[0]} |")]
     assert md_rows == want
     parser = _Cells()
@@ -176,7 +183,7 @@ def test_each_honesty_section_shows_the_same_rows_and_notes_in_every_output(buil
     section_terminal(console, sec)
     terminal = console.export_text()
     for n in sec.notes:  # every note in every output
-        assert n.text in md and html.escape(n.text, quote=False) in page.replace("&#x27;", "'")
+        assert n.text in _md_read(md) and html.escape(n.text, quote=False) in page.replace("&#x27;", "'")
         assert n.text in terminal
 
 

@@ -35,7 +35,9 @@ def test_a_torn_last_line_is_skipped_and_dropped_on_resume(tmp_path: Path) -> No
     r = RunReader(tmp_path / "run")
     assert [x["unit_id"] for x in r.raw_records()] == ["done"]
     assert r.torn_lines == 1
+    del w  # its process is killed: the kernel closes its files and drops its lock on the directory
     w2 = RunWriter(tmp_path / "run", r.header, resume=True)
+    assert w2.took_over and "ended without closing the run" in w2.took_over
     w2.append({"kind": "x", "unit_id": "after"})
     w2.finish("complete")
     assert [x["unit_id"] for x in RunReader(tmp_path / "run").raw_records()] == ["done", "after"]

@@ -47,6 +47,8 @@ def analyze_run(reader: RunReader) -> RunAnalysis:
                         "(see the fingerprint's unknown fields)")
     if h.trust is not None and not h.trust.trusted:
         warnings[:0] = [f"UNTRUSTED: {r}" for r in h.trust.reasons]
+    # a finished run whose data is gone or changed: its verdict and source-data id no longer hold
+    warnings[:0] = [f"DAMAGED: {d}; its verdict and figures do not stand" for d in reader.damage]
     if speed:
         warnings.extend(speed.warnings)
 

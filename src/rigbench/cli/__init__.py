@@ -7,9 +7,6 @@ from __future__ import annotations
 
 import sys
 
-from rich.console import Console
-from rich.markup import escape
-
 from rigbench.cli import _check as _check
 from rigbench.cli import _compare as _compare
 from rigbench.cli import _emulate as _emulate
@@ -20,7 +17,10 @@ from rigbench.cli import _roofline as _roofline
 from rigbench.cli import _run as _run
 from rigbench.cli import _setup as _setup
 from rigbench.cli._app import app
+from rigbench.cli._console import make_console
+from rigbench.cli._signals import handle_stop_signals, interrupt_exit_code, interrupt_name
 from rigbench.errors import RigbenchError
+from rigbench.outside import for_console
 
 __all__ = ["app", "main"]
 
@@ -29,11 +29,13 @@ def main() -> None:
     if len(sys.argv) <= 1:
         sys.argv.append("--help")  # `rigbench` alone: the help, exit 0 (not click's usage error with exit 2)
     try:
-        app()
+        with handle_stop_signals():
+            app()
     except RigbenchError as e:
-        # escaped: a message may hold brackets (pip install 'rigbench[ray]') that are not markup
-        Console(stderr=True).print(f"[bold red]error:[/] {escape(str(e))}", highlight=False, soft_wrap=True)
+        # as text: a message holds brackets (pip install 'rigbench[ray]') and what a server said (rigbench.outside)
+        make_console(stderr=True).print(f"[bold red]error:[/] {for_console(e, multiline=True)}", highlight=False,
+                                        soft_wrap=True)
         sys.exit(2)
     except KeyboardInterrupt:
-        Console(stderr=True).print("[yellow]interrupted[/]")
-        sys.exit(130)
+        make_console(stderr=True).print(f"[yellow]interrupted ({interrupt_name()})[/]")
+        sys.exit(interrupt_exit_code())

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from rigbench.cli._app import app
+from rigbench.cli._console import make_console
 from rigbench.errors import UsageError
 from rigbench.honesty import PreflightInput, ScenarioLength, preflight
 from rigbench.report import preflight_terminal
@@ -39,7 +39,7 @@ def check(
             raise UsageError(f"--scenario {s!r}: expected NAME:INPUT_TOKENS:OUTPUT_TOKENS.") from e
     report = preflight(argv, PreflightInput(uses_tools=tools, concurrency=concurrency or [], scenarios=scen,
                                             stop=stop or []))
-    preflight_terminal(report, Console())
+    preflight_terminal(report, make_console())
     if report.errors:
-        Console(stderr=True).print(f"[bold red]{len(report.errors)} error finding(s) above; exiting 1.[/]")
+        make_console(stderr=True).print(f"[bold red]{len(report.errors)} error finding(s) above; exiting 1.[/]")
         raise typer.Exit(1)

@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from rigbench.analysis import compare_runs, compare_suites, fit_speculation, summarize_speed
 from rigbench.cli._app import app
+from rigbench.cli._console import make_console
 from rigbench.cli._paths import check_output_file
 from rigbench.errors import UsageError
 from rigbench.report import (
@@ -49,7 +49,7 @@ def compare(
     labels = dict(zip((r.dir.name for r in readers), rig_labels([r.dir.name for r in readers],
                                                                 [r.header for r in readers]), strict=True))
     synthetic = {r.dir.name: synth_note(r.header) for r in readers if synthetic_acceptance(r.header) is not None}
-    console = Console()
+    console = make_console()
     md = []
     with_speed = [r for r in readers if summarize_speed(r) is not None]
     if readers[0] in with_speed and len(with_speed) > 1:

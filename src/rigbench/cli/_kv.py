@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from rigbench.analysis import (
     KVArchitecture,
@@ -17,6 +16,7 @@ from rigbench.analysis import (
 )
 from rigbench.cli._app import app
 from rigbench.cli._checks import check_finite, read_model_file
+from rigbench.cli._console import make_console
 from rigbench.errors import UsageError
 from rigbench.report import kv_terminal
 
@@ -63,7 +63,7 @@ def kv(
     have_arch = model is not None or bool(layers and kv_heads and head_dim)
     if server_pool is not None and not have_arch and budget_gib is None:
         cap = sessions_from_pool(server_pool, context)
-        kv_terminal(cap, Console())
+        kv_terminal(cap, make_console())
         return
     if model is not None:
         arch = _read_model(model)
@@ -80,9 +80,9 @@ def kv(
                          batches_in_flight=batches_in_flight) if engine == "vllm" else None
     cap = kv_capacity(arch, budget_bytes=int(budget_gib * 1024**3), context_tokens=context, kv_dtype=kv_dtype,
                       server_pool_tokens=server_pool, server_pool_source="given" if server_pool else None, vllm=acc)
-    Console().print(f"{arch.layers} layers ({arch.global_layers} global), {arch.kv_heads} KV heads x {arch.head_dim} "
+    make_console().print(f"{arch.layers} layers ({arch.global_layers} global), {arch.kv_heads} KV heads x {arch.head_dim} "
                     f"(from {arch.source})")
-    kv_terminal(cap, Console())
+    kv_terminal(cap, make_console())
 
 
 def _read_model(model: Path) -> KVArchitecture:

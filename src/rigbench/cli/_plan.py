@@ -5,12 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from rigbench.analysis import Comparison, Revision, RunAnalysis, analyze_run, compare_runs, find_revisions
+from rigbench.cli._console import make_console
 from rigbench.cli._progress import RichProgress
+from rigbench.cli._signals import interrupt_exit_code, interrupt_name
 from rigbench.client import run as run_loop
+from rigbench.outside import for_console
 from rigbench.plan import PlanIndex, execute_plan, is_plan_dir, load_plan, plan_runs
 from rigbench.report import render_blog_markdown, speedup_table
 from rigbench.scale import execute_plan_on_ray
@@ -50,13 +52,13 @@ def _status_table(index: PlanIndex) -> Table:
 
 def run_plan(plan_file: Path, *, resume: Path | None, out: Path, markdown: Path | None,
              allow_untrusted: bool, ray: str | None = None) -> None:
-    console = Console()
+    console = make_console()
     loaded = load_plan(plan_file)
     plan_dir = resume or out / new_run_id(f"plan-{loaded.plan.name}")
-    console.print(f"plan [bold]{loaded.plan.name}[/]: {len(loaded.rigs)} rig(s) -> {plan_dir}")
+    console.print(f"plan [bold]{for_console(loaded.plan.name)}[/]: {len(loaded.rigs)} rig(s) -> {for_console(plan_dir)}")
 
     def announce(name: str, i: int, n: int) -> None:
-        console.rule(f"rig {i + 1}/{n}: {name}")
+        console.rule(f"rig {i + 1}/{n}: {for_console(name)}")
 
     with RichProgress(console) as prog:
         try:
@@ -67,25 +69,25 @@ def run_plan(plan_file: Path, *, resume: Path | None, out: Path, markdown: Path 
                 index = run_loop(execute_plan(loaded, plan_dir, resume=resume is not None, progress=prog,
                                               build_progress=prog.build, on_rig=announce))
         except KeyboardInterrupt:
-            console.print(f"[yellow]interrupted: completed rigs and the partial run are kept; continue with "
-                          f"`rigbench run {plan_file} --resume {plan_dir}`[/]")
-            raise typer.Exit(130) from None
+            console.print(f"[yellow]interrupted ({interrupt_name()}): completed rigs and the partial run are kept; continue with "
+                          f"`rigbench run {for_console(plan_file)} --resume {for_console(plan_dir)}`[/]")
+            raise typer.Exit(interrupt_exit_code()) from None
     console.print(_status_table(index))
     for e in index.rigs:
         if e.error:
-            console.print(f"[red]{e.name}: {e.error}[/]", highlight=False)
+            console.print(f"[red]{for_console(e.name)}: {for_console(e.error, multiline=True)}[/]", highlight=False)
     names, analyses, comparisons = plan_analyses(plan_dir)
     if comparisons:
         console.print(speedup_table(names, analyses, comparisons))
         console.print(f"[dim]Per-scenario tests with all figures: rigbench compare "
-                      f"{plan_dir / analyses[0].header.run_id} {plan_dir / analyses[1].header.run_id}[/]")
+                      f"{for_console(plan_dir / analyses[0].header.run_id)} {for_console(plan_dir / analyses[1].header.run_id)}[/]")
     elif len(names) < 2:
         console.print("[yellow]fewer than two rigs have results: no comparison table[/]")
     else:
         console.print("[yellow]not every rig has speed results: no speed-up table[/]")
     for a, n in zip(analyses, names, strict=True):
         for w in a.warnings:
-            console.print(f"[yellow]! {n}: {w}[/]", highlight=False)
+            console.print(f"[yellow]! {for_console(n)}: {for_console(w, multiline=True)}[/]", highlight=False)
     if markdown and analyses:
         markdown.write_text(render_blog_markdown(names, analyses, comparisons, find_revisions(names, analyses)))
         console.print(f"Markdown report: {markdown}")
@@ -93,7 +95,7 @@ def run_plan(plan_file: Path, *, resume: Path | None, out: Path, markdown: Path 
     bad = [e for e in index.rigs if e.status != "complete"]
     untrusted = [e for e in index.rigs if e.trusted is False]
     if bad or (untrusted and not allow_untrusted):
-        Console(stderr=True).print(f"[bold red]{len(bad)} rig(s) did not complete, {len(untrusted)} untrusted; "
+        make_console(stderr=True).print(f"[bold red]{len(bad)} rig(s) did not complete, {len(untrusted)} untrusted; "
                                    "exiting 1.[/]")
         raise typer.Exit(1)
 

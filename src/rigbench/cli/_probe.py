@@ -6,10 +6,9 @@ the cached figure, and names the datasheet figure when the device is in rigbench
 
 from __future__ import annotations
 
-from rich.console import Console
-
 from rigbench.analysis import lookup_device, machine_bandwidth
 from rigbench.cli._app import app
+from rigbench.cli._console import make_console
 from rigbench.rig import cache_dir, host_info
 
 __all__ = ["probe"]
@@ -18,7 +17,7 @@ __all__ = ["probe"]
 @app.command()
 def probe() -> None:
     """Measure memory bandwidth here (host copy; GPU device copy with torch) and cache it for every run's roofline."""
-    console = Console()
+    console = make_console()
     host = host_info(probe_bandwidth=False)
     with console.status("measuring memory bandwidth (numpy copies on every core; torch device copy if a GPU)..."):
         bw = machine_bandwidth(cache_dir("bandwidth"), cpu_model=host.cpu_model, cores=host.cpu_cores_logical,

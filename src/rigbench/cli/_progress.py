@@ -18,6 +18,8 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
+from rigbench.outside import for_console
+
 __all__ = ["RichProgress"]
 
 REDRAWS_PER_S = 2
@@ -39,7 +41,7 @@ class RichProgress:
         self._p.__exit__(*exc)  # type: ignore[arg-type]
 
     def task(self, description: str, total: int | None) -> int:
-        return int(self._p.add_task(description, total=total))
+        return int(self._p.add_task(for_console(description), total=total))
 
     def advance(self, task_id: int, n: int = 1) -> None:
         self._p.advance(task_id, n)  # type: ignore[arg-type]
@@ -49,10 +51,10 @@ class RichProgress:
         self._p.update(task_id, completed=t.total or t.completed)  # type: ignore[arg-type]
 
     def note(self, message: str) -> None:
-        self._p.console.print(f"[dim]·[/] {message}")
+        self._p.console.print(f"[dim]·[/] {for_console(message, multiline=True)}")
 
     def build(self, done: int, total: int | None, message: str) -> None:
         """Callback for the llama-server build."""
         if self._build_task is None:
             self._build_task = int(self._p.add_task("building llama-server", total=total))
-        self._p.update(self._build_task, completed=done, total=total, description=message)  # type: ignore[arg-type]
+        self._p.update(self._build_task, completed=done, total=total, description=for_console(message))  # type: ignore[arg-type]

@@ -7,12 +7,13 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from rigbench.analysis import analyze_run, compare_suites
 from rigbench.cli._app import app
+from rigbench.cli._console import make_console
 from rigbench.cli._paths import check_output_file
 from rigbench.errors import StoreError
+from rigbench.outside import for_console
 from rigbench.records import SpeedRequest
 from rigbench.report import (
     RunListing,
@@ -44,7 +45,7 @@ def report(
                                                    "(field mapping: docs/metrics.md).")] = None,
 ) -> None:
     """Re-render saved runs (complete or not) in the terminal, and optionally as Markdown/JSON."""
-    console = Console()
+    console = make_console()
     # lazy: start-up; cli._plan loads rigbench.plan and every suite (~0.3 s)
     from rigbench.cli._plan import across_runs, named_runs
 
@@ -78,17 +79,17 @@ def report(
         from rigbench.report import render_html
 
         html.write_text(render_html(names, analyses, comparisons, revisions, suites))
-        console.print(f"HTML report: {html}")
+        console.print(f"HTML report: {for_console(html)}")
     if markdown:
         markdown.write_text("\n\n".join(md_parts))
-        console.print(f"Markdown report: {markdown}")
+        console.print(f"Markdown report: {for_console(markdown)}")
     if vllm_json:
         reqs = RunReader(runs[0]).records("speed_request", SpeedRequest)
         vllm_json.write_text(json.dumps(vllm_detailed_result(reqs), indent=1))
-        console.print(f"vLLM-style detailed JSON: {vllm_json}")
+        console.print(f"vLLM-style detailed JSON: {for_console(vllm_json)}")
     if json_out:
         json_out.write_text(json_parts[0] if len(json_parts) == 1 else "[\n" + ",\n".join(json_parts) + "\n]")
-        console.print(f"JSON: {json_out}")
+        console.print(f"JSON: {for_console(json_out)}")
 
 
 @app.command("ls")
@@ -96,9 +97,9 @@ def ls(
     out: Annotated[Path, typer.Argument(help="Directory holding run directories.")] = Path("runs"),
 ) -> None:
     """List saved runs with model, engine, date, suites and status."""
-    console = Console()
+    console = make_console()
     if not out.is_dir():
-        console.print(f"no runs: {out} does not exist (runs are saved under ./runs by default).")
+        console.print(f"no runs: {for_console(out)} does not exist (runs are saved under ./runs by default).")
         return
     listed: list[RunListing] = []
     for d in sorted(p for p in out.iterdir() if p.is_dir()):
@@ -109,7 +110,8 @@ def ls(
         h = r.header
         fp = h.fingerprint or {}
         model = (fp.get("model") or {}).get("served_name") or Path((fp.get("model") or {}).get("path") or "?").name
-        verdict = "–" if h.trust is None else ("trusted" if h.trust.trusted else "UNTRUSTED")
+        verdict = ("DAMAGED" if r.damage else "–" if h.trust is None
+                   else "trusted" if h.trust.trusted else "UNTRUSTED")
         listed.append(RunListing(d.name, h.created_at, fp.get("engine", "?"), model,
                                  ",".join((h.plan.get("suites") or {}).keys()), r.display_status, verdict,
                                  r.source_data_id))

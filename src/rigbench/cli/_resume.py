@@ -15,17 +15,18 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
 
+from rigbench.cli._console import make_console
 from rigbench.client import redact_url
 from rigbench.errors import UsageError
+from rigbench.outside import for_console
 from rigbench.store import RunReader
 
-__all__ = ["NOT_SETTINGS", "recorded_options", "resumed_options"]
+__all__ = ["NOT_SETTINGS", "recorded_options", "refuse_damaged", "resumed_options"]
 
 # Options that say where output goes or how to exit, not what is measured: free to change on resume.
 NOT_SETTINGS = frozenset({"ctx", "plan", "resume", "out", "markdown", "allow_untrusted", "label", "api_key_env",
-                          "port"})
+                          "port", "retry_failed"})
 
 
 def _jsonable(name: str, value: Any) -> Any:
@@ -38,6 +39,22 @@ def _jsonable(name: str, value: Any) -> Any:
     if value is None or isinstance(value, str | int | float | bool):
         return value
     return str(value)
+
+
+def refuse_damaged(reader: RunReader) -> None:
+    """A finished run whose data is missing or changed is not resumed: measuring the rest would give
+    damaged data a fresh source-data id."""
+    if reader.damage:
+        raise UsageError(f"cannot resume {reader.dir}: it is damaged: {'; '.join(reader.damage)}. Its figures do not "
+                         "stand; measure the rig again in a new run (`rigbench run` with the same options).")
+
+
+def _say_if_complete(reader: RunReader, options: dict[str, Any]) -> None:
+    if reader.header.status == "complete" and not options.get("retry_failed"):
+        make_console().print(f"{for_console(reader.dir)}: this run is already complete; nothing to measure (source "
+                             f"data {reader.source_data_id}, unchanged). Show it with `rigbench report "
+                             f"{for_console(reader.dir)}`; `--retry-failed` redoes its failed requests.")
+        raise typer.Exit(0)
 
 
 def recorded_options(options: dict[str, Any]) -> dict[str, Any]:
@@ -54,12 +71,10 @@ def resumed_options(ctx: Any, options: dict[str, Any], resume: Path,
     typer.Exit(0) after saying so when the run is already complete.
     """
     reader = RunReader(resume)
-    if reader.header.status == "complete":
-        Console().print(f"{resume}: this run is already complete; nothing to measure (source data "
-                        f"{reader.source_data_id}, unchanged). Show it with `rigbench report {resume}`.")
-        raise typer.Exit(0)
+    refuse_damaged(reader)
     recorded = (reader.header.plan or {}).get("cli_options")
     if not isinstance(recorded, dict):
+        _say_if_complete(reader, options)
         return None
     for name, value in options.items():
         if name in NOT_SETTINGS or name not in recorded:
@@ -75,6 +90,7 @@ def resumed_options(ctx: Any, options: dict[str, Any], resume: Path,
                 f"gives {flag} {json.dumps(given)}. A resumed run measures the same rig with the same settings: "
                 f"run `rigbench run --resume {resume}` without {flag} (its settings come from its run.json), "
                 "or start a new run.")
+    _say_if_complete(reader, options)  # after the comparison: a finished run refuses changed options too
     params = inspect.signature(command).parameters
     merged = dict(options)
     for name, value in recorded.items():

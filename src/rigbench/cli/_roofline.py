@@ -6,11 +6,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from rigbench.analysis import WeightsInfo, lookup_device, predict_speedup, roofline, weights_from_path
 from rigbench.cli._app import app
 from rigbench.cli._checks import check_finite, read_model_file
+from rigbench.cli._console import make_console
 from rigbench.errors import UsageError
 from rigbench.report import roofline_terminal
 
@@ -38,7 +38,7 @@ def roofline_cmd(
                                                  "(for the speed-up prediction).")] = 0.0,
 ) -> None:
     """Decode ceiling (tok/s) = bandwidth / weight bytes, and how close a measured rate is to it."""
-    console = Console()
+    console = make_console()
     check_finite(weights_gb, "--weights-gb", high=1e6)  # a petabyte of weights per token: beyond any model
     check_finite(bandwidth_gbs, "--bandwidth-gbs", high=1e6)  # 1 PB/s: beyond any memory
     check_finite(tok_s, "--tok-s", high=1e7)

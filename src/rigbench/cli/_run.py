@@ -6,17 +6,19 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from rigbench.analysis import analyze_run
 from rigbench.cli._app import app
 from rigbench.cli._checks import check_run_options
+from rigbench.cli._console import make_console
 from rigbench.cli._progress import RichProgress
 from rigbench.cli._resume import recorded_options, resumed_options
+from rigbench.cli._signals import interrupt_exit_code, interrupt_name
 from rigbench.client import run as run_loop
 from rigbench.errors import UsageError
+from rigbench.outside import for_console
 from rigbench.report import render_markdown, render_terminal
-from rigbench.store import RunReader
+from rigbench.store import RunReader, new_run_id
 
 __all__ = ["run"]
 
@@ -84,6 +86,9 @@ def run(
                                                         "(measure it with `rigbench probe`).")] = None,
     resume: Annotated[Path | None, typer.Option(help="Continue an interrupted run directory: completed units "
                                                 "are not redone.")] = None,
+    retry_failed: Annotated[bool, typer.Option("--retry-failed", help="With --resume: also redo every request that "
+                                               "failed (any reason, e.g. HTTP 503), in a finished run too; says "
+                                               "how many.")] = False,
     markdown: Annotated[Path | None, typer.Option(help="Also write the Markdown report here.")] = None,
     idle_timeout: Annotated[float | None, typer.Option(help="Fail a request (typed record `idle_timeout`) after "
                                                        "this many seconds without a generated token; keep-alive "
@@ -135,6 +140,9 @@ def run(
         if merged is not None:
             return run(**merged)
     check_run_options(cli_opts)
+    if retry_failed and (resume is None or plan is not None):
+        raise UsageError("--retry-failed redoes the failed requests of a run being resumed: give it with "
+                         "--resume RUN_DIR (a single run; a plan's runs are resumed one by one with their run directory).")
     if plan is not None:
         # lazy: start-up; cli._plan loads rigbench.plan and every suite (~0.3 s)
         from rigbench.cli._plan import run_plan
@@ -155,7 +163,7 @@ def run(
         from rigbench.scale import check_client_options
 
         check_client_options(ray=ray, clients=clients, endpoint=endpoint, suites=suite)
-    console = Console()
+    console = make_console()
     # lazy: start-up; rigbench.plan loads every suite and the runner (~0.3 s)
     from rigbench.plan import RunOptions, plan_from_options, run_config_for
 
@@ -163,6 +171,9 @@ def run(
     flags = plan_from_options(RunOptions.of(cli_opts))
     cfg = run_config_for(flags.plan, flags.rig, out, label=label, resume=resume, allow_untrusted=allow_untrusted,
                          cli_options=recorded_options(cli_opts))
+    cfg.retry_failed = retry_failed
+    cfg.run_id = cfg.run_id or (None if resume else new_run_id(label))  # chosen now: an interrupt names the dir
+    run_dir = resume or out / str(cfg.run_id)
     with RichProgress(console) as prog:
         try:
             if ray is not None:  # the speed load from client actors (rigbench.scale)
@@ -177,15 +188,16 @@ def run(
 
                 header = run_loop(execute_run(cfg, prog, build_progress=prog.build))
         except KeyboardInterrupt:
-            console.print("[yellow]interrupted: the partial run is kept; continue it with --resume[/]")
-            raise typer.Exit(130) from None
+            console.print(f"[yellow]interrupted ({interrupt_name()}): the partial run is kept; continue it with "
+                          f"`rigbench run --resume {for_console(run_dir)}`[/]")
+            raise typer.Exit(interrupt_exit_code()) from None
     reader = RunReader(out / header.run_id if resume is None else resume)
     analysis = analyze_run(reader)
     render_terminal(analysis, console)
     if markdown:
         markdown.write_text(render_markdown(analysis))
-        console.print(f"Markdown report: {markdown}")
+        console.print(f"Markdown report: {for_console(markdown)}")
     if header.trust is not None and not header.trust.trusted and not allow_untrusted:
-        Console(stderr=True).print("[bold red]The run is UNTRUSTED (reasons above); exiting 1. "
+        make_console(stderr=True).print("[bold red]The run is UNTRUSTED (reasons above); exiting 1. "
                                    "Pass --allow-untrusted to exit 0 anyway.[/]")
         raise typer.Exit(1)

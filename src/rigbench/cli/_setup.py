@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 
 from rigbench.cli._app import app
+from rigbench.cli._console import make_console
 from rigbench.cli._progress import RichProgress
 from rigbench.errors import UsageError
 from rigbench.rig import EMBEDDED_MODEL, ensure_llama_server, find_vllm, hf_copy_of_gguf, install_vllm
@@ -26,7 +27,7 @@ def setup(
 ) -> None:
     """Fetch SmolLM2-135M (sha256-checked), find or build llama-server and smoke-test it on this CPU
     (or, with --engine vllm, prepare vLLM), so `rigbench run` starts at once."""
-    console = Console()
+    console = make_console()
     if engine == "vllm":
         _setup_vllm(console, vllm_python)
         return

@@ -19,7 +19,7 @@ import aiohttp
 from rigbench.client._deadlines import Deadlines
 from rigbench.client._http import ConnectionPool, HttpConnection, ResponseHead
 from rigbench.client._selfcheck import current_monitor
-from rigbench.client._sse import COMMENT, SSEParser, decode_json
+from rigbench.client._sse import COMMENT, Malformed, SSEParser, decode_json
 from rigbench.records import RequestError, StreamResult
 
 __all__ = ["ChatClient"]
@@ -495,6 +495,14 @@ class _Accumulator:
             if ev is COMMENT:
                 self.comments += 1
                 continue
+            if isinstance(ev, Malformed):
+                self.error = RequestError(
+                    kind="malformed_sse",
+                    message="a line of the stream is not a `data:` field, a comment or another SSE field",
+                    body=ev.line[:2048].decode(errors="replace"),
+                )
+                self.done_ns = now
+                return
             assert isinstance(ev, bytes)
             if ev == b"[DONE]":
                 self.done = True

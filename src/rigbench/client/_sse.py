@@ -2,7 +2,9 @@
 
 Only what OpenAI-compatible servers send is handled: `data:` lines, `:` comments, blank-line
 event boundaries, CRLF or LF. Multi-line `data:` fields are joined with a newline, as the SSE
-spec says.
+spec says. `event:`, `id:` and `retry:` fields are accepted and carry nothing rigbench needs; any
+other line is not what such a server sends (a bare JSON line, an HTML error page, a proxy's text)
+and comes out as `Malformed`, which the client turns into a `malformed_sse` error record.
 """
 
 from __future__ import annotations
@@ -10,9 +12,19 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["COMMENT", "SSEParser", "decode_json"]
+__all__ = ["COMMENT", "Malformed", "SSEParser", "decode_json"]
 
 COMMENT = object()  # marker yielded for a comment line (keep-alive)
+_FIELDS = (b"event:", b"id:", b"retry:", b"event", b"id", b"retry")
+
+
+class Malformed:
+    """A line that is neither a `data:` field, a comment nor another SSE field: what was sent instead."""
+
+    __slots__ = ("line",)
+
+    def __init__(self, line: bytes) -> None:
+        self.line = line
 
 # One read holding exactly one `data: ...` event (LF framing) skips the line loop: the common
 # case of a streamed token. A/B switch for benchmarks/client_overhead.py.
@@ -73,7 +85,9 @@ class SSEParser:
                 self._data.append(value[1:] if value.startswith(b" ") else value)
             elif line.startswith(b":"):
                 out.append(COMMENT)
-            # other fields (event:, id:, retry:) carry nothing we need
+            elif not line.startswith(_FIELDS):
+                out.append(Malformed(line))
+            # the other fields (event:, id:, retry:) carry nothing we need
         self._buf = buf[start:]
         return out
 

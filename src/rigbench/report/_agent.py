@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from rigbench.analysis import AgentSummary, ProbeRow, Proportion, Stat, TaskScore
+from rigbench.outside import visible
 from rigbench.report._cells import Cell, Section, Severity, rich_cell, section_markdown, section_terminal
 
 __all__ = ["agent_sections", "render_agent_markdown", "render_agent_terminal"]
@@ -108,14 +109,14 @@ def render_agent_terminal(console: Console, summary: AgentSummary) -> None:
         return
     console.print("[bold]Agent readiness[/bold]")
     for line in _headline(summary):
-        console.print(line, highlight=False)
+        console.print(visible(line), highlight=False, markup=False)
     for sec in agent_sections(summary):
         if sec.title == "Conformance probes":
             console.print(_probe_table(sec, console.width))
         else:
             section_terminal(console, sec)
     for n in _networks(summary):
-        console.print(f"Sandbox network: {n}", highlight=False)
+        console.print(f"Sandbox network: {visible(n)}", highlight=False, markup=False)
 
 
 def _probe_table(sec: Section, width: int) -> Table:
@@ -130,7 +131,7 @@ def _probe_table(sec: Section, width: int) -> Table:
     t.add_column("evidence", overflow="fold")
     for probe, verdict, detail in sec.rows:
         if narrow:
-            t.add_row(Text.assemble(str(probe), "\n  ", rich_cell(verdict)), rich_cell(detail))
+            t.add_row(Text.assemble(visible(probe), "\n  ", rich_cell(verdict)), rich_cell(detail))
         else:
             t.add_row(rich_cell(probe), rich_cell(verdict), rich_cell(detail))
     return t

@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from rigbench.analysis import Comparison, Revision, RunAnalysis, SuiteComparison
+from rigbench.outside import visible
 from rigbench.report._fmt import fmt_stat
 from rigbench.report._labels import SYNTH_NOTE, synthetic_acceptance
 from rigbench.report._suite_compare import suite_comparison_markdown
@@ -80,10 +81,10 @@ def speedup_table(names: Sequence[str], analyses: Sequence[RunAnalysis],
         t.add_column(h, justify="left" if i < 2 else "right", overflow="fold",
                      header_style="bold red" if "synthetic" in h else "bold")
     for row in rows:
-        t.add_row(*(Text(c, style="bold red") if c.endswith(" synthetic") else c for c in row))
+        t.add_row(*(Text(visible(c), style="bold red" if c.endswith(" synthetic") else "") for c in row))
     synth = [n for n, a in zip(names, analyses, strict=True) if synthetic_acceptance(a.header) is not None]
     if synth:
-        t.caption = f"{_NOTE}\n[bold red]{', '.join(synth)}: {SYNTH_NOTE}[/]"
+        t.caption = Text.assemble(_NOTE + "\n", (f"{visible(', '.join(synth))}: {SYNTH_NOTE}", "bold red"))
     return t
 
 

@@ -20,7 +20,6 @@ in HTML, a nested list item in Markdown. A section with no rows is its title and
 
 from __future__ import annotations
 
-import html
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -30,6 +29,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from rigbench.outside import for_html, for_markdown, visible
 from rigbench.report._layout import fitted_table
 
 __all__ = ["Cell", "Note", "Section", "Severity", "html_table", "markdown_table", "rich_cell", "section_html", "section_markdown",
@@ -96,12 +96,13 @@ def text(c: str | Cell) -> str:
     return c.text if isinstance(c, Cell) else c
 
 
-def rich_cell(c: str | Cell) -> str | Text:
-    return Text(c.text, style=_RICH_STYLE[c.severity]) if isinstance(c, Cell) else c
+def rich_cell(c: str | Cell) -> Text:
+    """A cell as text, never markup: a cell may hold what a server or a user wrote (rigbench.outside)."""
+    return Text(visible(c.text), style=_RICH_STYLE[c.severity]) if isinstance(c, Cell) else Text(visible(c))
 
 
 def _md_cell(c: str | Cell) -> str:
-    t = text(c).replace("|", "\\|").replace("\n", " ")
+    t = for_markdown(text(c))
     return f"**{t}**" if isinstance(c, Cell) and c.severity in _MD_BOLD else t
 
 
@@ -117,13 +118,13 @@ def section_terminal(console: Console, sec: Section,
     two-column table of name and value, no header. `title=False`: the caller prints the title."""
     name = (sec.short_title or sec.title) if title else None
     # the title as text, not markup: a run label such as "[synthetic L=3.4]" must survive
-    shown = Text(name) if name else None
+    shown = Text(visible(name)) if name else None
     if not sec.rows:
         if shown:
             console.print(shown, style=_RICH_STYLE[sec.title_severity] if sec.title_severity else "italic",
                           highlight=False)
     elif layout in ("fitted", "cards"):
-        console.print(fitted_table(console, name, sec.short_head or sec.head,
+        console.print(fitted_table(console, visible(name) if name else None, sec.short_head or sec.head,
                                    [[rich_cell(c) for c in r] for r in sec.rows], left_cols=sec.left_cols,
                                    title_style=_RICH_STYLE[sec.title_severity] if sec.title_severity else None,
                                    cards=layout == "cards"))
@@ -145,7 +146,7 @@ def section_terminal(console: Console, sec: Section,
             t.add_row(*(rich_cell(c) for c in r))
         console.print(t)
     for n in sec.notes:
-        console.print(f"{notes_indent}{'  ' * n.level}{n.text}", style=_RICH_STYLE[n.severity] if n.severity else None,
+        console.print(f"{notes_indent}{'  ' * n.level}{visible(n.text, multiline=True)}", style=_RICH_STYLE[n.severity] if n.severity else None,
                       highlight=False, markup=False)
 
 
@@ -155,7 +156,8 @@ def section_terminal(console: Console, sec: Section,
 def section_markdown(sec: Section, *, heading: str | None = "###", align: bool = True) -> str:
     """The title as a heading of that level (None: a bold line), the table, then the notes as a list.
     `align=False`: every column left-aligned."""
-    lines = [f"{heading} {sec.title}" if heading else f"**{sec.title}**"]
+    title = for_markdown(sec.title)
+    lines = [f"{heading} {title}" if heading else f"**{title}**"]
     if sec.rows:
         lines += ["", *markdown_table(sec, align=align)]
     if sec.notes:
@@ -164,7 +166,8 @@ def section_markdown(sec: Section, *, heading: str | None = "###", align: bool =
 
 
 def _md_note(n: Note) -> str:
-    return f"**{n.text}**" if n.severity in _MD_BOLD else n.text
+    t = for_markdown(n.text)
+    return f"**{t}**" if n.severity in _MD_BOLD else t
 
 
 def markdown_table(sec: Section, *, align: bool = True) -> list[str]:
@@ -179,7 +182,7 @@ def markdown_table(sec: Section, *, align: bool = True) -> list[str]:
 
 
 def _e(s: object) -> str:
-    return html.escape(str(s))
+    return for_html(s)
 
 
 def html_table(head: Sequence[str], rows: Sequence[Sequence[str | Cell]], *, numeric_from: int = 2, cls: str = "",

@@ -4,10 +4,10 @@ opens offline and can be mailed or archived as is. Warnings first, then tables, 
 
 from __future__ import annotations
 
-import html
 from collections.abc import Sequence
 
 from rigbench.analysis import Comparison, Revision, RunAnalysis, SuiteComparison
+from rigbench.outside import for_html
 from rigbench.report._blog import _NOTE, _grid, _revision_note
 from rigbench.report._cells import html_table, section_html
 from rigbench.report._honesty import preflight_section, sanity_section
@@ -45,7 +45,7 @@ details.warn .first{color:#666;font-weight:normal} .bad-item{color:#8b1c13}
 
 
 def _e(text: object) -> str:
-    return html.escape(str(text))
+    return for_html(text)
 
 
 def _findings(name: str, a: RunAnalysis) -> str:

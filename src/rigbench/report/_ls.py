@@ -9,6 +9,8 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
+from rigbench.outside import visible
+
 __all__ = ["RunListing", "runs_table"]
 
 # Below this width the table stacks each run's details under its id instead of in columns.
@@ -31,7 +33,7 @@ def _when(created: str) -> str:
 
 
 def _verdict(v: str) -> Text:
-    return Text(v, style="green" if v == "trusted" else "bold red" if v == "UNTRUSTED" else "")
+    return Text(visible(v), style="green" if v == "trusted" else "bold red" if v in ("UNTRUSTED", "DAMAGED") else "")
 
 
 def runs_table(title: str, runs: Sequence[RunListing], width: int) -> Table:
@@ -42,8 +44,8 @@ def runs_table(title: str, runs: Sequence[RunListing], width: int) -> Table:
         for col in ("run", "created", "engine", "model", "suites", "status", "verdict", "source data"):
             t.add_column(col, no_wrap=col in ("run", "created", "source data", "verdict", "status"))
         for r in runs:
-            t.add_row(r.run, _when(r.created), r.engine, r.model, r.suites, r.status, _verdict(r.verdict),
-                      r.source_data)
+            t.add_row(*(Text(visible(v)) for v in (r.run, _when(r.created), r.engine, r.model, r.suites, r.status)),
+                      _verdict(r.verdict), Text(visible(r.source_data)))
         return t
     t.caption = "Second line: created · engine · model · suites, and the trust verdict."
     t.caption_justify = "left"
@@ -51,9 +53,9 @@ def runs_table(title: str, runs: Sequence[RunListing], width: int) -> Table:
     t.add_column("status", no_wrap=True)
     t.add_column("source data", no_wrap=True)
     for r in runs:
-        cell = Text(r.run + "\n")
-        cell.append(f"  {_when(r.created)} · {r.engine} · {r.model} · {r.suites}", style="dim")
-        status = Text(r.status + "\n")
+        cell = Text(visible(r.run) + "\n")
+        cell.append(visible(f"  {_when(r.created)} · {r.engine} · {r.model} · {r.suites}"), style="dim")
+        status = Text(visible(r.status) + "\n")
         status.append_text(_verdict(r.verdict))
-        t.add_row(cell, status, r.source_data)
+        t.add_row(cell, status, Text(visible(r.source_data)))
     return t

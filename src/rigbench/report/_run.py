@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from rigbench.analysis import RunAnalysis
+from rigbench.outside import for_console, for_markdown, visible
 from rigbench.report._agent import render_agent_markdown, render_agent_terminal
 from rigbench.report._fmt import fmt_bytes
 from rigbench.report._honesty import (
@@ -38,6 +39,8 @@ _PANEL_REASONS = 3
 
 def _trust_line(a: RunAnalysis) -> tuple[str, str]:
     t = a.header.trust
+    if a.status == "damaged":
+        return "DAMAGED", "bold red"
     if t is None:
         return "not assessed", "yellow"
     return ("trusted" if t.trusted else "UNTRUSTED"), ("green" if t.trusted else "bold red")
@@ -92,22 +95,22 @@ def _kv_pool_row(info: dict[str, Any]) -> str | None:
 def render_terminal(a: RunAnalysis, console: Console) -> None:
     trust, style = _trust_line(a)
     head = Text.assemble(
-        ("run ", "bold"), (a.header.run_id, "bold cyan"), "  status ", (a.status, "bold"),
+        ("run ", "bold"), (visible(a.header.run_id), "bold cyan"), "  status ", (a.status, "bold"),
         "  verdict ", (trust, style), "  source data ", (a.source_data_id, "bold"),
     )
     parts: list[Any] = [head]
     if synthetic_acceptance(a.header) is not None:
-        parts.append(Text("! " + synth_note(a.header), style="bold red"))
-    untrusted = [w for w in a.warnings if w.startswith("UNTRUSTED")]
+        parts.append(Text("! " + visible(synth_note(a.header)), style="bold red"))
+    untrusted = [w for w in a.warnings if w.startswith(("UNTRUSTED", "DAMAGED"))]
     shown = untrusted if len(untrusted) <= _PANEL_REASONS + 1 else untrusted[:_PANEL_REASONS]
     for w in shown:
-        parts.append(Text("! " + w, style="red"))
+        parts.append(Text("! " + visible(w, multiline=True), style="red"))
     if len(shown) < len(untrusted):
         parts.append(Text(f"! and {len(untrusted) - len(shown)} more UNTRUSTED reasons (every one: "
-                          f"rigbench report {a.run_dir} --markdown FILE)", style="red"))
+                          f"rigbench report {visible(a.run_dir)} --markdown FILE)", style="red"))
     for w in a.warnings:
-        if not w.startswith("UNTRUSTED"):
-            parts.append(Text("! " + w, style="yellow"))
+        if not w.startswith(("UNTRUSTED", "DAMAGED")):
+            parts.append(Text("! " + visible(w, multiline=True), style="yellow"))
     console.print(Panel(Group(*parts), title="rigbench", title_align="left"))
     if a.startup:
         s = a.startup
@@ -127,9 +130,9 @@ def render_terminal(a: RunAnalysis, console: Console) -> None:
     fp.add_column(style="bold")
     fp.add_column(overflow="fold")
     for k, v in _fingerprint_rows(a.header.fingerprint):
-        fp.add_row(k, v)
+        fp.add_row(k, Text(visible(v)))
     console.print(fp)
-    console.print(f"[dim]run directory: {a.run_dir}[/]")
+    console.print(f"[dim]run directory: {for_console(a.run_dir)}[/]")
 
 
 def _compile_note(s: dict[str, Any]) -> str:
@@ -145,13 +148,13 @@ def _compile_note(s: dict[str, Any]) -> str:
 
 def render_markdown(a: RunAnalysis) -> str:
     trust, _ = _trust_line(a)
-    out = [f"# rigbench run {a.header.run_id}", "",
+    out = [f"# rigbench run {for_markdown(a.header.run_id)}", "",
            f"Status: **{a.status}** · verdict: **{trust}** · source data: `{a.source_data_id}` · "
            f"rigbench {a.header.rigbench_version} · started {a.header.created_at}", ""]
     if synthetic_acceptance(a.header) is not None:
         out += ["> **" + synth_note(a.header) + "**", ""]
     if a.warnings:
-        out += ["> " + w for w in a.warnings] + [""]
+        out += ["> " + for_markdown(w) for w in a.warnings] + [""]
     if a.startup:
         s = a.startup
         out += ["## Startup", "",
@@ -180,13 +183,13 @@ def _honesty_terminal(a: RunAnalysis, console: Console) -> None:
     if "roofline" in a.sections:
         rl = a.sections["roofline"]
         if rl.roofline is not None:
-            console.print(f"[bold]decode roofline[/] (measured: {rl.scenario}, median decode tok/s)")
+            console.print(f"[bold]decode roofline[/] (measured: {for_console(rl.scenario)}, median decode tok/s)")
             roofline_terminal(rl.roofline, console)
             if rl.rows:
                 console.print(f"decode efficiency (median per-request decode tok/s / ceiling): {_eff(rl)}",
                               highlight=False)
         else:
-            console.print(f"[dim]decode roofline: {rl.unavailable}[/]")
+            console.print(f"[dim]decode roofline: {for_console(rl.unavailable)}[/]")
     if "telemetry" in a.sections:
         summaries, checks = a.sections["telemetry"]
         telemetry_terminal(summaries, checks, console)
@@ -195,7 +198,7 @@ def _honesty_terminal(a: RunAnalysis, console: Console) -> None:
         sanity_terminal(gate, screen, console)
     if "traffic" in a.sections:
         tc = a.sections["traffic"]
-        console.print(f"[{'green' if tc.trusted else 'bold red'}]{traffic_text(tc)}[/]", highlight=False)
+        console.print(f"[{'green' if tc.trusted else 'bold red'}]{for_console(traffic_text(tc))}[/]", highlight=False)
 
 
 def _honesty_markdown(a: RunAnalysis) -> list[str]:
@@ -239,7 +242,7 @@ def _bandwidth_row(bw: dict[str, Any], cores: int | None) -> str:
 
 
 def _md_escape(text: str) -> str:
-    return text.replace("|", "\\|")
+    return for_markdown(text)
 
 
 def render_json(a: RunAnalysis) -> str:

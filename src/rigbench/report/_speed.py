@@ -11,8 +11,10 @@ from typing import NamedTuple
 
 from rich import box
 from rich.table import Table
+from rich.text import Text
 
 from rigbench.analysis import ScenarioSpeed, SpeedSummary, Stat
+from rigbench.outside import for_markdown, visible
 from rigbench.report._fmt import fmt_stat
 
 __all__ = ["LATENCY_HEAD", "PROVENANCE_KEY", "SPEED_HEAD", "latency_cells", "latency_markdown", "latency_table", "speed_cells",
@@ -118,17 +120,17 @@ def speed_table(summary: SpeedSummary, *, compact: bool = False) -> Table:
         t.add_column(_COLS[i].short, justify="left" if i < 2 else "right", no_wrap=i < 4, overflow="fold",
                      min_width=len(_COLS[i].short.split("\n")[0]) if i >= 4 else None)
     for row in speed_cells(summary):
-        t.add_row(*(row[i] for i in keep))
+        t.add_row(*(Text(visible(row[i])) for i in keep))
     return t
 
 
 def speed_markdown(summary: SpeedSummary) -> str:
     lines = ["| " + " | ".join(SPEED_HEAD) + " |", "|" + "|".join(["---"] * 2 + ["---:"] * (len(SPEED_HEAD) - 2)) + "|"]
-    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in speed_cells(summary)]
-    notes = [f"- {r.scenario} (c={r.concurrency}): *TTFT not comparable: {r.ttft_not_comparable}."
+    lines += ["| " + " | ".join(for_markdown(c) for c in row) + " |" for row in speed_cells(summary)]
+    notes = [f"- {for_markdown(r.scenario)} (c={r.concurrency}): *TTFT not comparable: {r.ttft_not_comparable}."
              for r in summary.rows if r.ttft_not_comparable]
     notes.append(f"- {PROVENANCE_KEY}.")
-    notes += [f"- {r.scenario} (c={r.concurrency}): **{r.provenance.flag}**."
+    notes += [f"- {for_markdown(r.scenario)} (c={r.concurrency}): **{for_markdown(r.provenance.flag)}**."
               for r in summary.rows if r.provenance is not None and r.provenance.flag]
     return "\n".join(lines + ["", _SPEED_KEY] + (["", *notes] if notes else []))
 
@@ -168,11 +170,11 @@ def latency_table(summary: SpeedSummary) -> Table:
     for i, h in enumerate(LATENCY_HEAD):
         t.add_column(h, justify="left" if i < 2 else "right", no_wrap=True)
     for row in latency_cells(summary):
-        t.add_row(*row)
+        t.add_row(*(Text(visible(c)) for c in row))
     return t
 
 
 def latency_markdown(summary: SpeedSummary) -> str:
     lines = ["| " + " | ".join(LATENCY_HEAD) + " |", "|---|---|---:|---:|---:|---:|"]
-    lines += ["| " + " | ".join(row) + " |" for row in latency_cells(summary)]
+    lines += ["| " + " | ".join(for_markdown(c) for c in row) + " |" for row in latency_cells(summary)]
     return "\n".join([*lines, "", LATENCY_KEY])

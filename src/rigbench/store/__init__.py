@@ -2,13 +2,16 @@
 
 from rigbench.store._format import FORMAT_VERSION, HEADER_FILE, RECORDS_FILE
 from rigbench.store._header import RunHeader, RunStatus, TrustVerdict
+from rigbench.store._lock import LOCK_FILE, RunLock
 from rigbench.store._run import RunReader, RunWriter, new_run_id, now_utc, source_data_id
 
 __all__ = [
     "FORMAT_VERSION",
     "HEADER_FILE",
+    "LOCK_FILE",
     "RECORDS_FILE",
     "RunHeader",
+    "RunLock",
     "RunReader",
     "RunStatus",
     "RunWriter",

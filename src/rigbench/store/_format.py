@@ -5,6 +5,7 @@
       records.jsonl   append-only; one JSON object per line, each with a `kind`; flushed per record
       engine.log      the engine's stdout+stderr, when rigbench launched it
       blobs/          large evidence (request/response bodies), named by content hash
+      .lock           held (flock) by the one process appending; names it (store/_lock.py)
 
 A kill -9 at any moment loses at most the line being written: the reader skips a torn last line,
 and a header whose status is still "running" is reported as "incomplete".

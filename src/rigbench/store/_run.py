@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import hashlib
 import json
 import os
 import secrets
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TypeVar, overload
 
 from pydantic import BaseModel, ValidationError
 
-from rigbench.errors import StoreError
+from rigbench.errors import StoreError, StoreWriteError
 from rigbench.records import RECORD_TYPES, Record
 from rigbench.store._format import HEADER_FILE, LOG_FILE, RECORDS_FILE, SUPPORTED_VERSIONS
 from rigbench.store._header import RunHeader, RunStatus, TrustVerdict
+from rigbench.store._lock import RunLock
 
 __all__ = [
     "SESSION_KINDS",
@@ -65,7 +68,9 @@ def source_data_id(run_dir: Path) -> str:
 class RunWriter:
     """Creates a run directory and appends records, one flushed line each."""
 
-    def __init__(self, run_dir: Path, header: RunHeader, *, resume: bool = False) -> None:
+    def __init__(self, run_dir: Path, header: RunHeader, *, resume: bool = False, lock: RunLock | None = None) -> None:
+        """`lock`: the directory's lock when the caller took it first (a resume, before reading what is
+        done); else the writer takes it (StoreError when another process holds it)."""
         self.dir = run_dir
         if resume:
             if not (run_dir / HEADER_FILE).exists():
@@ -78,6 +83,8 @@ class RunWriter:
             except OSError as e:
                 raise StoreError(f"cannot create the run directory {run_dir}: {e.strerror or e}; choose another "
                                  "--out.") from e
+        self._lock = lock or RunLock(run_dir)
+        self.took_over = self._lock.took_over  # a note for the user: the last writer died mid-run
         self._header = header
         try:
             self._write_header()
@@ -85,7 +92,9 @@ class RunWriter:
             raise StoreError(f"cannot write {run_dir / HEADER_FILE}: {e.strerror or e}; choose another --out.") from e
         if resume:
             _drop_torn_tail(run_dir / RECORDS_FILE)
-        self._records = (run_dir / RECORDS_FILE).open("a", encoding="utf-8")
+        # unbuffered: a line is written by one call or not at all, and a failed write leaves nothing
+        # queued in a buffer to fail again (or land torn) at close
+        self._records = (run_dir / RECORDS_FILE).open("ab", buffering=0)
 
     @property
     def header(self) -> RunHeader:
@@ -108,16 +117,22 @@ class RunWriter:
 
     def append(self, record: BaseModel | dict[str, Any]) -> None:
         line = record.model_dump_json() if isinstance(record, BaseModel) else json.dumps(record)
-        self._records.write(line + "\n")
-        self._records.flush()
+        data = memoryview((line + "\n").encode())
+        try:
+            while data:
+                n = self._records.write(data)
+                data = data[n or 0:]
+        except OSError as e:
+            raise _write_error(self.dir / RECORDS_FILE, e) from e
 
     def update(self, **changes: Any) -> None:
         self._header = self._header.model_copy(update=changes)
         self._write_header()
 
     def finish(self, status: RunStatus, *, trust: TrustVerdict | None = None, error: str | None = None) -> RunHeader:
-        self._records.flush()
-        os.fsync(self._records.fileno())
+        # every line was written by its own call; if syncing fails, the header below says how the run ended
+        with contextlib.suppress(OSError):
+            os.fsync(self._records.fileno())
         self._records.close()
         self._header = self._header.model_copy(
             update={"status": status, "finished_at": now_utc(), "trust": trust or self._header.trust,
@@ -126,12 +141,39 @@ class RunWriter:
         self._write_header()
         self._header = self._header.model_copy(update={"source_data_id": source_data_id(self.dir)})
         self._write_header()
+        self._lock.release()
         return self._header
 
     def _write_header(self) -> None:
+        text = self._header.model_dump_json(indent=2).encode()
         tmp = self.dir / (HEADER_FILE + ".tmp")
-        tmp.write_text(self._header.model_dump_json(indent=2))
-        os.replace(tmp, self.dir / HEADER_FILE)
+        try:
+            tmp.write_bytes(text)
+            os.replace(tmp, self.dir / HEADER_FILE)
+            return
+        except OSError as e:
+            first = e
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+        # A full disk has no room for a second copy: rewrite the header in place, in the blocks it
+        # already holds (not atomic, so only when the atomic way failed).
+        try:
+            with (self.dir / HEADER_FILE).open("r+b") as f:
+                f.write(text)
+                f.truncate()
+        except OSError as e:
+            raise _write_error(self.dir / HEADER_FILE, first) from e
+
+
+def _write_error(path: Path, e: OSError) -> StoreWriteError:
+    try:
+        free = f"{shutil.disk_usage(path.parent).free:,} bytes free there"
+    except OSError:
+        free = "free space unknown"
+    return StoreWriteError(
+        f"cannot write {path}: {e.strerror or e} ({free}). The run stops here, marked interrupted if its header can "
+        f"still be written; every record already written is kept. Free space (or fix the device), then `rigbench run "
+        f"--resume {path.parent}` measures the rest.")
 
 
 def _drop_torn_tail(path: Path) -> None:
@@ -167,6 +209,8 @@ class RunReader:
             raise StoreError(f"{hp} does not match the run format: {e}") from e
         self.torn_lines = 0  # damaged lines seen so far (kept for callers of the old name)
         self._damaged: set[int] = set()
+        self._unreadable: str | None = None  # why records.jsonl could not be read at all
+        self._damage: list[str] | None = None
 
     @property
     def complete(self) -> bool:
@@ -174,8 +218,48 @@ class RunReader:
 
     @property
     def display_status(self) -> str:
-        """`running` on disk for a run nobody is writing means it was killed: say incomplete."""
-        return "incomplete" if self.header.status in ("running", "interrupted") else self.header.status
+        """`running` on disk for a run nobody is writing means it was killed: say incomplete; a complete
+        run whose data is missing or changed since it finished is `damaged` (`damage` says how)."""
+        if self.header.status in ("running", "interrupted"):
+            return "incomplete"
+        return "damaged" if self.damage else self.header.status
+
+    @property
+    def damage(self) -> list[str]:
+        """What is wrong with a finished run's data, for a reader who would otherwise trust it: records
+        missing, empty or unreadable, or records that no longer hash to the source-data id recorded
+        when the run finished (changed, added or removed since). Empty for a sound run and for an
+        unfinished one (its records are expected to be partial)."""
+        if self._damage is None:
+            self._damage = self._find_damage() if self.header.status not in ("running", "interrupted") else []
+        return self._damage
+
+    def _find_damage(self) -> list[str]:
+        path = self.dir / RECORDS_FILE
+        if not path.exists():
+            return [f"{RECORDS_FILE} is missing: the run has no measurements"]
+        try:
+            size = path.stat().st_size
+            with path.open("rb") as f:
+                f.read(1)
+        except OSError as e:
+            return [f"{RECORDS_FILE} cannot be read ({e.strerror or e})"]
+        if size == 0:
+            return [f"{RECORDS_FILE} is empty: the run has no measurements"]
+        found: list[str] = []
+        lines = sum(1 for _ in self._scan(None, True))
+        if self._unreadable is not None:
+            return [f"{RECORDS_FILE} cannot be read ({self._unreadable})"]
+        if lines == 0:
+            found.append(f"{RECORDS_FILE} holds no readable record ({self.damaged_records} damaged lines)")
+        recorded = self.header.source_data_id
+        if recorded is not None:
+            now = source_data_id(self.dir)
+            if now != recorded:
+                found.append(f"its data no longer matches the source-data id {recorded} recorded when it finished "
+                             f"(now {now}): records (or the plan or fingerprint in run.json) were changed, added or "
+                             "removed since")
+        return found
 
     @property
     def source_data_id(self) -> str:
@@ -199,7 +283,12 @@ class RunReader:
             return
         objs: list[tuple[int, dict[str, Any]]] = []  # only the asked kind: memory as before superseding
         latest: dict[tuple[Any, Any], int] = {}
-        with path.open("rb") as f:
+        try:
+            f = path.open("rb")
+        except OSError as e:  # e.g. a directory in its place: no records, and `damage` says why
+            self._unreadable = e.strerror or str(e)
+            return
+        with f:
             for n, line in enumerate(f, 1):
                 if not line.endswith(b"\n"):
                     self._damaged.add(n)  # the line being written when the run was killed

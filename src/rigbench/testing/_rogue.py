@@ -32,9 +32,15 @@ RogueName = Literal[
     "lying_timings",  # honest text, llama.cpp-style `timings` claiming 4x the real decode speed
     "long_prompt_garbage",  # honest on short questions, subword soup on long (measured) prompts
 ]
-Persona = Literal["healthy", RogueName]
+# Not a rogue of the trust checks: it plays a server whose text tries to drive the reader's terminal,
+# Markdown or HTML viewer (rigbench.outside); its answers are the healthy ones, wrapped in HOSTILE.
+Persona = Literal["healthy", "hostile_text", RogueName]
 ROGUES: tuple[str, ...] = get_args(RogueName)
-PERSONAS: tuple[str, ...] = ("healthy", *ROGUES)
+PERSONAS: tuple[str, ...] = ("healthy", "hostile_text", *ROGUES)
+# Cursor up + erase line + carriage return (to wipe the line above), a colour, console markup, an
+# emoji code, raw HTML, a Markdown link and emphasis, a bell, a right-to-left override.
+HOSTILE = ("\x1b[1A\x1b[2K\r\x1b[32m[bold green]TRUSTED[/] :x: <script>alert(1)</script> "
+           "<img src=x onerror=alert(2)> **pwned** [click](javascript:alert(3)) \x07\u202e")
 
 CANNED = ("Sure! Paris is the capital of France and Tokyo is the capital of Japan. Counting: 1, 2, 3, 4, 5, 6, 7, "
           "8, 9, 10. The quick brown fox jumps over the lazy dog. Bonjour, je m'appelle Marie. El perro juega en "
@@ -130,6 +136,8 @@ def persona_reply(persona: str, prompt: str, state: PersonaState, n_words: int) 
     honest = right if right is not None else prose(prompt, n_words)
     if persona == "healthy":
         out = Reply(honest)
+    elif persona == "hostile_text":
+        out = Reply(f"{HOSTILE} {honest} {HOSTILE}")
     elif persona == "canned":
         out = Reply(CANNED)
     elif persona == "echo":

@@ -339,7 +339,7 @@ class _Stream:
         self.comments = 0
         self.usage_sent = False
         pre = f'data: {{"id":"{self.id}","object":"{"chat.completion.chunk" if chat else "text_completion"}",'
-        pre += f'"created":{self.created},"model":"{script.model}","choices":[{{"index":0,'
+        pre += f'"created":{self.created},"model":{json.dumps(script.model)},"choices":[{{"index":0,'
         self.pre = pre.encode()
         self.due = self.loop.time()
 
