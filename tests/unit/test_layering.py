@@ -254,7 +254,7 @@ ENGINE_NAMES_LEFT: dict[str, int] = {
     "rig/__init__.py": 21,  # its re-exports: each import path from an engine package names it
     "rig/_open.py": 3,
     "rig/_process.py": 2,
-    "rig/_run_flags.py": 45,
+    "rig/_run_flags.py": 18,
     "rig/_spec_rig.py": 6,
     "testing/_server.py": 6,
 }

@@ -20,9 +20,9 @@ from rigbench.rig import RigFlags
 __all__ = ["CLI_ONLY_OPTIONS", "RunOptions"]
 
 # `rigbench run` parameters that are not settings of the measured plan: where output goes, how to exit,
-# what to resume, how to spread the run.
-CLI_ONLY_OPTIONS = frozenset({"ctx", "plan", "resume", "out", "markdown", "label", "allow_untrusted", "ray",
-                              "clients"})
+# what to resume or redo, how to spread the run.
+CLI_ONLY_OPTIONS = frozenset({"ctx", "plan", "resume", "retry_failed", "out", "markdown", "label",
+                              "allow_untrusted", "ray", "clients"})
 
 
 class RunOptions(Frozen):
