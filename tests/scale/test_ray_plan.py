@@ -65,8 +65,8 @@ def _index_shape(plan_dir: Path) -> list[dict[str, Any]]:
 
 def _mask(text: str) -> str:
     # figures, and the significance mark they decide: two rigs on one emulator differ only by noise,
-    # so "(n.s.)" or not is timing too
-    return re.sub(r"[0-9]+(\.[0-9]+)?", "#", text).replace(" (n.s.)", "")
+    # so the verdict mark ("(same ±5%)", "(inconclusive, ~N/side)" or none) is timing too
+    return re.sub(r" \((same ±#%|inconclusive(, ~#/side)?)\)", "", re.sub(r"[0-9]+(\.[0-9]+)?", "#", text))
 
 
 def test_each_rig_lands_where_its_resource_is_and_the_plan_matches_a_local_run(

@@ -1,9 +1,13 @@
-"""Compare: seed 000's re-run verdict, ratio error, fingerprint refusal, and a run-to-run table."""
+"""Compare: the three verdicts (same within ±M by TOST, differs by Welch, inconclusive with the
+repetitions that would tell), seed 000's re-run by the numbers, ratio error, fingerprint refusal,
+a run compared with itself, and a run-to-run table."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from rigbench.analysis._compare import compare_runs, compare_stats, fingerprint_differences
@@ -11,17 +15,67 @@ from rigbench.analysis._stats import Stat
 from rigbench.errors import UsageError
 from rigbench.records import SpeedBatch, SpeedRequest, StreamResult
 from rigbench.store import RunHeader, RunReader, RunWriter
+from tests.unit.cli_inproc import invoke
 
 
 def stat(mean: float, std: float, n: int) -> Stat:
     return Stat(n=n, median=mean, mean=mean, std=std, min=mean - std, max=mean + std)
 
 
-def test_seed_rerun_reproduces_with_t_1_26() -> None:
+def test_seed_rerun_is_inconclusive_by_the_numbers_not_a_reproduction() -> None:
+    """Seed 000 called 20.97 ± 1.22 vs 22.39 ± 2.21 tok/s (n = 5 each, t = 1.26, p = 0.25) a
+    reproduction. Not different, yes; but a 6.8% higher mean with that spread cannot be shown to
+    be within ±5% either: inconclusive, with about 46 repetitions per side to tell."""
     r = compare_stats(stat(20.97, 1.22, 5), stat(22.39, 2.21, 5))
-    assert r.t == pytest.approx(1.26, abs=0.005)
-    assert r.verdict == "reproduces" and r.p is not None and r.p > 0.05
+    assert r.t == pytest.approx(1.26, abs=0.005) and r.p == pytest.approx(0.25, abs=0.005)
     assert r.ratio == pytest.approx(22.39 / 20.97)
+    assert r.verdict == "inconclusive" and r.p_equiv is not None and r.p_equiv > 0.5
+    assert r.needed_n is not None and 35 <= r.needed_n <= 60
+    # a wider margin the same data can meet: ±25% is shown (the ratio's 90% interval is about 0.97-1.17)
+    wide = compare_stats(stat(20.97, 1.22, 5), stat(22.39, 2.21, 5), margin=0.25)
+    assert wide.verdict == "same" and wide.p_equiv is not None and wide.p_equiv < 0.05
+
+
+def test_two_repetitions_8_7x_apart_are_inconclusive_never_the_same() -> None:
+    """Issue 25: TTFT 8.7x apart at n = 2 each, p = 0.079, was printed "reproduces"."""
+    a, b = [100.0, 120.0], [850.0, 1064.0]
+    sa = stat(sum(a) / 2, float(np.std(a, ddof=1)), 2)
+    sb = stat(sum(b) / 2, float(np.std(b, ddof=1)), 2)
+    r = compare_stats(sa, sb)
+    assert r.ratio == pytest.approx(8.7, abs=0.05) and r.p == pytest.approx(0.079, abs=0.01)
+    assert r.verdict == "inconclusive" and r.needed_n is not None and r.needed_n > 2
+
+
+def test_same_only_when_the_equivalence_test_says_so() -> None:
+    tight_a, tight_b = stat(100.0, 1.0, 20), stat(100.5, 1.0, 20)
+    same = compare_stats(tight_a, tight_b)
+    assert same.verdict == "same" and same.needed_n is None
+    # control: the same means with few repetitions and a wide spread: not different, not shown equal
+    loose = compare_stats(stat(100.0, 8.0, 3), stat(100.5, 8.0, 3))
+    assert loose.p is not None and loose.p > 0.5 and loose.verdict == "inconclusive"
+    # a margin narrower than the difference the data can rule out
+    assert compare_stats(tight_a, tight_b, margin=0.002).verdict == "inconclusive"
+
+
+def test_a_significant_difference_inside_the_margin_is_same() -> None:
+    r = compare_stats(stat(100.0, 0.5, 30), stat(102.0, 0.5, 30))
+    assert r.p is not None and r.p < 1e-6 and r.verdict == "same"
+    assert compare_stats(stat(100.0, 0.5, 30), stat(102.0, 0.5, 30), margin=0.01).verdict == "differs"
+
+
+def test_the_suggested_repetitions_decide_about_as_often_as_promised() -> None:
+    """Power is honest: drawing `needed_n` repetitions per side with the observed spread, equal
+    means come out "same" and means 1 + margin apart "differs" in at least ~80% of trials."""
+    first = compare_stats(stat(100.0, 6.0, 4), stat(101.0, 6.0, 4))
+    assert first.verdict == "inconclusive" and first.needed_n is not None
+    n, rng = first.needed_n, np.random.default_rng(7)
+    for truth, want in ((100.0, "same"), (105.0, "differs")):
+        hits = 0
+        for _ in range(300):
+            xa, xb = rng.normal(100.0, 6.0, n), rng.normal(truth, 6.0, n)
+            r = compare_stats(stat(xa.mean(), xa.std(ddof=1), n), stat(xb.mean(), xb.std(ddof=1), n))
+            hits += r.verdict == want
+        assert hits / 300 >= 0.74, (truth, hits)
 
 
 def test_clear_difference_differs() -> None:
@@ -36,9 +90,11 @@ def test_ratio_error_propagates_relative_standard_errors() -> None:
     assert r.ratio_err == pytest.approx(2 * (0.0125 ** 0.5))
 
 
-def test_single_sample_is_insufficient_not_a_verdict() -> None:
+def test_single_sample_is_inconclusive_with_a_reason() -> None:
     r = compare_stats(stat(10, 0, 1), stat(12, 0, 5))
-    assert r.verdict == "insufficient" and r.p is None
+    assert r.verdict == "inconclusive" and r.p is None and r.needed_n is None and r.reason
+    borrowed = compare_stats(stat(10, 0, 1), stat(12, 1.2, 5))  # the other side's spread plans both
+    assert borrowed.verdict == "inconclusive" and borrowed.needed_n is not None and borrowed.needed_n >= 2
 
 
 def test_fingerprint_differences_split_by_whether_they_matter() -> None:
@@ -89,4 +145,36 @@ def test_mismatched_model_is_refused_unless_allowed(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match=r"model\.sha256"):
         compare_runs(base, [other])
     [cmp] = compare_runs(base, [other], allow_mismatch=True)
-    assert cmp.mismatch_allowed and cmp.rows[0].result.verdict == "reproduces"
+    assert cmp.mismatch_allowed and cmp.rows[0].result.verdict == "inconclusive"
+
+
+def test_a_run_compared_with_itself_or_its_copy_is_one_run(tmp_path: Path) -> None:
+    base = _run(tmp_path, "base", FP, [10.0, 10.5, 9.5])
+    with pytest.raises(UsageError, match="is given twice: that is one run"):
+        compare_runs(base, [RunReader(tmp_path / "base")])
+    shutil.copytree(tmp_path / "base", tmp_path / "copy")
+    with pytest.raises(UsageError, match="hold the same data"):
+        compare_runs(base, [RunReader(tmp_path / "copy")])
+    res = invoke("compare", str(tmp_path / "base"), str(tmp_path / "copy"))
+    assert res.code == 2 and "one run, not two" in res.stderr and res.traceback is None
+    # control: a second measurement of the same rig is compared
+    again = _run(tmp_path, "again", FP, [10.1, 10.4, 9.7])
+    assert compare_runs(base, [again])[0].rows
+
+
+def test_compare_prints_the_three_verdicts_and_the_margin(tmp_path: Path) -> None:
+    for name, rates in (("base", [10.0, 10.5, 9.5, 10.2, 9.8]), ("fast", [30.0, 31.0, 29.0, 30.5, 29.5]),
+                        ("noisy", [8.0, 12.5, 9.0, 11.5, 10.5]), ("again", [10.1, 10.4, 9.6, 10.3, 9.7])):
+        _run(tmp_path, name, FP, rates)
+    res = invoke("compare", str(tmp_path / "base"), str(tmp_path / "fast"), str(tmp_path / "noisy"),
+                 str(tmp_path / "again"))
+    assert res.code == 0, res.stderr
+    fast_t, noisy_t, again_t = res.stdout.split("e2e_tok_s: B = ")[1:]
+    assert " differs " in fast_t and "same ±" not in fast_t.split("same ±5%:")[0]
+    assert " inconclusive " in noisy_t and "chat: inconclusive: about " in noisy_t
+    assert "repetitions per side would tell ±5%" in noisy_t
+    assert " same ±5% " in again_t
+    narrow = invoke("compare", str(tmp_path / "base"), str(tmp_path / "again"), "--margin", "1")
+    assert narrow.code == 0 and "chat: inconclusive: about" in narrow.stdout and "would tell ±1%" in narrow.stdout
+    bad = invoke("compare", str(tmp_path / "base"), str(tmp_path / "again"), "--margin", "-3")
+    assert bad.code == 2 and "--margin is a percentage" in bad.stderr

@@ -10,6 +10,7 @@ from rich.console import Console
 from rigbench.analysis._quality import (
     QualitySummary,
     compare_mmlu_pro,
+    pair_test,
     summarize_effort,
     summarize_mmlu_pro,
 )
@@ -127,9 +128,10 @@ def test_comparison_vs_best_worst_and_paired_test_when_same_questions() -> None:
     assert ac.test == "fisher_exact" and ac.significant
     close = compare_mmlu_pro([("A", a), ("D", [_mmlu(i, "law", i < 147) for i in range(200)])])
     t = next(t for t in close.tests if t.subject == "overall")
-    assert not t.significant
+    # 3 discordant pairs of 200 (150 vs 147 right): not significant, and shown within ±5 points
+    assert not t.significant and t.verdict == "same"
     md = render_mmlu_comparison_markdown(close)
-    assert "not significant" in md and "vs best" in md
+    assert "same ±5 pts" in md and "vs best" in md and "not significant" not in md
     console = Console(width=220, record=True)
     render_mmlu_comparison_terminal(console, cmp)
     assert "differs" in console.export_text()
@@ -139,3 +141,34 @@ def test_the_quality_suites_answer_to_their_cli_names() -> None:
     import rigbench.suites.quality as q
 
     assert (q.MMLUProSuite().name, q.PackSuite().name, q.EffortSweepSuite().name) == ("mmlu_pro", "packs", "effort")
+
+
+def _answers(right: list[bool], first_id: int = 0) -> dict[int, bool]:
+    return {first_id + i: r for i, r in enumerate(right)}
+
+
+def test_accuracies_are_same_only_when_the_equivalence_interval_says_so() -> None:
+    # the same 400 questions, answered identically: not one discordant pair, same within ±5 points
+    both = [i % 2 == 0 for i in range(400)]
+    same = pair_test("overall", "A", _answers(both), "B", _answers(both))
+    assert same.test == "mcnemar_exact" and same.verdict == "same" and same.needed_n is None
+    assert same.diff_low is not None and same.diff_high is not None and -0.05 < same.diff_low <= same.diff_high < 0.05
+    # control: identical answers on 10 questions prove nothing either way
+    few = pair_test("overall", "A", _answers(both[:10]), "B", _answers(both[:10]))
+    assert few.verdict == "inconclusive" and few.needed_n is not None and few.needed_n > 10
+    # 30 against 10 discordant pairs of 200: a difference
+    a = _answers([i < 150 for i in range(200)])
+    b = _answers([i < 120 or 150 <= i < 160 for i in range(200)])
+    assert pair_test("overall", "A", a, "B", b).verdict == "differs"
+
+
+def test_unpaired_accuracies_need_many_items_to_be_called_the_same() -> None:
+    half = [i % 2 == 0 for i in range(200)]
+    t = pair_test("overall", "A", _answers(half), "B", _answers(half, first_id=10_000))
+    assert t.test == "fisher_exact" and t.p_value == 1.0 and t.verdict == "inconclusive"
+    # two independent samples of a coin at 50%: (1.645 + 1.28)^2 * 0.5 / 0.05^2, about 1,700 per run
+    assert t.needed_n is not None and 1500 < t.needed_n < 2000
+    big = [i % 2 == 0 for i in range(20_000)]
+    wide = pair_test("overall", "A", _answers(big), "B", _answers(big, first_id=10**6))
+    assert wide.verdict == "same"
+    assert pair_test("overall", "A", _answers(half), "B", _answers(half, first_id=10_000), margin=0.5).verdict == "same"

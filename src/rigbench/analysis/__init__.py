@@ -2,7 +2,13 @@
 
 from rigbench.analysis._agent import AgentSummary, ProbeRow, TaskScore
 from rigbench.analysis._bandwidth import machine_bandwidth
-from rigbench.analysis._compare import Comparison, compare_runs, compare_stats, fingerprint_differences
+from rigbench.analysis._compare import (
+    Comparison,
+    check_two_runs,
+    compare_runs,
+    compare_stats,
+    fingerprint_differences,
+)
 from rigbench.analysis._kvcache import (
     KVArchitecture,
     KVCapacity,
@@ -39,9 +45,11 @@ from rigbench.analysis._stats import Stat, describe
 from rigbench.analysis._suite_compare import AccuracyDiff, SuiteComparison, compare_suites
 from rigbench.analysis._telemetry import ScenarioTelemetry, TimingCrossCheck
 from rigbench.analysis._timing import RequestTiming, chunk_token_counts, request_timing
+from rigbench.analysis._verdict import DEFAULT_MARGIN, Verdict
 
 __all__ = [
     "CPU_FRACTION_MAX",
+    "DEFAULT_MARGIN",
     "LOOP_LAG_P99_MAX_S",
     "AccuracyDiff",
     "AgentSummary",
@@ -70,8 +78,10 @@ __all__ = [
     "TaskScore",
     "TimingCrossCheck",
     "VLLMAccounting",
+    "Verdict",
     "WeightsInfo",
     "analyze_run",
+    "check_two_runs",
     "chunk_token_counts",
     "compare_runs",
     "compare_stats",

@@ -1,15 +1,19 @@
-"""Compare runs: per scenario a ratio with its propagated error and a Welch t-test.
+"""Compare runs: per scenario a ratio with its propagated error, Welch's t-test for a difference and
+two one-sided tests for equivalence within a margin.
 
-"Two runs are called different only when a significance test says so" (DESIGN, honesty rule 3).
-Seed 000 re-ran its fastest configuration and found it "reproduces the result: the two runs differ
-by less than noise (20.97 ± 1.22 vs 22.39 ± 2.21 tok/s over five repetitions, t = 1.26)"; this
-module computes exactly that figure from each run's per-scenario `Stat`.
+"Two runs are called different only when a significance test says so, and the same only when an
+equivalence test says so" (DESIGN, honesty rule 3). Seed 000 re-ran its fastest configuration,
+20.97 ± 1.22 vs 22.39 ± 2.21 tok/s over five repetitions (t = 1.26, p = 0.25), and called it a
+reproduction; by the numbers it is inconclusive at ±5% (the 90% interval of the ratio reaches
+past 1.05), and about 45 repetitions per side would tell.
 
 Formulas (docs/metrics.md, "Statistics and models"):
   ratio r = mean_B / mean_A
   error  sigma_r = r * sqrt((se_A / mean_A)^2 + (se_B / mean_B)^2), se = std / sqrt(n)
   Welch t-test: scipy.stats.ttest_ind_from_stats(mean_B, std_B, n_B, mean_A, std_A, n_A, equal_var=False)
-  verdict: "reproduces" when p >= alpha, "differs" when p < alpha, "insufficient" when n < 2 on a side.
+  TOST on the ratio within [1 - margin, 1 + margin]: `analysis._verdict.ratio_tost`
+  verdict: "same" (TOST p < alpha), else "differs" (Welch p < alpha), else "inconclusive" with the
+  repetitions per side that would decide (`analysis._verdict.repetitions_needed`).
 """
 
 from __future__ import annotations
@@ -21,9 +25,10 @@ from pydantic import Field
 
 from rigbench.analysis._speed import ScenarioSpeed, summarize_speed
 from rigbench.analysis._stats import Stat
+from rigbench.analysis._verdict import DEFAULT_MARGIN, Verdict, ratio_tost, repetitions_needed, three_way
 from rigbench.errors import UsageError
 from rigbench.records import Frozen
-from rigbench.store import RunReader
+from rigbench.store import RunReader, source_data_id
 
 __all__ = [
     "COMPARE_METRICS",
@@ -31,12 +36,12 @@ __all__ = [
     "FingerprintDifference",
     "ScenarioComparison",
     "StatComparison",
+    "check_two_runs",
     "compare_runs",
     "compare_stats",
     "fingerprint_differences",
 ]
 
-Verdict = Literal["reproduces", "differs", "insufficient"]
 COMPARE_METRICS = ("e2e_tok_s", "decode_tok_s", "aggregate_tok_s", "ttft_s")
 
 # Fingerprint fields (dotted paths) that change what is being measured. A speed-up table compares
@@ -53,13 +58,21 @@ class StatComparison(Frozen):
     ratio: float | None  # mean_B / mean_A
     ratio_err: float | None  # propagated standard error of the ratio
     t: float | None
-    p: float | None
+    p: float | None  # Welch's two-sided p: a difference
     df: float | None  # Welch-Satterthwaite degrees of freedom
     verdict: Verdict
     alpha: float
+    margin: float = DEFAULT_MARGIN  # relative: 0.05 is "same within ±5%"
+    p_equiv: float | None = None  # TOST p (the larger one-sided p): same within the margin when < alpha
+    needed_n: int | None = None  # inconclusive: repetitions per side that would tell ±margin (80% power)
+    reason: str | None = None  # inconclusive without a power figure: why
 
 
-def compare_stats(a: Stat, b: Stat, *, alpha: float = 0.05) -> StatComparison:
+def _cv(s: Stat) -> float | None:
+    return s.std / abs(s.mean) if s.n >= 2 and s.mean != 0 else None
+
+
+def compare_stats(a: Stat, b: Stat, *, alpha: float = 0.05, margin: float = DEFAULT_MARGIN) -> StatComparison:
     """B against A (A is the baseline)."""
     ratio = err = None
     if a.mean != 0:
@@ -68,19 +81,25 @@ def compare_stats(a: Stat, b: Stat, *, alpha: float = 0.05) -> StatComparison:
             rel = math.hypot((a.std / math.sqrt(a.n)) / a.mean, (b.std / math.sqrt(b.n)) / b.mean)
             err = abs(ratio) * rel
     if a.n < 2 or b.n < 2:
-        return StatComparison(ratio=ratio, ratio_err=err, t=None, p=None, df=None, verdict="insufficient",
-                              alpha=alpha)
+        needed = repetitions_needed(_cv(a), _cv(b), margin=margin, alpha=alpha)
+        reason = None if needed is not None else "one repetition on each side: no spread to test against"
+        return StatComparison(ratio=ratio, ratio_err=err, t=None, p=None, df=None, verdict="inconclusive",
+                              alpha=alpha, margin=margin, needed_n=max(needed, 2) if needed else None, reason=reason)
     from scipy import stats as _st  # lazy: scipy.stats costs 1-2.5 s at start-up
 
     res = _st.ttest_ind_from_stats(b.mean, b.std, b.n, a.mean, a.std, a.n, equal_var=False)
     t, p = float(res.statistic), float(res.pvalue)
     df = _welch_df(a, b)
-    if math.isnan(p):  # both samples without spread: equal means reproduce, different ones differ
-        verdict: Verdict = "reproduces" if a.mean == b.mean else "differs"
+    tost = ratio_tost(a.mean, a.std, a.n, b.mean, b.std, b.n, margin)
+    if math.isnan(p):  # both samples without spread: the means decide exactly
+        within = ratio is not None and abs(ratio - 1) < margin
+        verdict = three_way(significant=a.mean != b.mean, equivalent=within)
     else:
-        verdict = "reproduces" if p >= alpha else "differs"
+        verdict = three_way(significant=p < alpha, equivalent=tost is not None and tost.p < alpha)
+    needed = repetitions_needed(_cv(a), _cv(b), margin=margin, alpha=alpha) if verdict == "inconclusive" else None
     return StatComparison(ratio=ratio, ratio_err=err, t=None if math.isnan(t) else t,
-                          p=None if math.isnan(p) else p, df=df, verdict=verdict, alpha=alpha)
+                          p=None if math.isnan(p) else p, df=df, verdict=verdict, alpha=alpha, margin=margin,
+                          p_equiv=None if tost is None else tost.p, needed_n=needed)
 
 
 def _welch_df(a: Stat, b: Stat) -> float | None:
@@ -136,9 +155,22 @@ class Comparison(Frozen):
     metric: str
     alpha: float
     rows: list[ScenarioComparison]
+    margin: float = DEFAULT_MARGIN
     differences: list[FingerprintDifference] = Field(default_factory=list)
     mismatch_allowed: bool = False
     missing: list[str] = Field(default_factory=list)  # scenario@c present in one run only
+
+
+def check_two_runs(a: RunReader, b: RunReader) -> None:
+    """Raises UsageError when `a` and `b` are one run (the same directory, or a copy of its data):
+    a run against itself has no second measurement, so any verdict would be about nothing."""
+    same_dir = a.dir.resolve() == b.dir.resolve()
+    # recomputed, not read from the headers: a hand-edited copy keeps its original's stored id
+    same_data = not same_dir and source_data_id(a.dir) == source_data_id(b.dir)
+    if same_dir or same_data:
+        how = "is given twice" if same_dir else f"and {b.dir} hold the same data (source data {source_data_id(a.dir)})"
+        raise UsageError(f"{a.dir} {how}: that is one run, not two. Comparing it with itself measures "
+                         "nothing; re-run the rig (rigbench run) and compare the two runs.")
 
 
 def _speed_rows(reader: RunReader) -> dict[tuple[str, int], ScenarioSpeed]:
@@ -149,7 +181,8 @@ def _speed_rows(reader: RunReader) -> dict[tuple[str, int], ScenarioSpeed]:
 
 
 def compare_runs(baseline: RunReader, others: list[RunReader], *, metric: str = "e2e_tok_s",
-                 alpha: float = 0.05, allow_mismatch: bool = False) -> list[Comparison]:
+                 alpha: float = 0.05, allow_mismatch: bool = False,
+                 margin: float = DEFAULT_MARGIN) -> list[Comparison]:
     """Baseline against each other run, scenario by scenario.
 
     Raises UsageError, listing the differences, when fingerprints differ in a field that changes
@@ -160,6 +193,7 @@ def compare_runs(baseline: RunReader, others: list[RunReader], *, metric: str = 
     base_rows = _speed_rows(baseline)
     out: list[Comparison] = []
     for other in others:
+        check_two_runs(baseline, other)
         diffs = fingerprint_differences(baseline.header.fingerprint, other.header.fingerprint)
         blocking = [d for d in diffs if d.matters]
         if blocking and not allow_mismatch:
@@ -179,12 +213,12 @@ def compare_runs(baseline: RunReader, others: list[RunReader], *, metric: str = 
             if sa is None or sb is None:
                 continue
             rows.append(ScenarioComparison(scenario=key[0], concurrency=key[1], metric=metric, baseline=sa,
-                                           other=sb, result=compare_stats(sa, sb, alpha=alpha)))
+                                           other=sb, result=compare_stats(sa, sb, alpha=alpha, margin=margin)))
         missing = [f"{s}@c{c}" for (s, c) in sorted(set(base_rows) ^ set(rows_o))]
         out.append(Comparison(
             baseline_run=baseline.dir.name, other_run=other.dir.name,
             baseline_source_data_id=baseline.source_data_id, other_source_data_id=other.source_data_id,
-            metric=metric, alpha=alpha, rows=rows, differences=diffs, mismatch_allowed=bool(blocking),
+            metric=metric, alpha=alpha, margin=margin, rows=rows, differences=diffs, mismatch_allowed=bool(blocking),
             missing=missing,
         ))
     return out

@@ -4,7 +4,9 @@ task-pack and reasoning-effort summaries.
 
 Statistics come from scipy: Wilson intervals (`binomtest(...).proportion_ci`), exact McNemar on
 the discordant pairs when two runs asked the same questions (`binomtest(b, b + c, 0.5)`),
-Fisher's exact test otherwise. Extraction failures count as wrong, never as a guess.
+Fisher's exact test otherwise, for a difference; Newcombe's interval of the difference inside a
+margin in points for "same" (`analysis/_verdict.py`). Extraction failures count as wrong, never
+as a guess.
 """
 
 from __future__ import annotations
@@ -15,6 +17,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from rigbench.analysis._stats import Stat, describe
+from rigbench.analysis._verdict import (
+    DEFAULT_MARGIN,
+    Verdict,
+    items_needed,
+    proportion_diff_interval,
+    three_way,
+)
 from rigbench.records import (
     OFF_LEVELS,
     Frozen,
@@ -201,6 +210,12 @@ class PairTest(Frozen):
     b_only: int | None
     p_value: float
     significant: bool
+    # equivalence (analysis/_verdict.py): the 1 − 2α interval of `diff` inside ±margin points
+    verdict: Verdict = "inconclusive"
+    margin: float = DEFAULT_MARGIN  # as a fraction: 0.05 is ±5 points
+    diff_low: float | None = None  # 90% interval of diff (Newcombe; paired when paired)
+    diff_high: float | None = None
+    needed_n: int | None = None  # inconclusive: items (per run) that would tell ±margin (80% power)
 
 
 class SubjectComparison(Frozen):
@@ -218,30 +233,50 @@ class MMLUProComparison(Frozen):
 
 
 def _pair_test(subject: str, ida: str, a: list[MMLUProAnswer], idb: str,
-               b: list[MMLUProAnswer]) -> PairTest:
-    return pair_test(subject, ida, {x.question_id: x.correct for x in a}, idb, {x.question_id: x.correct for x in b})
+               b: list[MMLUProAnswer], margin: float) -> PairTest:
+    return pair_test(subject, ida, {x.question_id: x.correct for x in a}, idb, {x.question_id: x.correct for x in b},
+                     margin=margin)
 
 
-def pair_test(subject: str, ida: str, ma: Mapping[Any, bool], idb: str, mb: Mapping[Any, bool]) -> PairTest:
+def pair_test(subject: str, ida: str, ma: Mapping[Any, bool], idb: str, mb: Mapping[Any, bool], *,
+              margin: float = DEFAULT_MARGIN) -> PairTest:
     """Exact McNemar on the items both runs answered when they mostly share items, else Fisher's
-    exact test on the two proportions. `ma`, `mb`: item id -> correct."""
+    exact test on the two proportions, for a difference; the 1 − 2α Newcombe interval of the
+    difference inside ±margin for "same" (paired likewise). `ma`, `mb`: item id -> correct."""
     from scipy import stats  # lazy: scipy.stats costs 1-2.5 s at start-up
 
     common = sorted(set(ma) & set(mb))
     if len(common) >= max(len(ma), len(mb)) // 2 and common:
         a_only = sum(ma[q] and not mb[q] for q in common)
         b_only = sum(mb[q] and not ma[q] for q in common)
+        both = sum(ma[q] and mb[q] for q in common)
+        n = len(common)
         p = 1.0 if a_only + b_only == 0 else float(stats.binomtest(a_only, a_only + b_only, 0.5).pvalue)
-        diff = (sum(ma[q] for q in common) - sum(mb[q] for q in common)) / len(common)
-        return PairTest(subject=subject, run_a=ida, run_b=idb, diff=diff, test="mcnemar_exact",
-                        n=len(common), a_only=a_only, b_only=b_only, p_value=p, significant=p < ALPHA)
+        ci = proportion_diff_interval(both + a_only, n, both + b_only, n, confidence=1 - 2 * ALPHA,
+                                      both_right=both, both_wrong=n - both - a_only - b_only)
+        return _with_verdict(PairTest(subject=subject, run_a=ida, run_b=idb, diff=ci.diff, test="mcnemar_exact",
+                                      n=n, a_only=a_only, b_only=b_only, p_value=p, significant=p < ALPHA,
+                                      margin=margin, diff_low=ci.low, diff_high=ci.high),
+                             items_needed(both + a_only, n, both + b_only, n, margin=margin, alpha=ALPHA,
+                                          discordant=a_only + b_only))
     ka, na, kb, nb = sum(ma.values()), len(ma), sum(mb.values()), len(mb)
     p = float(stats.fisher_exact([[ka, na - ka], [kb, nb - kb]]).pvalue)
-    return PairTest(subject=subject, run_a=ida, run_b=idb, diff=ka / na - kb / nb, test="fisher_exact",
-                    n=na + nb, a_only=None, b_only=None, p_value=p, significant=p < ALPHA)
+    ci = proportion_diff_interval(ka, na, kb, nb, confidence=1 - 2 * ALPHA)
+    return _with_verdict(PairTest(subject=subject, run_a=ida, run_b=idb, diff=ci.diff, test="fisher_exact",
+                                  n=na + nb, a_only=None, b_only=None, p_value=p, significant=p < ALPHA,
+                                  margin=margin, diff_low=ci.low, diff_high=ci.high),
+                         items_needed(ka, na, kb, nb, margin=margin, alpha=ALPHA))
 
 
-def compare_mmlu_pro(runs: Sequence[tuple[str, Sequence[MMLUProAnswer]]]) -> MMLUProComparison:
+def _with_verdict(t: PairTest, needed: int) -> PairTest:
+    assert t.diff_low is not None and t.diff_high is not None
+    same = -t.margin < t.diff_low and t.diff_high < t.margin
+    verdict = three_way(significant=t.significant, equivalent=same)
+    return t.model_copy(update={"verdict": verdict, "needed_n": needed if verdict == "inconclusive" else None})
+
+
+def compare_mmlu_pro(runs: Sequence[tuple[str, Sequence[MMLUProAnswer]]], *,
+                     margin: float = DEFAULT_MARGIN) -> MMLUProComparison:
     """Per subject and overall: accuracy per run, vs best / vs worst, and a test per pair.
 
     The test is exact McNemar on the questions both runs answered when they mostly share
@@ -270,7 +305,7 @@ def compare_mmlu_pro(runs: Sequence[tuple[str, Sequence[MMLUProAnswer]]]) -> MML
                                       chance=chance))
         for i, ra in enumerate(present):
             for rb in present[i + 1:]:
-                tests.append(_pair_test(subject, ra, sub[ra], rb, sub[rb]))
+                tests.append(_pair_test(subject, ra, sub[ra], rb, sub[rb], margin))
     return MMLUProComparison(runs=ids, subjects=rows, tests=tests)
 
 

@@ -1,13 +1,15 @@
 """Re-measurements: two runs of the same rig (same configuration and fingerprint) at different
-dates, and whether the later one reproduces the earlier (seed 000's "Updated ..." note)."""
+dates, and whether the later one reproduces the earlier (seed 000's "Updated ..." note): the same
+within the margin by an equivalence test, different by a significance test, or inconclusive."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-from rigbench.analysis._compare import ScenarioComparison, Verdict, compare_stats, fingerprint_differences
+from rigbench.analysis._compare import ScenarioComparison, compare_stats, fingerprint_differences
 from rigbench.analysis._run import RunAnalysis
+from rigbench.analysis._verdict import Verdict
 from rigbench.records import Frozen
 
 __all__ = ["Revision", "find_revisions"]
@@ -18,7 +20,7 @@ class Revision(Frozen):
     later_name: str
     earlier_date: str
     later_date: str
-    verdict: Verdict  # differs if any scenario differs; insufficient if none could be tested
+    verdict: Verdict  # differs if any scenario differs; same if every scenario is; else inconclusive
     rows: list[ScenarioComparison]
 
 
@@ -51,7 +53,7 @@ def find_revisions(names: Sequence[str], analyses: Sequence[RunAnalysis], *,
                 continue
             verdicts = {r.result.verdict for r in rows}
             verdict: Verdict = ("differs" if "differs" in verdicts else
-                                "reproduces" if "reproduces" in verdicts else "insufficient")
+                                "same" if verdicts == {"same"} else "inconclusive")
             out.append(Revision(earlier_name=na, later_name=nb, earlier_date=a.header.created_at,
                                 later_date=b.header.created_at, verdict=verdict, rows=rows))
     return out

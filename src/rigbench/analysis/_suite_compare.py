@@ -3,7 +3,8 @@
 
 MMLU-Pro per subject and overall (`compare_mmlu_pro`), task packs overall and per task, agent
 tool-call and BFCL accuracy: exact McNemar when both runs answered the same items (unit ids),
-else Fisher's exact test (`pair_test`). Probe verdicts are categorical: listed side by side, changes
+else Fisher's exact test (`pair_test`), each with its
+three-way verdict: same within ±M points, differs, or inconclusive. Probe verdicts are categorical: listed side by side, changes
 marked; multi-turn tasks: pass^k side by side (k trials are too few for a test).
 """
 
@@ -20,6 +21,7 @@ from rigbench.analysis._quality import (
     pair_test,
     proportion,
 )
+from rigbench.analysis._verdict import DEFAULT_MARGIN
 from rigbench.records import BFCLItemRecord, Frozen, MMLUProAnswer, PackAnswer, ToolTrialRecord
 from rigbench.store import RunReader
 
@@ -65,48 +67,51 @@ class SuiteComparison(Frozen):
         return not (self.mmlu_pro or self.packs or self.agent or self.probes or self.tasks)
 
 
-def _diff(name: str, base_id: str, base: dict[str, bool], other_id: str, other: dict[str, bool]) -> AccuracyDiff:
+def _diff(name: str, base_id: str, base: dict[str, bool], other_id: str, other: dict[str, bool],
+          margin: float) -> AccuracyDiff:
     return AccuracyDiff(name=name, baseline=proportion(sum(base.values()), len(base)),
                         other=proportion(sum(other.values()), len(other)),
-                        test=pair_test(name, other_id, other, base_id, base))
+                        test=pair_test(name, other_id, other, base_id, base, margin=margin))
 
 
 def _graded(rows: dict[str, PackAnswer], pack: str, task: str | None = None) -> dict[str, bool]:
     return {u: a.correct for u, a in rows.items() if a.pack == pack and (task is None or a.task_id == task)}
 
 
-def _packs(base_id: str, base: list[PackAnswer], other_id: str, other: list[PackAnswer]) -> list[AccuracyDiff]:
+def _packs(base_id: str, base: list[PackAnswer], other_id: str, other: list[PackAnswer],
+           margin: float) -> list[AccuracyDiff]:
     out = []
     b = {a.unit_id: a for a in base if a.suite == "packs"}
     o = {a.unit_id: a for a in other if a.suite == "packs"}
     for pack in sorted({a.pack for a in b.values()} & {a.pack for a in o.values()}):
-        out.append(_diff(pack, base_id, _graded(b, pack), other_id, _graded(o, pack)))
+        out.append(_diff(pack, base_id, _graded(b, pack), other_id, _graded(o, pack), margin))
         tasks = dict.fromkeys(a.task_id for a in b.values() if a.pack == pack)
-        out += [_diff(f"{pack}/{t}", base_id, _graded(b, pack, t), other_id, _graded(o, pack, t)) for t in tasks
+        out += [_diff(f"{pack}/{t}", base_id, _graded(b, pack, t), other_id, _graded(o, pack, t), margin) for t in tasks
                 if _graded(o, pack, t)]
     return out
 
 
-def _agent(base: RunReader, other: RunReader) -> list[AccuracyDiff]:
+def _agent(base: RunReader, other: RunReader, margin: float) -> list[AccuracyDiff]:
     bid, oid = base.header.run_id, other.header.run_id
     out = []
     tb = {r.unit_id: r.passed for r in base.records("agent_tool_trial", ToolTrialRecord)}
     to = {r.unit_id: r.passed for r in other.records("agent_tool_trial", ToolTrialRecord)}
     if tb and to:
-        out.append(_diff("tool-call cases", bid, tb, oid, to))
+        out.append(_diff("tool-call cases", bid, tb, oid, to, margin))
     bb = {r.unit_id: r.valid for r in base.records("agent_bfcl_item", BFCLItemRecord)}
     bo = {r.unit_id: r.valid for r in other.records("agent_bfcl_item", BFCLItemRecord)}
     if bb and bo:
-        out.append(_diff("BFCL", bid, bb, oid, bo))
+        out.append(_diff("BFCL", bid, bb, oid, bo, margin))
     return out
 
 
-def compare_suites(base: RunReader, other: RunReader) -> SuiteComparison:
-    """Every quality and agent result the two runs share, the other run against the baseline."""
+def compare_suites(base: RunReader, other: RunReader, *, margin: float = DEFAULT_MARGIN) -> SuiteComparison:
+    """Every quality and agent result the two runs share, the other run against the baseline:
+    "same within ±margin points", "differs", or "inconclusive" (`analysis/_verdict.py`)."""
     bid, oid = base.header.run_id, other.header.run_id
     mb = base.records("mmlu_pro_answer", MMLUProAnswer)
     mo = other.records("mmlu_pro_answer", MMLUProAnswer)
-    mmlu = compare_mmlu_pro([(bid, mb), (oid, mo)]) if mb and mo else None
+    mmlu = compare_mmlu_pro([(bid, mb), (oid, mo)], margin=margin) if mb and mo else None
     sa, so = summarize_agent(base), summarize_agent(other)
     vb = {p.probe: str(p.verdict) for p in sa.probes}
     vo = {p.probe: str(p.verdict) for p in so.probes}
@@ -118,6 +123,6 @@ def compare_suites(base: RunReader, other: RunReader) -> SuiteComparison:
              for t in so.tasks if t.task in tb]
     return SuiteComparison(
         baseline_run=bid, other_run=oid, mmlu_pro=mmlu,
-        packs=_packs(bid, base.records("pack_answer", PackAnswer), oid, other.records("pack_answer", PackAnswer)),
-        agent=_agent(base, other), probes=probes, tasks=tasks,
+        packs=_packs(bid, base.records("pack_answer", PackAnswer), oid, other.records("pack_answer", PackAnswer), margin),
+        agent=_agent(base, other, margin), probes=probes, tasks=tasks,
     )

@@ -1,5 +1,6 @@
-"""`rigbench compare BASELINE OTHER...`: speed ratios with error and Welch t-tests, scenario by scenario,
-then quality and agent results side by side with their paired tests."""
+"""`rigbench compare BASELINE OTHER...`: speed ratios with error, scenario by scenario, then quality and
+agent results side by side, each with a three-way verdict: same within ±margin (an equivalence test),
+differs (a significance test), or inconclusive (with the repetitions that would tell)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,14 @@ from typing import Annotated
 
 import typer
 
-from rigbench.analysis import compare_runs, compare_suites, fit_speculation, summarize_speed
+from rigbench.analysis import (
+    DEFAULT_MARGIN,
+    check_two_runs,
+    compare_runs,
+    compare_suites,
+    fit_speculation,
+    summarize_speed,
+)
 from rigbench.cli._app import app
 from rigbench.cli._console import make_console
 from rigbench.cli._paths import check_output_file
@@ -34,18 +42,25 @@ __all__ = ["compare"]
 def compare(
     runs: Annotated[list[Path], typer.Argument(help="Baseline run first, then the runs to compare with it.")],
     metric: Annotated[str, typer.Option(help="e2e_tok_s, decode_tok_s, aggregate_tok_s or ttft_s.")] = "e2e_tok_s",
-    alpha: Annotated[float, typer.Option(help="Significance level of the Welch t-test.")] = 0.05,
+    alpha: Annotated[float, typer.Option(help="Significance level of the tests (difference and equivalence).")] = 0.05,
+    margin: Annotated[float, typer.Option(help="Equivalence margin in percent: 'same within ±5%' for a speed "
+                                          "ratio, ±5 points for an accuracy.")] = DEFAULT_MARGIN * 100,
     allow_mismatch: Annotated[bool, typer.Option(help="Compare runs whose rigs differ in model, engine "
                                                  "version or host (the differences are listed).")] = False,
     markdown: Annotated[Path | None, typer.Option(help="Also write the tables as Markdown here.")] = None,
 ) -> None:
-    """'reproduces' when the t-test finds no significant difference, 'differs' when it does."""
+    """'same within ±M%' when an equivalence test says so, 'differs' when a significance test does,
+    else 'inconclusive', with about how many repetitions per side would tell."""
     if len(runs) < 2:
         raise UsageError("give a baseline run and at least one run to compare with it.")
     if not 0.0 < alpha < 1.0:  # nan fails this too
         raise UsageError(f"--alpha is a significance level in (0, 1), e.g. 0.05; got {alpha!r}.")
+    if not 0.0 < margin < 100.0:  # nan fails this too
+        raise UsageError(f"--margin is a percentage in (0, 100), e.g. 5 for ±5%; got {margin!r}.")
     check_output_file(markdown, "--markdown")
     readers = [RunReader(r) for r in runs]
+    for other in readers[1:]:
+        check_two_runs(readers[0], other)
     labels = dict(zip((r.dir.name for r in readers), rig_labels([r.dir.name for r in readers],
                                                                 [r.header for r in readers]), strict=True))
     synthetic = {r.dir.name: synth_note(r.header) for r in readers if synthetic_acceptance(r.header) is not None}
@@ -53,7 +68,8 @@ def compare(
     md = []
     with_speed = [r for r in readers if summarize_speed(r) is not None]
     if readers[0] in with_speed and len(with_speed) > 1:
-        result = compare_runs(readers[0], with_speed[1:], metric=metric, alpha=alpha, allow_mismatch=allow_mismatch)
+        result = compare_runs(readers[0], with_speed[1:], metric=metric, alpha=alpha, allow_mismatch=allow_mismatch,
+                              margin=margin / 100)
         comparison_terminal(result, console, labels, synthetic)
         md.append(comparison_markdown(result, labels, synthetic))
     without = [r.dir.name for r in readers if r not in with_speed]
@@ -71,7 +87,7 @@ def compare(
         speculation_terminal(name, fit, console)
         md.append(speculation_markdown(name, fit))
     for other in readers[1:]:  # quality and agent next to speed
-        suites = compare_suites(readers[0], other)
+        suites = compare_suites(readers[0], other, margin=margin / 100)
         a, b = labels[readers[0].dir.name], labels[other.dir.name]
         suite_comparison_terminal(suites, console, baseline=a, other=b)
         if not suites.empty:

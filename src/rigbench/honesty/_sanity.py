@@ -3,10 +3,11 @@
 "Everything below was measured after the model demonstrably answered questions correctly. Given
 how easy it was to produce numbers from a broken model, that is not a formality." (seed 000)
 
-The questions are generated per run from a seed recorded in the run (`question_seed`): random
-operands to add, random word lists to copy, random ranges to count, capitals of a random draw of
-countries, in English, Japanese, French, Spanish and German. No fixed text can pass: a canned
-reply cannot hold this run's operands, and the answer extracted from it must equal the expected
+The questions are generated per run from a seed recorded in the run (`question_seed`). The
+default gate asks 4 counts to random ends and 8 capitals of a random draw of countries: the kinds
+the embedded model answers reliably (`DEFAULT_MIX`); the generator also knows sums and copies in
+five languages, which that model misses too often to judge by. No fixed text can pass: a canned
+reply names one capital for all countries, and the answer extracted from it must equal the expected
 one exactly (definitions in `extract_answer`, and in docs/honesty.md). Each answer is also
 screened for gibberish, and the answers are compared with each other: two different questions
 answered identically, an answer that is the right answer to a *different* question (replies
@@ -23,6 +24,7 @@ exception.
 from __future__ import annotations
 
 import asyncio
+import math
 import random
 import re
 import secrets
@@ -97,27 +99,29 @@ _COUNT_PROMPT = {
     "en": "Count from {a} to {b}, separated by commas.",
     "fr": "Compte de {a} à {b}, séparés par des virgules.",
 }
-# Capitals a small model knows; every name here is also a "wrong capital" for the others.
+# Names of capitals: every name here is also a "wrong capital" for the other countries (extraction).
 CAPITALS: dict[str, tuple[str, ...]] = {
     "France": ("paris",), "Japan": ("tokyo", "東京"), "Italy": ("rome", "roma"), "Germany": ("berlin",),
     "Spain": ("madrid",), "Russia": ("moscow",), "China": ("beijing", "peking"), "Egypt": ("cairo",),
     "England": ("london",), "Greece": ("athens",),
 }
+# The countries asked: SmolLM2-135M answered each of these right every time it was asked (414 asks in
+# 80 quiet runs, docs/benchmarks.md). Egypt is not asked: "The capital of Egypt is indeed a marvel of
+# human ingenuity." in 35 of about 46 asks, every one of the 35 capital misses seen.
+ASKED_COUNTRIES: tuple[str, ...] = ("China", "England", "France", "Germany", "Greece", "Italy", "Japan", "Russia",
+                                    "Spain")
 _CAPITAL_PROMPT = {"en": "What is the capital of {country}? Answer in one word."}
 
-# The default gate: (kind, language) per question. Chosen on the embedded SmolLM2-135M with
-# benchmarks/gate_false_alarm.py (20 seeds, docs/benchmarks.md). Misses per question kind there:
-# count 0/40, capital 3/60, copy de 6/20, add fr 6/20, add en 8/20, copy en 9/20, copy ja 9/20,
-# copy es 13/20, copy fr 17/20. The first mix (5 copies in 5 languages) left a healthy SmolLM2
-# untrusted in 5 of 20 runs, so the mix leans on the kinds it answers: counts and capitals carry the
-# bar, one each of the harder kinds keeps sums, copies and a second language in every run. A guess
-# or an echo still cannot pass: every answer is random per run and extracted exactly.
+# The default gate: (kind, language) per question. Only kinds the healthy embedded model answers
+# reliably: over 80 quiet runs (benchmarks/gate_false_alarm.py, docs/benchmarks.md) counts missed
+# 0 of 240 and the asked capitals 0 of 414, while copies missed 91 of 160 (every language), sums
+# 32 of 100 (2 + 5 = 8, 4 + 4 = 10), and Egypt's capital 35 of about 46. With them one healthy run
+# in 20 failed (issue 25); they are not asked. The bar (`MAX_MISS_FRACTION`) follows from the
+# binomial tail at the measured miss rate (below, before `judge`).
 DEFAULT_MIX: tuple[tuple[CheckKind, str], ...] = (
-    ("add", "fr"),  # "What is a + b?" in English: missed 15 of 20 on seeds 21..40 ("The answer is 11.")
-    ("copy", "en"), ("copy", "de"),
-    ("count", "en"), ("count", "en"), ("count", "en"),
-    ("capital", "en"), ("capital", "en"), ("capital", "en"), ("capital", "en"), ("capital", "en"),
-    ("capital", "en"),
+    ("count", "en"), ("count", "en"), ("count", "en"), ("count", "en"),
+    ("capital", "en"), ("capital", "en"), ("capital", "en"), ("capital", "en"),
+    ("capital", "en"), ("capital", "en"), ("capital", "en"), ("capital", "en"),
 )
 ADD_RANGE = (2, 5)  # each operand: sums without a carry (SmolLM2-135M answers 3 + 9 = 22)
 COPY_WORDS = 3
@@ -135,7 +139,7 @@ def generate_questions(seed: int, mix: Iterable[tuple[CheckKind, str]] = DEFAULT
     rng = random.Random(seed)
     out: list[SanityQuestion] = []
     seen: set[str] = set()
-    countries = rng.sample(sorted(CAPITALS), len(CAPITALS))
+    countries = rng.sample(ASKED_COUNTRIES, len(ASKED_COUNTRIES))
     for i, (kind, lang) in enumerate(mix):
         for _ in range(100):
             q = _one(kind, lang, i, rng, countries)
@@ -202,7 +206,8 @@ def extract_answer(q: SanityQuestion, answer: str) -> str | None:
       separators removed.
     - count: the integers in the reply (immediate repeats collapsed, so a "1. 1\n2. 2" list reads
       1, 2) must contain 1..N as one run; running on past N is tolerated (SmolLM2 does, to its
-      token budget).
+      token budget). When every number of the run is below 10, each digit is read as a number, so
+      digits written without separators ("12345678") count too.
     - capital: the capitals (of rigbench's table) named in the reply; exactly one may be named.
     """
     if q.check == "add":
@@ -218,9 +223,12 @@ def extract_answer(q: SanityQuestion, answer: str) -> str | None:
                 return q.expected
         return " ".join(got[:len(want)]) or None
     if q.check == "count":
-        ints = [int(n) for n in re.findall(r"\d+", normalize(answer))]
-        nums = [n for k, n in enumerate(ints) if k == 0 or n != ints[k - 1]]
         span = [int(x) for x in q.expected.split(", ")]
+        # ends below 10: each digit is a number, so "12345678" (commas left out, seen live from
+        # SmolLM2-135M on question seed 1876959275) counts 1 to 8, as "1, 2, ..., 8" does
+        single = max(span) < 10
+        ints = [int(n) for n in re.findall(r"\d" if single else r"\d+", normalize(answer))]
+        nums = [n for k, n in enumerate(ints) if k == 0 or n != ints[k - 1]]
         for i in range(len(nums) - len(span) + 1):
             if nums[i:i + len(span)] == span:
                 return q.expected
@@ -305,19 +313,26 @@ async def _ask(client: ChatClient, model: str, prompt: str, max_tokens: int, see
     return await client.stream_chat(body)
 
 
-# A healthy model may miss a question now and then: greedy decoding of a small model can flip with
-# batch shape or prompt-cache state. A broken rig misses most of them, or answers in gibberish. So:
-# every request must succeed, no answer may be gibberish, no cross-answer finding, and at least this
-# fraction must be right; misses below the bar are shown as notes, not hidden.
-# Live, SmolLM2-135M on llama-server answered 8 of 12 on question seed 1 twice, missing different
-# questions each time (prompt-cache state): 2/3 is the bar. Every rogue of the gallery is caught by
-# a cross-answer finding or scores far below it (docs/benchmarks.md).
-MIN_CORRECT_FRACTION = 2 / 3
+# What a miss means. A healthy model may still miss now and then (greedy decoding of a small model
+# can flip with batch shape or prompt-cache state); a broken rig misses most questions or answers in
+# gibberish. So: every request must succeed, no answer may be gibberish (one is tolerated), no
+# cross-answer finding, and at most this share of the questions may be missed (2 of the 12).
+# The bar from the binomial tail (docs/honesty.md): with the healthy model's per-question miss rate q
+# at most 0.0056 (0 misses in 654 asks of these kinds, upper end of the exact 95% interval),
+# P(more than 2 of 12 missed) <= 4e-5, below the 1e-3 target; 1 tolerated miss would give 2.1e-3.
+# A rogue that gets every count right for free (a canned "1, 2, ..., 10" holds any count from 1) and
+# names capitals at chance (1 in 10) passes with P(6 or more of 8 capitals right) = 2e-5.
+MAX_MISS_FRACTION = 1 / 6
 ECHO_MIN_FRACTION = 0.5  # this share of answers containing their own prompt: the server echoes
 SHUFFLED_MIN = 2  # wrong answers that are right answers to other questions
 
 
 MAX_GARBLED_ANSWERS = 1  # one looping greedy answer is a healthy small model's quirk, two are not
+
+
+def max_misses(n: int) -> int:
+    """Questions a healthy rig may miss out of `n` (2 of the default 12)."""
+    return math.floor(n * MAX_MISS_FRACTION + 1e-9)
 
 
 def judge(answers: list[SanityAnswer], *, seed: int = 0, max_tokens: int = 1024,
@@ -330,7 +345,8 @@ def judge(answers: list[SanityAnswer], *, seed: int = 0, max_tokens: int = 1024,
     garbled = [a for a in failed if a.error is None and a.gibberish]
     broken = errors + (garbled if len(garbled) >= MAX_GARBLED_ANSWERS + 1 else [])
     correct = sum(1 for a in answers if a.passed)
-    enough = bool(answers) and correct >= MIN_CORRECT_FRACTION * len(answers)
+    bar = len(answers) - max_misses(len(answers))
+    enough = bool(answers) and correct >= bar
     findings = cross_answer_findings(answers, questions)
     trusted = enough and not broken and not findings
     lines = [_reason(a) for a in failed]
@@ -338,7 +354,7 @@ def judge(answers: list[SanityAnswer], *, seed: int = 0, max_tokens: int = 1024,
         lines.insert(0, f"{len(garbled)} answers are degenerate text (at most {MAX_GARBLED_ANSWERS} tolerated)")
     if not enough and answers:
         lines.insert(0, f"{correct} of {len(answers)} known-answer questions right, below the "
-                        f"{MIN_CORRECT_FRACTION:.0%} bar")
+                        f"{bar}-of-{len(answers)} bar")
     return SanityVerdict(trusted=trusted, answers=answers, reasons=(findings + lines) if not trusted else [],
                          notes=lines if trusted else [], seed=seed, max_tokens=max_tokens, findings=findings)
 

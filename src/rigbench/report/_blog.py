@@ -12,7 +12,7 @@ from rich.text import Text
 
 from rigbench.analysis import Comparison, Revision, RunAnalysis, SuiteComparison
 from rigbench.outside import visible
-from rigbench.report._fmt import fmt_stat
+from rigbench.report._fmt import fmt_margin, fmt_stat
 from rigbench.report._labels import SYNTH_NOTE, synthetic_acceptance
 from rigbench.report._suite_compare import suite_comparison_markdown
 
@@ -26,8 +26,10 @@ def _ratio(c: Comparison | None, scenario: str, conc: int) -> str:
     if row is None or row.result.ratio is None:
         return "–"
     err = f" ± {row.result.ratio_err:.2f}" if row.result.ratio_err is not None else ""
-    mark = {"differs": "", "reproduces": " (n.s.)", "insufficient": " (n<2)"}[row.result.verdict]
-    return f"{row.result.ratio:.2f}×{err}{mark}"
+    res = row.result
+    mark = {"differs": "", "same": f" (same {fmt_margin(res.margin)})",
+            "inconclusive": " (inconclusive" + (f", ~{res.needed_n}/side)" if res.needed_n else ")")}[res.verdict]
+    return f"{res.ratio:.2f}×{err}{mark}"
 
 
 def _grid(names: Sequence[str], analyses: Sequence[RunAnalysis],
@@ -56,8 +58,10 @@ def _grid(names: Sequence[str], analyses: Sequence[RunAnalysis],
 
 
 _NOTE = ("End-to-end throughput per request, median ± standard deviation over requests (warm-up "
-         "excluded). Speed-up: ratio of means ± propagated standard error; (n.s.): not significant by "
-         "Welch's t-test at α = 0.05, so not a measured difference.")
+         "excluded). Speed-up: ratio of means ± propagated standard error; no mark: a difference by Welch's "
+         "t-test at α = 0.05; (same ±M%): two one-sided tests put the ratio within ±M% of 1; (inconclusive, "
+         "~N/side): neither test decides, and about N repetitions per side would tell ±M% (80% power at "
+         "the observed spread).")
 
 
 def speedup_markdown(names: Sequence[str], analyses: Sequence[RunAnalysis],
@@ -98,9 +102,12 @@ def _revision_note(r: Revision) -> str:
         label = f"{row.scenario} (c={row.concurrency})" if multi else row.scenario
         parts.append(f"{label} {fmt_stat(row.baseline, digits=2)} vs {fmt_stat(row.other, digits=2)} tok/s "
                      f"over {row.baseline.n} and {row.other.n} repetitions{t}{p}")
-    verdict = {"reproduces": "it reproduces the result: the two runs differ by less than noise",
+    m = fmt_margin(r.rows[0].result.margin) if r.rows else ""
+    needed = max((row.result.needed_n or 0 for row in r.rows), default=0)
+    verdict = {"same": f"it reproduces the result: the two runs are the same within {m} by an equivalence test",
                "differs": "the two runs differ beyond noise",
-               "insufficient": "too few repetitions to test whether they differ"}[r.verdict]
+               "inconclusive": "the data cannot tell whether it reproduces the result"
+               + (f" (about {needed} repetitions per side would tell {m})" if needed else "")}[r.verdict]
     return (f"Updated {r.later_date[:10]}: `{r.later_name}` was re-measured (same rig fingerprint and "
             f"configuration as `{r.earlier_name}` from {r.earlier_date[:10]}); {verdict} ("
             + "; ".join(parts) + ").")

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from rigbench.analysis import Stat
+from rigbench.analysis._verdict import MAX_NEEDED
 
-__all__ = ["fmt_bytes", "fmt_stat"]
+__all__ = ["fmt_bytes", "fmt_margin", "fmt_stat", "verdict_cell", "verdict_sentence"]
 
 
 def fmt_stat(s: Stat | None, *, digits: int = 2, scale: float = 1.0, unit: str = "") -> str:
@@ -21,3 +22,34 @@ def fmt_bytes(n: int | None) -> str:
             return f"{n:.1f} {unit}" if unit != "B" else f"{n} B"
         n = n / 1024  # type: ignore[assignment]
     return str(n)
+
+
+def fmt_margin(margin: float, unit: str = "%") -> str:
+    """±5% for a speed ratio's margin, ±5 pts for an accuracy's (`unit=" pts"`)."""
+    return f"±{margin * 100:g}{unit}"
+
+
+def _count(n: int) -> str:
+    return f"more than {MAX_NEEDED:,}" if n > MAX_NEEDED else f"{n:,}"
+
+
+def verdict_cell(verdict: str, margin: float, needed: int | None, *, unit: str = "%") -> str:
+    """The verdict in a table cell: 'same ±5%', 'differs', 'inconclusive, ~46/side' (the table's
+    note spells out the last one with `verdict_sentence`)."""
+    if verdict == "same":
+        return f"same {fmt_margin(margin, unit)}"
+    if verdict == "inconclusive" and needed is not None:
+        return f"inconclusive, ~{_count(needed)}/side"
+    return verdict
+
+
+def verdict_sentence(verdict: str, margin: float, needed: int | None, *, unit: str = "%",
+                     per: str = "repetitions per side", reason: str | None = None) -> str:
+    """'same within ±5%', 'differs', or 'inconclusive: about 46 repetitions per side would tell ±5%'."""
+    if verdict == "same":
+        return f"same within {fmt_margin(margin, unit)}"
+    if verdict != "inconclusive":
+        return verdict
+    if needed is None:
+        return f"inconclusive: {reason or 'no spread to plan from'}"
+    return f"inconclusive: about {_count(needed)} {per} would tell {fmt_margin(margin, unit)}"

@@ -30,6 +30,7 @@ from rigbench.report._cells import (
     section_markdown,
     section_terminal,
 )
+from rigbench.report._fmt import fmt_margin, verdict_cell, verdict_sentence
 
 __all__ = [
     "comparison_markdown",
@@ -324,7 +325,7 @@ def telemetry_markdown(ts: Sequence[ScenarioTelemetry], checks: Sequence[TimingC
 # -- comparisons ---------------------------------------------------------------------------------
 
 
-_VERDICT: dict[str, Severity] = {"differs": "notable", "reproduces": "ok", "insufficient": "warn"}
+_VERDICT: dict[str, Severity] = {"differs": "notable", "same": "ok", "inconclusive": "warn"}
 
 
 def _cmp_row(r: Any, *, one_c: bool, synthetic: bool) -> list[str | Cell]:
@@ -334,7 +335,8 @@ def _cmp_row(r: Any, *, one_c: bool, synthetic: bool) -> list[str | Cell]:
     p = "–" if res.p is None else "<0.001" if res.p < 0.001 else f"{res.p:.3f}"
     return [r.scenario, *([] if one_c else [str(r.concurrency)]), f"{r.baseline.n}/{r.other.n}",
             _ms(r.baseline.mean, r.baseline.std), _ms(r.other.mean, r.other.std),
-            Cell(ratio, "error") if synthetic else ratio, p, Cell(res.verdict, _VERDICT[res.verdict])]
+            Cell(ratio, "error") if synthetic else ratio, p,
+            Cell(verdict_cell(res.verdict, res.margin, None), _VERDICT[res.verdict])]
 
 
 def _ms(mean: float, sd: float) -> str:
@@ -392,9 +394,24 @@ def comparison_section(c: Comparison, labels: Mapping[str, str] | None = None,
         notes += [Note(_difference(d) + ("" if d.matters else " (expected)"), level=1) for d in c.differences]
     if c.missing:
         notes.append(Note(f"in one run only: {', '.join(c.missing)}"))
-    return Section(f"{c.metric}: B = {b} vs A = {a} (Welch t-test, α = {c.alpha}"
+    notes += _verdict_key(c, one_c=one_c)
+    return Section(f"{c.metric}: B = {b} vs A = {a} (Welch + TOST {fmt_margin(c.margin)}, α = {c.alpha}"
                    + (", concurrency 1)" if one_c else ")"), head,
                    [_cmp_row(r, one_c=one_c, synthetic=note is not None) for r in c.rows], notes, short_head=short)
+
+
+def _verdict_key(c: Comparison, *, one_c: bool) -> list[Note]:
+    """What the verdicts mean, then each inconclusive row spelled out: the repetitions that would decide."""
+    m = fmt_margin(c.margin)
+    out = [Note(f"same {m}: two one-sided tests put B/A within {1 - c.margin:g}–{1 + c.margin:g}; differs: "
+                f"Welch p < {c.alpha:g}; inconclusive: neither decides (repetitions that would: 80% power at the "
+                f"observed spread).", "muted")]
+    for r in c.rows:
+        if r.result.verdict == "inconclusive":
+            where = r.scenario + ("" if one_c else f" c={r.concurrency}")
+            out.append(Note(f"{where}: " + verdict_sentence("inconclusive", c.margin, r.result.needed_n,
+                                                           reason=r.result.reason), level=1))
+    return out
 
 
 def comparison_terminal(cs: Sequence[Comparison], console: Console, labels: Mapping[str, str] | None = None,

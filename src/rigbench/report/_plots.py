@@ -127,7 +127,7 @@ def plot_speedup(names: Sequence[str], comparisons: Sequence[Comparison],
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.set_xticks(range(len(keys)), [_label(k, multi) for k in keys])
     ax.set_ylabel(f"× vs {names[0]}")
-    ax.set_title(f"Speed-up vs {names[0]} (ratio of means ± error; hatched: not significant)")
+    ax.set_title(f"Speed-up vs {names[0]} (ratio of means ± error; hatched: not a measured difference)")
     _legend(ax)
     legend = ax.get_legend()
     for text in legend.get_texts() if legend is not None else []:

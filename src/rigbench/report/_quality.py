@@ -18,6 +18,7 @@ from rigbench.analysis import (
     Stat,
 )
 from rigbench.report._cells import Note, Section, section_markdown, section_terminal
+from rigbench.report._fmt import verdict_cell
 
 __all__ = [
     "render_mmlu_comparison_markdown",
@@ -143,13 +144,15 @@ def _comparison(c: MMLUProComparison) -> list[Section]:
     t_head = ["subject", "A", "B", "A − B", "test", "n", "A only / B only", "p", "verdict"]
     t_rows = [[t.subject, t.run_a, t.run_b, _pts(t.diff), t.test, str(t.n),
                f"{t.a_only} / {t.b_only}" if t.a_only is not None else "–", f"{t.p_value:.3g}",
-               "differs" if t.significant else "not significant"] for t in c.tests]
+               verdict_cell(t.verdict, t.margin, t.needed_n, unit=" pts")] for t in c.tests]
     return [
         Section("MMLU-Pro across runs (vs best / vs worst: points against the best / worst other run)",
                  head, rows),
         Section("MMLU-Pro pairwise tests (exact McNemar when the same questions were asked, else Fisher; "
                  "alpha 0.05)", t_head, t_rows,
-                 [Note("'not significant' means the data cannot tell the two apart, not that they are equal.")],
+                 [Note("same ±M pts: the 90% interval of A − B (Newcombe, paired when the same questions were "
+                       "asked) lies within ±M points; differs: p < 0.05; inconclusive, ~N/side: neither, and "
+                       "about N questions per run would tell (80% power); it does not mean equal.")],
                  left_cols=3),
     ]
 

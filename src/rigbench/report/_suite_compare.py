@@ -10,13 +10,16 @@ import math
 from rich.console import Console
 
 from rigbench.analysis import AccuracyDiff, PairTest, Proportion, SuiteComparison
-from rigbench.report._cells import Cell, Section, section_markdown, section_terminal
+from rigbench.report._cells import Cell, Note, Section, section_markdown, section_terminal
+from rigbench.report._fmt import verdict_cell, verdict_sentence
 
 __all__ = ["NOT_SIGNIFICANT_NOTE", "suite_comparison_markdown", "suite_comparison_sections",
            "suite_comparison_terminal"]
 
 _TESTS = "p: exact McNemar on the items both answered (F: Fisher's exact test otherwise); α = 0.05"
-_NS = "n.s. (not significant): the data cannot tell the two apart, which is not the same as equal."
+_NS = ("same ±M pts: the 90% interval of B − A (Newcombe, paired when the items are shared) lies within ±M "
+       "points; differs: p < 0.05; inconclusive: neither, and the data cannot tell the two apart, which is not "
+       "the same as equal.")
 
 
 def _acc(p: Proportion) -> str:
@@ -28,7 +31,15 @@ def _pts(x: float) -> str:
 
 
 def _verdict(t: PairTest) -> str | Cell:
-    return Cell("differs", "notable") if t.significant else "n.s."
+    text = verdict_cell(t.verdict, t.margin, None, unit=" pts")
+    return Cell(text, "notable") if t.verdict == "differs" else text
+
+
+def _undecided(name: str, t: PairTest) -> Note | None:
+    if t.verdict != "inconclusive":
+        return None
+    per = "items" if t.test == "mcnemar_exact" else "items per run"
+    return Note(f"{name}: " + verdict_sentence("inconclusive", t.margin, t.needed_n, unit=" pts", per=per), level=1)
 
 
 def _test_cells(t: PairTest, diff: float) -> list[str | Cell]:
@@ -44,6 +55,7 @@ def _mmlu(c: SuiteComparison, a: str, b: str) -> Section | None:
     if m is None:
         return None
     rows: list[list[str | Cell]] = []
+    notes: list[Note] = []
     for s in m.subjects:
         t = next((t for t in m.tests if t.subject == s.subject), None)
         pa, pb = s.accuracy.get(c.baseline_run), s.accuracy.get(c.other_run)
@@ -51,7 +63,9 @@ def _mmlu(c: SuiteComparison, a: str, b: str) -> Section | None:
             continue
         diff = t.diff if t.run_a == c.other_run else -t.diff  # B − A
         rows.append([s.subject, str(t.n), _acc(pa), _acc(pb), *_test_cells(t, diff)])
-    return Section(f"MMLU-Pro: B = {b} vs A = {a} (accuracy ± SE; {_TESTS})", _head("subject"), rows, left_cols=1)
+        notes += [n for n in [_undecided(s.subject, t)] if n is not None]
+    return Section(f"MMLU-Pro: B = {b} vs A = {a} (accuracy ± SE; {_TESTS})", _head("subject"), rows, notes,
+                   left_cols=1)
 
 
 def _graded(title: str, diffs: list[AccuracyDiff], a: str, b: str) -> Section | None:
@@ -63,7 +77,9 @@ def _graded(title: str, diffs: list[AccuracyDiff], a: str, b: str) -> Section | 
     rows: list[list[str | Cell]] = [[d.name, str(d.test.n), f"{d.baseline.k}/{d.baseline.n}",
                                      f"{d.other.k}/{d.other.n}", *_test_cells(d.test, d.test.diff)] for d in shown]
     more = f"; {hidden} task(s) scored the same in both, not listed" if hidden else ""
-    return Section(f"{title}: B = {b} vs A = {a} (correct / asked; {_TESTS}{more})", _head("set"), rows, left_cols=1)
+    notes = [n for n in (_undecided(d.name, d.test) for d in shown) if n is not None]
+    return Section(f"{title}: B = {b} vs A = {a} (correct / asked; {_TESTS}{more})", _head("set"), rows, notes,
+                   left_cols=1)
 
 
 def _probes(c: SuiteComparison, a: str, b: str) -> Section | None:
