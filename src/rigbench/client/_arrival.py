@@ -21,14 +21,14 @@ import sys
 import time
 from typing import NamedTuple
 
-__all__ = ["ANC_SPACE", "ClockOffset", "enable_kernel_stamps", "kernel_stamps_unavailable", "read_kernel_stamp"]
+__all__ = ["ANC_SPACE", "TIMESPEC", "ClockOffset", "enable_kernel_stamps", "kernel_stamps_unavailable"]
 
 # The Python socket module does not name these. asm-generic values (x86-64, arm64, riscv, s390x,
 # ppc64): SO_TIMESTAMPNS_OLD = 35 = SCM_TIMESTAMPNS, carrying a native (64-bit on these) timespec.
 _SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
 _GENERIC_ARCHES = {"x86_64", "amd64", "aarch64", "arm64", "riscv64", "s390x", "ppc64le", "ppc64"}
-_TIMESPEC = struct.Struct("@qq")
-ANC_SPACE = socket.CMSG_SPACE(_TIMESPEC.size) if hasattr(socket, "CMSG_SPACE") else 0
+TIMESPEC = struct.Struct("@qq")
+ANC_SPACE = socket.CMSG_SPACE(TIMESPEC.size) if hasattr(socket, "CMSG_SPACE") else 0
 _realtime_ns = time.clock_gettime_ns if hasattr(time, "clock_gettime_ns") else None
 _perf_ns = time.perf_counter_ns
 
@@ -54,15 +54,6 @@ def enable_kernel_stamps(sock: socket.socket) -> str | None:
     except OSError as e:
         return f"the OS refused SO_TIMESTAMPNS on the response socket: {e}"
     return None
-
-
-def read_kernel_stamp(ancdata: list[tuple[int, int, bytes]], offset_ns: int) -> int:
-    """The kernel arrival on the perf_counter clock, from one recvmsg's ancillary data; 0 if absent."""
-    for level, kind, data in ancdata:
-        if level == socket.SOL_SOCKET and kind == _SO_TIMESTAMPNS and len(data) >= _TIMESPEC.size:
-            sec, nsec = _TIMESPEC.unpack_from(data)
-            return sec * 1_000_000_000 + nsec - offset_ns
-    return 0
 
 
 class ClockOffset(NamedTuple):
