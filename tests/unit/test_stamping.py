@@ -134,3 +134,28 @@ def test_loop_choice_is_irrelevant_to_the_reader() -> None:
     for runner in (asyncio.run, uvloop.run):
         r = runner(one())
         assert r.ok and len(r.chunk_kernel_ns) == (8 if sys.platform == "linux" else 0)
+
+
+def test_every_report_format_shows_the_runs_own_stamping_error() -> None:
+    import io
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from rigbench.analysis import analyze_run
+    from rigbench.records import ArrivalStamps
+    from rigbench.report import render_markdown, render_terminal
+    from rigbench.report._html import render_html
+    from rigbench.store import RunReader
+
+    a = analyze_run(RunReader(Path(__file__).parents[1] / "golden" / "emulator_b"))
+    r = StreamResult(sent_ns=0, chunk_ns=[1_000_000, 2_000_000], chunk_kernel_ns=[900_000, 1_950_000],
+                     arrival=ArrivalStamps(source="kernel", clock_offset_ns=0, clock_uncertainty_ns=40))
+    kernel = a.model_copy(update={"sections": {**a.sections, "stamping": stamping_error([r])}})
+    user = a.model_copy(update={"sections": {**a.sections, "stamping": stamping_error(
+        [r.model_copy(update={"chunk_kernel_ns": [], "arrival": ArrivalStamps(source="user", reason="TLS (https)")})])}})
+    out = io.StringIO()
+    render_terminal(kernel, Console(file=out, width=200, color_system=None))
+    for text in (out.getvalue(), render_markdown(kernel), render_html(["k"], [kernel])):
+        assert "kernel arrivals" in text and "p50 0.075 ms" in text and "p99 0.100 ms" in text, text[-600:]
+    assert "user-space stamps: TLS (https)" in render_markdown(user)
