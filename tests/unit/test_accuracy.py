@@ -62,7 +62,13 @@ async def _attempt(emu: EmulatorProcess, streams: int, body: dict[str, object]) 
         return list(await asyncio.gather(*[c.stream_chat(body) for _ in range(streams)]))
 
 
-def _measure(emu: EmulatorProcess, streams: int, override: dict[str, object], loop: str) -> list[AccuracyVerdict]:
+Wrap = Callable[[Callable[[Any], None]], Callable[[Any], None]]
+
+
+def _measure(emu: EmulatorProcess, streams: int, override: dict[str, object], loop: str,
+             around: Wrap | None = None) -> list[AccuracyVerdict]:
+    """`around`: an adversary wrapped around the socket-read callback, outside the run-queue sample
+    (which is taken right before the read's own stamp, so that it counts the waits in between)."""
     tokens, itl_ms = LOADS[streams]
     body = {
         **BODY,
@@ -74,7 +80,8 @@ def _measure(emu: EmulatorProcess, streams: int, override: dict[str, object], lo
         emu.reset()
         rq = RunQueueClock()  # on this thread: the event loop runs here
         read = _http.KernelStampedConnection._readable
-        _http.KernelStampedConnection._readable = rq.instrument(read, time.perf_counter_ns)  # type: ignore[method-assign]
+        sampled = rq.instrument(read, time.perf_counter_ns)
+        _http.KernelStampedConnection._readable = around(sampled) if around else sampled  # type: ignore[method-assign]
         try:
             res = _run(loop, _attempt(emu, streams, body))
         finally:
@@ -144,10 +151,8 @@ def test_a_client_that_sleeps_2ms_before_each_read_fails(
     # The adversary the old judge excused as machine noise: sleeping costs no CPU, so the client's
     # CPU load looked sustainable, and its lateness looked like the machine's. With kernel stamps its
     # lateness is measured per read, and sleeping is not time on a run queue.
-    monkeypatch.setattr(_http.KernelStampedConnection, "_readable",
-                        _sleeping(_http.KernelStampedConnection._readable, 0.002))
     monkeypatch.setattr(_http.HttpConnection, "data_received", _sleeping(_http.HttpConnection.data_received, 0.002))
-    verdicts = _measure(emu, streams, {}, loop)
+    verdicts = _measure(emu, streams, {}, loop, around=lambda read: _sleeping(read, 0.002))
     assert [v.kind for v in verdicts] == ["fail", "fail"], [v.reason for v in verdicts]
     assert all(v.late_p50_s >= 0.002 for v in verdicts), [v.reason for v in verdicts]
 
@@ -159,16 +164,16 @@ def test_a_slowed_client_fails_the_check_on_a_busy_machine_too(
     # The adversary: a client that does 300 us of work per event (issue 11: 300 us per read gave
     # a TTFT error p99 of 166 ms). At 64 streams it needs 1536 x 0.3 ms = 0.46 s of CPU over a 0.26 s
     # schedule: it falls behind on any machine.
-    def read_then_burn(self: _http.KernelStampedConnection) -> None:
-        real(self)
-        end = time.thread_time() + 0.0003
-        while time.thread_time() < end:
-            pass
+    def burning(read: Callable[[Any], None]) -> Callable[[Any], None]:
+        def read_then_burn(self: Any) -> None:
+            read(self)
+            end = time.thread_time() + 0.0003
+            while time.thread_time() < end:
+                pass
+        return read_then_burn
 
-    real = _http.KernelStampedConnection._readable
-    monkeypatch.setattr(_http.KernelStampedConnection, "_readable", read_then_burn)
     monkeypatch.setattr(_http.HttpConnection, "data_received", _burning(_http.HttpConnection.data_received, 0.0003))
-    verdicts = _measure(emu, 64, {}, loop)
+    verdicts = _measure(emu, 64, {}, loop, around=burning)
     assert [v.kind for v in verdicts] == ["fail", "fail"], [v.reason for v in verdicts]
 
 
@@ -209,3 +214,21 @@ def test_run_queue_time_is_taken_out_of_the_lateness_only_between_arrival_and_st
         assert own_lateness([r], None) == [3e-6]
     finally:
         rq.close()
+
+
+def test_the_noise_probe_counts_cores_from_the_affinity_mask(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Pinned to one CPU of a 16-CPU machine, 16 probes would share that CPU and read as noise forever.
+    from rigbench.testing import _accuracy_check as ac
+
+    started: list[object] = []
+    real = ac.subprocess.Popen
+
+    def popen(*a: Any, **k: Any) -> Any:
+        started.append(a)
+        return real(*a, **k)
+
+    monkeypatch.setattr(ac.os, "sched_getaffinity", lambda pid: {0})
+    monkeypatch.setattr(ac.os, "cpu_count", lambda: 16)
+    monkeypatch.setattr(ac.subprocess, "Popen", popen)
+    ac.measure_noise(0.02)
+    assert len(started) == 1

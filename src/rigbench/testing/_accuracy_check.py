@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import bisect
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterable
@@ -42,7 +43,6 @@ from typing import Any, Literal
 import numpy as np
 
 from rigbench.records import Frozen, StreamResult
-from rigbench.rig._cpu import usable_cpus
 from rigbench.testing._accuracy import AccuracyReport
 
 __all__ = ["LATE_P50_BOUND_S", "MIN_EXACT_SHARE", "AccuracyVerdict", "MachineNoise", "RunQueueClock",
@@ -87,9 +87,9 @@ class AccuracyVerdict(Frozen):
 
 def measure_noise(probe_s: float = 0.2) -> MachineNoise:
     """The machine's noise, seen by one probe process per usable CPU at once (context for a report:
-    the judge does not need it). Counted from the affinity mask, as `usable_cpus` counts cores: a
-    process pinned to one CPU starts one probe, not one per CPU of the machine."""
-    n = usable_cpus()
+    the judge does not need it). Counted from the affinity mask: a process pinned to one CPU starts
+    one probe, not one per CPU of the machine (which could never all run, and read as noise)."""
+    n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     procs = [subprocess.Popen([sys.executable, "-c", _PROBE, str(probe_s)], stdout=subprocess.PIPE, text=True)
              for _ in range(n)]
     seen = []
