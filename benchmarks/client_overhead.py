@@ -14,6 +14,9 @@ Stacks: `protocol` (rigbench's streaming path: asyncio.Protocol, stamps in data_
 `aiohttp` (rigbench's http_stack="aiohttp"), `streams` (asyncio.open_connection + StreamReader,
 written here the way a user would). All three share the same SSE parser and accumulator, so the
 difference is the HTTP layer.
+`--kernel-ab` runs every protocol row twice, interleaved sample by sample: `protocol` (the default:
+plain HTTP read with recvmsg and kernel arrival stamps) and `protocol/user` (`_http.KERNEL_STAMPS`
+off: the asyncio.Protocol reader with user-space stamps only, the path before issue 25).
 `--ab` runs every protocol row twice, interleaved sample by sample in the same run: `protocol`
 (the default read path) and `protocol/base` (`_http.FAST_PATH` and `_sse.FAST_PATH` off: every
 read through the general chunk decoder and SSE line loop, as before issue 15).
@@ -130,6 +133,7 @@ def _one(args: argparse.Namespace) -> None:
 
     _http.DEFER_PARSE = args.defer_parse
     _http.FAST_PATH = _sse.FAST_PATH = not args.base
+    _http.KERNEL_STAMPS = not args.user_stamps
     if hasattr(os, "sched_setaffinity") and args.client_core >= 0:
         os.sched_setaffinity(0, {args.client_core})
     coro = _workload(args.urls.split(","), args.stack, args.streams, args.tokens)
@@ -210,6 +214,8 @@ def main() -> None:
     p.add_argument("--ab", action="store_true", help="A/B: the read fast path on and off, same run")
     p.add_argument("--paced-streams", type=int, default=0, help="streams of the paced workload (default --streams)")
     p.add_argument("--base", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--kernel-ab", action="store_true", help="A/B: kernel-stamped reader vs Protocol reader, same run")
+    p.add_argument("--user-stamps", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--stack", default="protocol", help=argparse.SUPPRESS)
     p.add_argument("--loop", default="asyncio", help=argparse.SUPPRESS)
@@ -270,7 +276,8 @@ def main() -> None:
         try:
             for stack in args.stacks.split(","):
                 for loop in args.loops.split(","):
-                    variants = [False, True] if args.ab and stack == "protocol" else [False]
+                    variants = [False, True] if (args.ab or args.kernel_ab) and stack == "protocol" else [False]
+                    variant_flag, variant_name = ("--user-stamps", "/user") if args.kernel_ab else ("--base", "/base")
                     per_variant: dict[bool, list[dict[str, Any]]] = {v: [] for v in variants}
                     streams = (args.paced_streams or args.streams) if wl == "paced" else args.streams
                     for _, base in ((r, b) for r in range(args.repeats) for b in variants):
@@ -292,7 +299,7 @@ def main() -> None:
                             "--client-core",
                             "0" if pin else "-1",
                             *(["--defer-parse"] if args.defer_parse else []),
-                            *(["--base"] if base else []),
+                            *([variant_flag] if base else []),
                         ]
                         emu_cpu0 = _emulator_cpu_s(emus)
                         out = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
@@ -307,7 +314,7 @@ def main() -> None:
                         samples.append(sample)
                     for base, samples in per_variant.items():
                         _record_row(results, wl, stack + ("/defer" if args.defer_parse else "")
-                                    + ("/base" if base else ""), loop, streams, samples)
+                                    + (variant_name if base else ""), loop, streams, samples)
         finally:
             for e in emus:
                 e.stop()
@@ -367,7 +374,7 @@ def _cpu_model() -> str:
 def _line(row: dict[str, Any]) -> str:
     u, e, c = row["us_per_event"], row["events_per_s"], row["cpu_fraction"]
     return (
-        f"{row['workload']:9} {row['stack']:8} {row['loop']:7} {u['median']:6.2f} us/event "
+        f"{row['workload']:9} {row['stack']:13} {row['loop']:7} {u['median']:6.2f} us/event "
         f"[{u['min']:.2f}-{u['max']:.2f}]  {e['median']:9.0f} events/s [{e['min']:.0f}-{e['max']:.0f}]  "
         f"cpu {c['median']:.2f}  emulator {row['emulator_us_per_event']['median']:.2f} us/event  "
         f"errors {row['errors']}"

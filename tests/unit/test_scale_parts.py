@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from rigbench.records import StreamResult
+from rigbench.records import ArrivalStamps, StreamResult
 from rigbench.scale._clients import shift_result
 from rigbench.scale._clock import ClockEcho, best_sample, ping_udp
 from rigbench.scale._stream import Delta, DirTailer, apply_delta, snapshot_dir
@@ -80,12 +80,16 @@ def test_a_delta_cannot_write_outside_the_run_directory(tmp_path: Path) -> None:
 
 def test_shift_result_moves_every_clock_stamp_and_nothing_else() -> None:
     ns_fields = [n for n in StreamResult.model_fields if n.endswith("_ns")]
-    r = StreamResult(**{n: ([10, 20, 30] if n == "chunk_ns" else 5) for n in ns_fields},
-                     chunk_chars=[1, 1, 1], chunk_kind="ccc", content="abc", http_status=200)
+    lists = {"chunk_ns", "chunk_kernel_ns"}
+    r = StreamResult(**{n: ([10, 20, 30] if n in lists else 5) for n in ns_fields},
+                     chunk_chars=[1, 1, 1], chunk_kind="ccc", content="abc", http_status=200,
+                     arrival=ArrivalStamps(source="kernel", clock_offset_ns=7_000, clock_uncertainty_ns=50))
     s = shift_result(r, -1_000)
     for n in ns_fields:
-        assert getattr(s, n) == ([-990, -980, -970] if n == "chunk_ns" else -995), n
-    assert s.model_dump(exclude=set(ns_fields)) == r.model_dump(exclude=set(ns_fields))
+        assert getattr(s, n) == ([-990, -980, -970] if n in lists else -995), n
+    # raw kernel stamp = chunk_kernel_ns + clock_offset_ns stays true after the shift
+    assert s.arrival is not None and s.arrival.clock_offset_ns == 8_000
+    assert s.model_dump(exclude={*ns_fields, "arrival"}) == r.model_dump(exclude={*ns_fields, "arrival"})
     # a stamp the result does not have stays absent
     assert shift_result(StreamResult(sent_ns=1), 5).connect_ns is None
 

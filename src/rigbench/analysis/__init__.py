@@ -41,10 +41,11 @@ from rigbench.analysis._run import RunAnalysis, analyze_run
 from rigbench.analysis._selfcheck import CPU_FRACTION_MAX, LOOP_LAG_P99_MAX_S
 from rigbench.analysis._speculation import SpeculationFit, fit_speculation
 from rigbench.analysis._speed import ScenarioSpeed, SpeedSummary, summarize_speed
+from rigbench.analysis._stamping import StampingError, stamping_error, stamping_text
 from rigbench.analysis._stats import Stat, describe
 from rigbench.analysis._suite_compare import AccuracyDiff, SuiteComparison, compare_suites
 from rigbench.analysis._telemetry import ScenarioTelemetry, TimingCrossCheck
-from rigbench.analysis._timing import RequestTiming, chunk_token_counts, request_timing
+from rigbench.analysis._timing import RequestTiming, arrival_ns, chunk_token_counts, request_timing
 from rigbench.analysis._verdict import DEFAULT_MARGIN, Verdict
 
 __all__ = [
@@ -73,6 +74,7 @@ __all__ = [
     "SpeculationFit",
     "SpeedSummary",
     "SpeedupPrediction",
+    "StampingError",
     "Stat",
     "SuiteComparison",
     "TaskScore",
@@ -81,6 +83,7 @@ __all__ = [
     "Verdict",
     "WeightsInfo",
     "analyze_run",
+    "arrival_ns",
     "check_two_runs",
     "chunk_token_counts",
     "compare_runs",
@@ -100,6 +103,8 @@ __all__ = [
     "sessions_from_pool",
     "split_reasoning",
     "split_tokens",
+    "stamping_error",
+    "stamping_text",
     "summarize_speed",
     "weights_from_path",
 ]

@@ -11,7 +11,8 @@ from rigbench.analysis._honesty_run import honesty_sections
 from rigbench.analysis._quality import summarize_quality
 from rigbench.analysis._selfcheck import assess_selfcheck
 from rigbench.analysis._speed import SpeedSummary, summarize_speed
-from rigbench.records import SelfCheck
+from rigbench.analysis._stamping import stamping_error
+from rigbench.records import SelfCheck, SpeedRequest
 from rigbench.store import RunHeader, RunReader
 
 __all__ = ["RunAnalysis", "analyze_run"]
@@ -59,6 +60,9 @@ def analyze_run(reader: RunReader) -> RunAnalysis:
     if not quality.empty:
         sections["quality"] = quality
 
+    if speed:  # the client's own error, measured against the kernel's arrival stamps
+        sections["stamping"] = stamping_error(
+            r.result for r in reader.records("speed_request", SpeedRequest) if not r.warmup)
     checks = reader.records("selfcheck", SelfCheck)
     if checks:
         ttft_sd = [r.ttft_s.std for r in (speed.rows if speed else []) if r.ttft_s and r.ttft_s.n > 1]

@@ -2,6 +2,9 @@
 
 Used by analysis/_speed.py (keep these field names: they are the speed report's vocabulary).
 
+- arrival of a chunk: the kernel's receive stamp of the socket read that delivered it
+  (`StreamResult.chunk_kernel_ns`, SO_TIMESTAMPNS) where the client recorded one, else rigbench's
+  own stamp of that read (`chunk_ns`); `arrival_source` says which. Every metric below uses it.
 - TTFT: request sent -> first chunk carrying generated text (content, reasoning or a tool call).
   Withheld (None, with the reason in `ttft_not_comparable`) when chunks carry more than one token.
 - tokens per chunk: output tokens (server usage, else timings, else chunk count) / generating chunks.
@@ -26,8 +29,8 @@ from pydantic import Field
 
 from rigbench.records import Frozen, StreamResult
 
-__all__ = ["MULTI_TOKEN_CHUNK_THRESHOLD", "RequestTiming", "chunk_token_counts", "mean_itl_s", "request_timing",
-           "token_gaps_s"]
+__all__ = ["MULTI_TOKEN_CHUNK_THRESHOLD", "ArrivalSource", "RequestTiming", "arrival_ns", "chunk_token_counts",
+           "mean_itl_s", "request_timing", "token_gaps_s"]
 
 # Above this mean, chunks carry several tokens (speculative decoding on vLLM/SGLang, batching
 # proxies): the first chunk is then not the first token. A little above 1.0 so that one token
@@ -35,6 +38,15 @@ __all__ = ["MULTI_TOKEN_CHUNK_THRESHOLD", "RequestTiming", "chunk_token_counts",
 MULTI_TOKEN_CHUNK_THRESHOLD = 1.05
 
 ChunkTokensSource = Literal["exact", "one_each", "by_chars", "none"]
+ArrivalSource = Literal["kernel", "user"]
+
+
+def arrival_ns(res: StreamResult) -> tuple[list[int], ArrivalSource]:
+    """Each chunk's arrival: the kernel's stamp of its read where recorded, else rigbench's own."""
+    k = res.chunk_kernel_ns
+    if k and len(k) == len(res.chunk_ns):
+        return list(k), "kernel"
+    return list(res.chunk_ns), "user"
 
 
 class RequestTiming(Frozen):
@@ -42,6 +54,7 @@ class RequestTiming(Frozen):
 
     output_tokens: int
     output_tokens_source: str  # "usage" | "timings" | "chunks"
+    arrival_source: ArrivalSource = "user"  # the clock of every stamp below (module docstring)
     chunks: int  # generating chunks
     arrivals: int  # distinct read stamps among them
     coalesced_chunks: int  # chunks that arrived in the same read as the chunk before them
@@ -143,9 +156,10 @@ def request_timing(
     if counts_source == "exact" and counts and counts[0] > 1:
         multi = True
     # Arrivals: merge chunks read together (same stamp) into one.
+    arrived, arrival_source = arrival_ns(res)
     stamps: list[int] = []
     tokens: list[int] = []
-    for t, k in zip(res.chunk_ns, counts, strict=True):
+    for t, k in zip(arrived, counts, strict=True):
         if stamps and t == stamps[-1]:
             tokens[-1] += k
         else:
@@ -170,17 +184,23 @@ def request_timing(
         decode = 1 / itl_mean if itl_mean else None
         itl = token_gaps_s(stamps, tokens)
     if res.first_content_ns is not None:
-        ttft_content = (res.first_content_ns - res.sent_ns) / 1e9
+        # the arrival of the read whose own stamp is first_content_ns
+        at = res.chunk_ns.index(res.first_content_ns) if res.first_content_ns in res.chunk_ns else None
+        content_ns = arrived[at] if at is not None else res.first_content_ns
+        ttft_content = (content_ns - res.sent_ns) / 1e9
     else:  # records written before first_content_ns existed
         for i, kind in enumerate(res.chunk_kind):
             if kind == "c":
-                ttft_content = (res.chunk_ns[i] - res.sent_ns) / 1e9
+                ttft_content = (arrived[i] - res.sent_ns) / 1e9
                 break
-    if res.first_event_ns is not None:
-        first_event = (res.first_event_ns - res.sent_ns) / 1e9
+    first_event_ns = res.first_event_kernel_ns if arrival_source == "kernel" else None
+    first_event_ns = first_event_ns or res.first_event_ns
+    if first_event_ns is not None:
+        first_event = (first_event_ns - res.sent_ns) / 1e9
     return RequestTiming(
         output_tokens=out,
         output_tokens_source=source,
+        arrival_source=arrival_source,
         chunks=n_chunks,
         arrivals=len(stamps),
         coalesced_chunks=n_chunks - len(stamps),

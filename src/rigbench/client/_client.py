@@ -17,10 +17,10 @@ from urllib.parse import urlsplit
 import aiohttp
 
 from rigbench.client._deadlines import Deadlines
-from rigbench.client._http import ConnectionPool, HttpConnection, ResponseHead
+from rigbench.client._http import ConnectionPool, HttpConnection, KernelStampedConnection, ResponseHead
 from rigbench.client._selfcheck import current_monitor
 from rigbench.client._sse import COMMENT, Malformed, SSEParser, decode_json
-from rigbench.records import RequestError, StreamResult
+from rigbench.records import ArrivalStamps, RequestError, StreamResult
 
 __all__ = ["ChatClient"]
 
@@ -201,6 +201,12 @@ class ChatClient:
                 acc.error = RequestError(kind="connect", message=f"cannot connect to {self.base_url}: {what}")
                 return acc
             acc.connect_ns = opened_ns
+            clock = pool.clock
+            if clock is not None and isinstance(conn, KernelStampedConnection):
+                acc.arrival = ArrivalStamps(source="kernel", clock_offset_ns=clock.offset_ns,
+                                            clock_uncertainty_ns=clock.uncertainty_ns)
+            else:
+                acc.arrival = ArrivalStamps(source="user", reason=pool.arrival_note)
             sink = _StreamSink(acc, loop.create_future())
             try:
                 acc.sent_ns = conn.send(request, sink)
@@ -222,6 +228,7 @@ class ChatClient:
 
     async def _stream_aiohttp(self, data: bytes, path: str) -> _Accumulator:
         acc = _Accumulator()
+        acc.arrival = _AIOHTTP_ARRIVAL
         sent_ns = _perf_ns()
         acc.sent_ns = sent_ns
         try:
@@ -282,6 +289,10 @@ class ChatClient:
         return acc
 
 
+_AIOHTTP_ARRIVAL = ArrivalStamps(source="user", reason="the aiohttp stack (--http-stack aiohttp) reads through "
+                                  "its own transport, which keeps no kernel stamps")
+
+
 def _deadline_error(kind: str, deadlines: Deadlines, comments: int) -> RequestError:
     if kind == "total_timeout":
         return RequestError(kind="total_timeout", message=(
@@ -326,14 +337,14 @@ class _StreamSink:
         else:
             self.mode = "sse"
 
-    def on_body(self, data: bytes, now_ns: int) -> bool:
+    def on_body(self, data: bytes, now_ns: int, kernel_ns: int) -> bool:
         acc = self.acc
         if self.mode == "sse":
             if acc.finished:
                 return False  # after [DONE]: drain to the end of the body so the connection is reused
             events = self.parser.feed(data)
             if events:
-                acc.on_events(events, now_ns)
+                acc.on_events(events, now_ns, kernel_ns)
                 if acc.finished:
                     self.resolve()
                     return acc.error is not None
@@ -347,7 +358,7 @@ class _StreamSink:
             if self.mode == "sse":
                 tail = self.parser.flush()
                 if tail:
-                    acc.on_events(tail, now_ns)
+                    acc.on_events(tail, now_ns, acc.kernel_ns)  # the tail came with the last read
             elif self.mode in ("error", "not_sse"):
                 text = b"".join(self.err_body).decode(errors="replace")[:2048]
                 status = acc.http_status or 0
@@ -419,7 +430,9 @@ class _Accumulator:
     """Mutable state of one stream; turned into a frozen StreamResult at the end."""
 
     __slots__ = (
+        "arrival",
         "chunk_chars",
+        "chunk_kernel_ns",
         "chunk_kind",
         "chunk_ns",
         "coalesced",
@@ -432,9 +445,11 @@ class _Accumulator:
         "error",
         "finish_reason",
         "first_content_ns",
+        "first_event_kernel_ns",
         "first_event_ns",
         "headers_ns",
         "http_status",
+        "kernel_ns",
         "model",
         "reasoning",
         "reasoning_field",
@@ -456,6 +471,10 @@ class _Accumulator:
         self.first_event_ns: int | None = None
         self.done_ns: int | None = None
         self.chunk_ns: list[int] = []
+        self.chunk_kernel_ns: list[int] = []
+        self.kernel_ns = 0  # the kernel's stamp of the read being handled (0: none)
+        self.first_event_kernel_ns: int | None = None
+        self.arrival: ArrivalStamps | None = None
         self.chunk_chars: list[int] = []
         self.chunk_kind: list[str] = []
         self.coalesced = 0
@@ -484,9 +503,11 @@ class _Accumulator:
                 kind="disconnect", message="stream ended before [DONE] or a finish_reason"
             )
 
-    def on_events(self, events: list[bytes | object], now: int) -> None:
+    def on_events(self, events: list[bytes | object], now: int, kernel: int = 0) -> None:
+        self.kernel_ns = kernel
         if self.first_event_ns is None:
             self.first_event_ns = now
+            self.first_event_kernel_ns = kernel or None
         first = True
         for ev in events:
             if not first:
@@ -582,6 +603,7 @@ class _Accumulator:
                 self._merge_tool_call(tc)
         if kinds:
             self.chunk_ns.append(now)
+            self.chunk_kernel_ns.append(self.kernel_ns)
             self.chunk_chars.append(n_chars)
             self.chunk_kind.append(kinds if len(kinds) == 1 else "m")
         else:
@@ -608,8 +630,23 @@ class _Accumulator:
         if fn.get("arguments"):
             cur["function"]["arguments"] += fn["arguments"]
 
+    def _arrival(self) -> tuple[ArrivalStamps | None, list[int]]:
+        """The kernel stamps when every chunk has one; else user-space stamps, saying why."""
+        arrival, kernel = self.arrival, self.chunk_kernel_ns
+        if arrival is None or arrival.source != "kernel":
+            return arrival, []
+        if 0 in kernel:
+            missing = kernel.count(0)
+            return ArrivalStamps(source="user", reason=(
+                f"{missing} of {len(kernel)} reads came without a kernel timestamp")), []
+        return arrival, kernel
+
     def result(self) -> StreamResult:
+        arrival, kernel = self._arrival()
         return StreamResult(
+            chunk_kernel_ns=kernel,
+            first_event_kernel_ns=self.first_event_kernel_ns if kernel else None,
+            arrival=arrival,
             sent_ns=self.sent_ns,
             scheduled_ns=self.scheduled_ns,
             connect_ns=self.connect_ns,

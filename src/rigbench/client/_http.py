@@ -8,20 +8,36 @@ the bytes, the SSE events are handled right there, and the waiting task wakes on
 
 Only what OpenAI-compatible servers need: one request per connection at a time, keep-alive
 reuse, chunked / Content-Length / close-delimited bodies, optional TLS. No proxies, no redirects.
+
+Kernel arrival stamps (`_arrival.py`): on Linux, a plain-HTTP connection is read by
+`KernelStampedConnection`, which owns its socket, waits for it with `loop.add_reader` and reads
+it with `recvmsg`, so each read also carries the kernel's receive time of its last segment (the
+Protocol API hands over bytes only). TLS, other OSes and a socket that refuses the option use
+the Protocol path and user-space stamps; `ConnectionPool.arrival_note` says why.
 """
 
 from __future__ import annotations
 
 import asyncio
+import socket
 import ssl as _ssl
 import time
 from collections.abc import Callable
 from typing import Protocol, cast
 from urllib.parse import urlsplit
 
-__all__ = ["BodySink", "ConnectionPool", "HttpConnection", "ReadQueue", "ResponseHead"]
+from rigbench.client._arrival import (
+    ANC_SPACE,
+    TIMESPEC,
+    ClockOffset,
+    enable_kernel_stamps,
+    kernel_stamps_unavailable,
+)
+
+__all__ = ["BodySink", "ConnectionPool", "HttpConnection", "KernelStampedConnection", "ReadQueue", "ResponseHead"]
 
 _perf_ns = time.perf_counter_ns
+_unpack_timespec = TIMESPEC.unpack_from
 
 
 class ResponseHead:
@@ -37,7 +53,8 @@ class BodySink(Protocol):
     """Receives one response, in `data_received` order, every call stamped with its arrival."""
 
     def on_head(self, head: ResponseHead, now_ns: int) -> None: ...
-    def on_body(self, data: bytes, now_ns: int) -> bool: ...  # True: stop, close the connection
+    # kernel_ns: the kernel's arrival stamp of the read (perf_counter clock), 0 when unknown
+    def on_body(self, data: bytes, now_ns: int, kernel_ns: int) -> bool: ...  # True: stop, close
     def on_end(self, exc: BaseException | None, now_ns: int) -> None: ...  # body ended or broke
 
 
@@ -55,6 +72,32 @@ DEFER_PARSE = False
 # general decoder. A module switch so benchmarks/client_overhead.py can A/B it in one run.
 FAST_PATH = True
 
+# Read plain-HTTP responses with recvmsg and kernel arrival stamps (Linux). A module switch so
+# benchmarks/timing_accuracy.py and client_overhead.py can compare both ways in one run.
+KERNEL_STAMPS = True
+# 64 KiB: CPython allocates the whole size for each recvmsg, and above glibc's mmap threshold
+# (128 KiB) every read would map and unmap it (measured: 8.5 us per read at 64 KiB, 28.8 at 256).
+_RECV_BYTES = 65536
+
+
+class ArrivalClock:
+    """The realtime -> perf_counter conversion shared by a pool's connections, re-sampled when stale."""
+
+    __slots__ = ("offset_ns", "sampled_ns", "uncertainty_ns")
+    MAX_AGE_NS = 500_000_000  # NTP slews realtime by at most 0.5 ms/s: keep the drift ~microseconds
+
+    def __init__(self) -> None:
+        self.offset_ns = self.uncertainty_ns = self.sampled_ns = 0
+        self.refresh()
+
+    def refresh(self) -> None:
+        c = ClockOffset.sample()
+        self.offset_ns, self.uncertainty_ns, self.sampled_ns = c
+
+    def fresh(self, now_ns: int) -> None:
+        if now_ns - self.sampled_ns > self.MAX_AGE_NS:
+            self.refresh()
+
 
 class ReadQueue:
     """Reads stamped in data_received, handled together once the loop has done its other reads."""
@@ -63,13 +106,13 @@ class ReadQueue:
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
-        self.items: list[tuple[HttpConnection, bytes | None, int, BaseException | None]] = []
+        self.items: list[tuple[HttpConnection, bytes | None, int, int, BaseException | None]] = []
         self.scheduled = False
 
     def push(
-        self, conn: HttpConnection, data: bytes | None, now: int, exc: BaseException | None = None
+        self, conn: HttpConnection, data: bytes | None, now: int, exc: BaseException | None = None, kernel: int = 0
     ) -> None:
-        self.items.append((conn, data, now, exc))
+        self.items.append((conn, data, now, kernel, exc))
         if not self.scheduled:
             self.scheduled = True
             self.loop.call_soon(self.flush)
@@ -77,7 +120,8 @@ class ReadQueue:
     def flush(self) -> None:
         self.scheduled = False
         items, self.items = self.items, []
-        for conn, data, now, exc in items:
+        for conn, data, now, kernel, exc in items:
+            conn.kernel_ns = kernel
             try:
                 conn.on_read(data, now, exc)
             except Exception as e:  # a response we cannot parse fails its request, not the others
@@ -101,21 +145,30 @@ class HttpConnection(asyncio.Protocol):
         self.keep_alive = True
         self.got_bytes = False  # any byte of the current response
         self.last_ns = 0
+        self.kernel_ns = 0  # the kernel's arrival stamp of the read being handled (0: unknown)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
 
     def send(self, request: bytes, sink: BodySink) -> int:
         """Write the request; returns the perf_counter_ns stamp taken just before the write."""
-        assert self.transport is not None and self._state == _IDLE
+        assert self._state == _IDLE
         self._sink = sink
         self._state = _HEAD
         self._buf = b""
         self.got_bytes = False
         now = _perf_ns()
         self.last_ns = now
-        self.transport.write(request)
+        self._write(request, now)
         return now
+
+    def _write(self, request: bytes, now: int) -> None:
+        assert self.transport is not None
+        self.transport.write(request)
+
+    def usable(self) -> bool:
+        """Open, and fit to carry the next request."""
+        return not self.closed and self.transport is not None and not self.transport.is_closing()
 
     def close(self) -> None:
         self.closed = True
@@ -194,7 +247,7 @@ class HttpConnection(asyncio.Protocol):
             ended = self._left == 0
         else:
             payload, ended = data, False
-        if payload and sink.on_body(payload, now):
+        if payload and sink.on_body(payload, now, self.kernel_ns):
             self._finish(None, now, reuse=False)
             return
         if ended:
@@ -281,6 +334,118 @@ class HttpConnection(asyncio.Protocol):
                 self.fail(exc or ConnectionResetError("the server closed the connection"), now)
 
 
+class KernelStampedConnection(HttpConnection):
+    """A plain-HTTP connection that owns its socket and reads it with `recvmsg`, so that every read
+    carries the kernel's arrival stamp next to rigbench's own (see the module docstring)."""
+
+    def __init__(self, sock: socket.socket, loop: asyncio.AbstractEventLoop,
+                 on_idle: Callable[[HttpConnection], None], reads: ReadQueue, clock: ArrivalClock) -> None:
+        super().__init__(on_idle, reads)
+        self.sock: socket.socket | None = sock
+        self._loop = loop
+        self._fd = sock.fileno()
+        self._clock = clock
+        self._recvmsg = sock.recvmsg
+        self._out = b""
+        loop.add_reader(self._fd, self._readable)
+
+    def usable(self) -> bool:
+        return not self.closed
+
+    def _write(self, request: bytes, now: int) -> None:
+        assert self.sock is not None
+        try:
+            n = self.sock.send(request)
+        except (BlockingIOError, InterruptedError):
+            n = 0
+        except OSError as e:
+            self._loop.call_soon(self.fail, e, now)  # after send() has returned its stamp
+            return
+        if n < len(request):
+            self._out = request[n:]
+            self._loop.add_writer(self._fd, self._writable)
+
+    def _writable(self) -> None:
+        if self.sock is None:
+            return
+        try:
+            n = self.sock.send(self._out)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as e:
+            self._peer_gone(e)
+            return
+        self._out = self._out[n:]
+        if not self._out:
+            self._loop.remove_writer(self._fd)
+
+    def _readable(self) -> None:
+        # The own stamp first, as data_received takes it on the Protocol path; the kernel's comes
+        # with the bytes.
+        now = _perf_ns()
+        try:
+            data, anc, _, _ = self._recvmsg(_RECV_BYTES, ANC_SPACE)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as e:
+            self._peer_gone(e)
+            return
+        if not data:
+            self._peer_gone(None)
+            return
+        if anc:  # one control message: the only option set on this socket
+            sec, nsec = _unpack_timespec(anc[0][2])
+            kernel = sec * 1_000_000_000 + nsec - self._clock.offset_ns
+        else:
+            kernel = 0
+        self.kernel_ns = kernel
+        self.last_ns = now
+        self.got_bytes = True
+        if DEFER_PARSE:
+            self._reads.push(self, data, now, None, kernel)
+            return
+        try:
+            if self._state == _BODY:
+                self._body(data, now)
+            else:
+                self.on_read(data, now, None)
+        except Exception as e:  # a response we cannot parse fails its request (as the Protocol path does)
+            self.fail(e, now)
+
+    def _peer_gone(self, exc: BaseException | None) -> None:
+        """EOF or a socket error: what connection_lost does on the Protocol path."""
+        self._shut()
+        now = _perf_ns()
+        if DEFER_PARSE:
+            self._reads.push(self, None, now, exc)
+        else:
+            self._lost(exc, now)
+
+    def _shut(self) -> None:
+        self.closed = True
+        sock, self.sock = self.sock, None
+        if sock is not None:
+            self._loop.remove_reader(self._fd)
+            if self._out:
+                self._loop.remove_writer(self._fd)
+                self._out = b""
+            sock.close()
+
+    def close(self) -> None:
+        was_open = self.sock is not None
+        self._shut()
+        if was_open and self._sink is not None:  # closed under a live response (a deadline, a cancel)
+            self._loop.call_soon(self._lost, None, _perf_ns())
+
+
+def _no_kernel_stamps(https: bool) -> str | None:
+    if https:
+        return "TLS (https): the SSL transport reads the socket, and it keeps no kernel stamps"
+    if not KERNEL_STAMPS:
+        return "kernel stamps switched off (rigbench.client._http.KERNEL_STAMPS)"
+    return kernel_stamps_unavailable()
+
+
 class ConnectionPool:
     """Keep-alive connections to one origin, at most `limit` open at once."""
 
@@ -295,14 +460,19 @@ class ConnectionPool:
         self._idle: list[HttpConnection] = []
         self._ssl: _ssl.SSLContext | None = _ssl.create_default_context() if self.https else None
         self._reads = ReadQueue(asyncio.get_running_loop())
+        # Why this pool's reads carry user-space stamps only; None while kernel stamps are in use.
+        self.arrival_note: str | None = _no_kernel_stamps(self.https)
+        self.clock: ArrivalClock | None = ArrivalClock() if self.arrival_note is None else None
 
     async def acquire(self) -> tuple[HttpConnection, int | None]:
         """A ready connection and, when a new one had to be opened, the stamp its opening began."""
         await self._sem.acquire()
         try:
+            if self.clock is not None:
+                self.clock.fresh(_perf_ns())
             while self._idle:
                 c = self._idle.pop()
-                if not c.closed and c.transport is not None and not c.transport.is_closing():
+                if c.usable():
                     return c, None
             opened_ns = _perf_ns()
             return await self.open(), opened_ns
@@ -312,6 +482,11 @@ class ConnectionPool:
 
     async def open(self) -> HttpConnection:
         loop = asyncio.get_running_loop()
+        if self.clock is not None:
+            async with asyncio.timeout(self.connect_s):
+                stamped = await self._open_stamped(loop, self.clock)
+            if stamped is not None:
+                return stamped
         # asyncio.timeout, not wait_for: Python 3.11's wait_for returns the result when a cancel
         # (Ctrl-C) lands as the connection completes, and the run went on to exit 0 as complete.
         async with asyncio.timeout(self.connect_s):
@@ -321,6 +496,31 @@ class ConnectionPool:
         if proto.transport is None:  # uvloop may call connection_made a little later
             proto.transport = cast(asyncio.Transport, transport)
         return proto
+
+    async def _open_stamped(self, loop: asyncio.AbstractEventLoop, clock: ArrivalClock) -> HttpConnection | None:
+        """A connection read with kernel stamps; None (and `arrival_note` set) when the OS refuses."""
+        infos = await loop.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM)
+        error: OSError = OSError(f"no address for {self.host}:{self.port}")
+        for family, kind, proto, _, addr in infos:
+            sock = socket.socket(family, kind, proto)
+            try:
+                sock.setblocking(False)
+                refused = enable_kernel_stamps(sock)
+                if refused is not None:
+                    sock.close()
+                    self.arrival_note, self.clock = refused, None
+                    return None
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                await loop.sock_connect(sock, addr)
+            except OSError as e:
+                sock.close()
+                error = e
+                continue
+            except BaseException:
+                sock.close()
+                raise
+            return KernelStampedConnection(sock, loop, self._to_idle, self._reads, clock)
+        raise error
 
     def release(self, conn: HttpConnection) -> None:
         """The caller is done with `conn`; it goes back to the pool by itself once its body ends."""

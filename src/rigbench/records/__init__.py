@@ -34,7 +34,7 @@ from rigbench.records._sanity import SanityAnswer, SanityVerdict
 from rigbench.records._selfcheck import SelfCheck
 from rigbench.records._speed import SpeedBatch, SpeedRequest, SpeedSkip
 from rigbench.records._startup import StartupTiming
-from rigbench.records._stream import ChunkKind, RequestError, RequestErrorKind, StreamResult
+from rigbench.records._stream import ArrivalStamps, ChunkKind, RequestError, RequestErrorKind, StreamResult
 from rigbench.records._telemetry import Phase, TelemetryRecord, TelemetrySample
 from rigbench.records._traffic import CacheSource, ScenarioPrefixCache, TrafficCheck
 from rigbench.records._union import RECORD_TYPES, AnyRecord, record_adapter
@@ -43,6 +43,7 @@ __all__ = [
     "OFF_LEVELS",
     "RECORD_TYPES",
     "AnyRecord",
+    "ArrivalStamps",
     "BFCLItemRecord",
     "CacheSource",
     "ChunkKind",

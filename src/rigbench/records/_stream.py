@@ -13,7 +13,7 @@ from pydantic import Field
 
 from rigbench.records._base import Frozen
 
-__all__ = ["ChunkKind", "RequestError", "RequestErrorKind", "StreamResult"]
+__all__ = ["ArrivalStamps", "ChunkKind", "RequestError", "RequestErrorKind", "StreamResult"]
 
 RequestErrorKind = Literal[
     "connect",  # could not open a connection
@@ -40,6 +40,17 @@ class RequestError(Frozen):
     body: str | None = None  # first 2 KB of the error body, for the evidence
 
 
+class ArrivalStamps(Frozen):
+    """Which clock said when the response's reads arrived (docs/metrics.md, "arrival")."""
+
+    source: Literal["kernel", "user"]  # kernel: SO_TIMESTAMPNS on every read; user: rigbench's own stamps
+    reason: str | None = None  # why user-space stamps only (TLS, OS, aiohttp path, a read without one)
+    # CLOCK_REALTIME - perf_counter used to convert the kernel's stamps, and the half width of
+    # its tightest reading: raw kernel stamp = chunk_kernel_ns + clock_offset_ns.
+    clock_offset_ns: int | None = None
+    clock_uncertainty_ns: int | None = None
+
+
 class StreamResult(Frozen):
     """Everything one streamed chat completion produced, timestamped per chunk."""
 
@@ -62,6 +73,12 @@ class StreamResult(Frozen):
     # Events that arrived in the same socket read as the previous event (same timestamp by
     # construction); lets analysis tell coalesced reads from real zero gaps.
     coalesced_events: int = 0
+    # The kernel's arrival stamp of the read that delivered each chunk (perf_counter clock, as
+    # chunk_ns is rigbench's own stamp of that read); empty when `arrival` says user-space stamps.
+    # Records of format <= 4 have neither: `arrival` None reads as "not recorded".
+    chunk_kernel_ns: list[int] = Field(default_factory=list)
+    first_event_kernel_ns: int | None = None
+    arrival: ArrivalStamps | None = None
     empty_events: int = 0  # role-only or empty deltas
     comment_events: int = 0  # SSE comments / keep-alives
 

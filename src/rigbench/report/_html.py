@@ -21,7 +21,7 @@ from rigbench.report._plots import (
     plot_speedup,
     plot_tok_s,
 )
-from rigbench.report._run import _fingerprint_rows, _trust_line
+from rigbench.report._run import _trust_line, run_fingerprint_rows
 from rigbench.report._speed import LATENCY_HEAD, LATENCY_KEY, latency_cells, speed_columns
 from rigbench.report._suite_compare import NOT_SIGNIFICANT_NOTE, suite_comparison_sections
 
@@ -167,7 +167,7 @@ def render_html(names: Sequence[str], analyses: Sequence[RunAnalysis], compariso
     # fingerprints
     parts.append("<h2>Fingerprints</h2>")
     for n, a in zip(names, analyses, strict=True):
-        fp_rows = [[k, v] for k, v in _fingerprint_rows(a.header.fingerprint)]
+        fp_rows = [[k, v] for k, v in run_fingerprint_rows(a)]
         parts.append(f"<h3>{_e(n)}</h3>" + html_table(["", ""], fp_rows, numeric_from=99, cls="fp"))
     parts.append('<p class="note">Source data: '
                  + ", ".join(f"<code>{_e(a.source_data_id)}</code>" for a in analyses) + "</p></body></html>")

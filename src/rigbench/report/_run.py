@@ -10,7 +10,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from rigbench.analysis import RunAnalysis
+from rigbench.analysis import RunAnalysis, stamping_text
 from rigbench.outside import for_console, for_markdown, visible
 from rigbench.report._agent import render_agent_markdown, render_agent_terminal
 from rigbench.report._fmt import fmt_bytes
@@ -77,6 +77,15 @@ def _fingerprint_rows(fp: dict[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
+def run_fingerprint_rows(a: RunAnalysis) -> list[tuple[str, str]]:
+    """The fingerprint, and the clock the run's arrivals were read by with the client's own error."""
+    rows = _fingerprint_rows(a.header.fingerprint)
+    se = a.sections.get("stamping")
+    if se is not None:
+        rows.append(("arrival stamps", stamping_text(se)))
+    return rows
+
+
 def _kv_pool_row(info: dict[str, Any]) -> str | None:
     """vLLM: the pool it reported (log, /metrics) beside rigbench's prediction for the same rig."""
     log, metrics, pred = info.get("kv_pool_tokens_log"), info.get("kv_pool_tokens_metrics"), info.get("kv_prediction")
@@ -129,7 +138,7 @@ def render_terminal(a: RunAnalysis, console: Console) -> None:
     fp = Table(title="Fingerprint", show_header=False, title_justify="left")
     fp.add_column(style="bold")
     fp.add_column(overflow="fold")
-    for k, v in _fingerprint_rows(a.header.fingerprint):
+    for k, v in run_fingerprint_rows(a):
         fp.add_row(k, Text(visible(v)))
     console.print(fp)
     console.print(f"[dim]run directory: {for_console(a.run_dir)}[/]")
@@ -172,7 +181,7 @@ def render_markdown(a: RunAnalysis) -> str:
     if "agent" in a.sections:
         out += [render_agent_markdown(a.sections["agent"]), ""]
     out += ["## Fingerprint", "", "| | |", "|---|---|"]
-    out += [f"| {k} | {_md_escape(v)} |" for k, v in _fingerprint_rows(a.header.fingerprint)]
+    out += [f"| {k} | {_md_escape(v)} |" for k, v in run_fingerprint_rows(a)]
     out += ["", f"Source data: `{a.source_data_id}`", ""]
     return "\n".join(out)
 

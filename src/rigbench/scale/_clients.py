@@ -55,6 +55,9 @@ def shift_result(r: StreamResult, delta_ns: int) -> StreamResult:
             upd[name] = [x + delta_ns for x in v]
         elif v is not None:
             upd[name] = v + delta_ns
+    a = r.arrival
+    if a is not None and a.clock_offset_ns is not None:  # raw kernel stamp = chunk_kernel_ns + offset, still
+        upd["arrival"] = a.model_copy(update={"clock_offset_ns": a.clock_offset_ns - delta_ns})
     return r.model_copy(update=upd)
 
 

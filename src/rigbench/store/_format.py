@@ -24,14 +24,18 @@ version under tests/golden/ and keep the reader loading it):
                  prompt another prompt of the run shares), `traffic_check` gains prefix_cache (per
                  scenario and level) and warnings. v1-v3 records load with those fields absent
                  (tests/golden/run_v1; a v3 traffic_check in tests/unit/test_prefix_cache.py).
+  5  2026-12-01  kernel arrival stamps: StreamResult gains chunk_kernel_ns (SO_TIMESTAMPNS of each
+                 chunk's read), first_event_kernel_ns and `arrival` (kernel or user-space stamps,
+                 why, and the clock conversion). v1-v4 results load with them absent, read as
+                 "not recorded" (a v4 speed_request in tests/unit/test_stamping.py).
 """
 
 from __future__ import annotations
 
 __all__ = ["FORMAT_VERSION", "HEADER_FILE", "LOG_FILE", "RECORDS_FILE", "SUPPORTED_VERSIONS"]
 
-FORMAT_VERSION = 4
-SUPPORTED_VERSIONS = frozenset({1, 2, 3, 4})
+FORMAT_VERSION = 5
+SUPPORTED_VERSIONS = frozenset({1, 2, 3, 4, 5})
 HEADER_FILE = "run.json"
 RECORDS_FILE = "records.jsonl"
 LOG_FILE = "engine.log"

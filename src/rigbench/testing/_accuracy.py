@@ -1,13 +1,20 @@
 """Compare what the client measured with what the emulator really did.
 
-Errors are client minus truth, in seconds, on the shared monotonic clock:
-- TTFT error: the client's first-chunk stamp minus the emulator's first-chunk write. The start
+Errors are client minus truth, in seconds, on the shared monotonic clock. The client's time of a
+chunk is its arrival as the metrics use it (analysis `arrival_ns`: the kernel's receive stamp of
+its read where recorded, else rigbench's own stamp).
+- TTFT error: the client's first-chunk arrival minus the emulator's first-chunk write. The start
   of TTFT is the client's own `sent_ns`, stamped synchronously just before the kernel write; the
   emulator's `received_ns` is not used as truth because under load the emulator reads requests
   late (as any server does), which is part of TTFT, not an error of the client.
 - per-token ITL error: `request_timing` on the client's result versus the same definition on the
   true chunk write times and true tokens per chunk, token by token (aligned on the last token).
 - token counts must match exactly: output tokens, chunks, and tokens per chunk as inferred.
+- exact chunks: those that came last in their read. The kernel stamps a read with its last
+  segment's arrival, so only these have an exact kernel arrival; the earlier chunks of a coalesced
+  read are dated with the later one. `exact_delivery_p99_s` is the error on them alone: the
+  stamping itself, whatever the client's lateness. The lateness is `late_*` (own stamp - kernel
+  arrival, per read).
 """
 
 from __future__ import annotations
@@ -16,7 +23,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from rigbench.analysis import chunk_token_counts, request_timing
+from rigbench.analysis import arrival_ns, chunk_token_counts, request_timing
 from rigbench.records import Frozen, StreamResult
 from rigbench.testing._truth import RequestTruth
 
@@ -39,6 +46,14 @@ class AccuracyReport(Frozen):
     zero_itl: int  # per-token ITLs of exactly 0 where the truth had none
     coalesced_chunks: int
     sent_after_received: int  # causality breaks: client sent_ns later than emulator received_ns
+    arrival_source: str = "user"  # kernel | user | mixed: the clock of the errors above
+    chunks: int = 0
+    exact_chunks: int = 0  # chunks that came last in their read (an exact kernel arrival)
+    exact_delivery_p99_s: float = float("nan")  # |arrival - true write| over exact chunks
+    exact_delivery_max_s: float = float("nan")
+    coalesced_read_share: float = 0.0  # reads that carried more than one chunk / reads
+    late_p50_s: float = float("nan")  # own stamp - kernel arrival, per read (kernel-stamped only)
+    late_p99_s: float = float("nan")
 
 
 def true_itl_s(t: RequestTruth) -> list[float]:
@@ -55,13 +70,28 @@ def compare_with_truth(results: Iterable[StreamResult], truth: Iterable[RequestT
     ttft_err: list[float] = []
     itl_err: list[float] = []
     delivery: list[float] = []
-    n = unmatched = tokens = mismatches = zero = coalesced = causality = 0
+    exact: list[float] = []
+    late: list[float] = []
+    sources: set[str] = set()
+    n = unmatched = tokens = mismatches = zero = coalesced = causality = chunks = reads = multi_reads = 0
     for r in results:
         t = by_id.get(r.response_id or "")
         if t is None or not t.chunk_ns or not r.chunk_ns:
             unmatched += 1
             continue
         n += 1
+        arrived, source = arrival_ns(r)
+        sources.add(source)
+        own = r.chunk_ns
+        chunks += len(own)
+        for j, (at, e) in enumerate(zip(arrived, t.chunk_ns, strict=False)):
+            first_of_read = j == 0 or own[j - 1] != own[j]
+            reads += first_of_read
+            multi_reads += not first_of_read and (j < 2 or own[j - 2] != own[j])
+            if j + 1 == len(own) or own[j + 1] != own[j]:  # last in its read
+                exact.append((at - e) / 1e9)
+            if first_of_read and source == "kernel":
+                late.append((own[j] - at) / 1e9)
         timing = request_timing(r)
         tokens += timing.output_tokens
         coalesced += timing.coalesced_chunks
@@ -71,8 +101,8 @@ def compare_with_truth(results: Iterable[StreamResult], truth: Iterable[RequestT
         if (timing.output_tokens != t.output_tokens or len(r.chunk_ns) != len(t.chunk_ns)
                 or counts != t.chunk_tokens):
             mismatches += 1
-        ttft_err.append((r.chunk_ns[0] - t.chunk_ns[0]) / 1e9)
-        delivery.extend((c - e) / 1e9 for c, e in zip(r.chunk_ns, t.chunk_ns, strict=False))
+        ttft_err.append((arrived[0] - t.chunk_ns[0]) / 1e9)
+        delivery.extend((c - e) / 1e9 for c, e in zip(arrived, t.chunk_ns, strict=False))
         truth_itl = true_itl_s(t)
         m = min(len(truth_itl), len(timing.itl_s))
         if m:
@@ -91,4 +121,8 @@ def compare_with_truth(results: Iterable[StreamResult], truth: Iterable[RequestT
         delivery_p99_s=q(delivery, 99), delivery_min_s=min(delivery) if delivery else float("nan"),
         token_count_mismatches=mismatches, zero_itl=zero, coalesced_chunks=coalesced,
         sent_after_received=causality,
+        arrival_source="mixed" if len(sources) > 1 else next(iter(sources), "user"),
+        chunks=chunks, exact_chunks=len(exact), exact_delivery_p99_s=q(exact, 99), exact_delivery_max_s=q(exact, 100),
+        coalesced_read_share=multi_reads / reads if reads else 0.0,
+        late_p50_s=q(late, 50), late_p99_s=q(late, 99),
     )
