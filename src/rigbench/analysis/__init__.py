@@ -1,6 +1,7 @@
 """Statistics and derived metrics. Never touches the network; never formats output."""
 
 from rigbench.analysis._agent import AgentSummary, ProbeRow, TaskScore
+from rigbench.analysis._arrival import ArrivalPattern, ArrivalSummary, stream_arrival, summarize_arrival
 from rigbench.analysis._bandwidth import machine_bandwidth
 from rigbench.analysis._compare import Comparison, compare_runs, compare_stats, fingerprint_differences
 from rigbench.analysis._kvcache import (
@@ -34,7 +35,7 @@ from rigbench.analysis._roofline import (
 from rigbench.analysis._run import RunAnalysis, analyze_run
 from rigbench.analysis._selfcheck import CPU_FRACTION_MAX, LOOP_LAG_P99_MAX_S
 from rigbench.analysis._speculation import SpeculationFit, fit_speculation
-from rigbench.analysis._speed import ScenarioSpeed, SpeedSummary, summarize_speed
+from rigbench.analysis._speed import ScenarioSpeed, SpeedSummary, latency_finding, summarize_speed
 from rigbench.analysis._stats import Stat, describe
 from rigbench.analysis._suite_compare import AccuracyDiff, SuiteComparison, compare_suites
 from rigbench.analysis._telemetry import ScenarioTelemetry, TimingCrossCheck
@@ -45,6 +46,8 @@ __all__ = [
     "LOOP_LAG_P99_MAX_S",
     "AccuracyDiff",
     "AgentSummary",
+    "ArrivalPattern",
+    "ArrivalSummary",
     "Comparison",
     "EffortSummary",
     "KVArchitecture",
@@ -82,6 +85,7 @@ __all__ = [
     "fit_speculation",
     "kv_architecture_from_path",
     "kv_capacity",
+    "latency_finding",
     "lookup_device",
     "machine_bandwidth",
     "predict_speedup",
@@ -90,6 +94,8 @@ __all__ = [
     "sessions_from_pool",
     "split_reasoning",
     "split_tokens",
+    "stream_arrival",
+    "summarize_arrival",
     "summarize_speed",
     "weights_from_path",
 ]
