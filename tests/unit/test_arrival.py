@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import random
+from pathlib import Path
 
 import pytest
 
-from rigbench.analysis import ArrivalPattern, stream_arrival, summarize_arrival
+from rigbench.analysis import ArrivalPattern, analyze_run, stream_arrival, summarize_arrival
 from rigbench.client import ChatClient
-from rigbench.records import StreamResult
+from rigbench.records import SpeedBatch, SpeedRequest, StreamResult
+from rigbench.report import render_markdown
+from rigbench.store import RunHeader, RunReader, RunWriter, TrustVerdict
 from rigbench.testing import BufferingProxy, Delay, Emulator, EmulatorScript
 
 MS = 1_000_000  # ns
@@ -188,3 +191,46 @@ def test_multi_token_events_with_a_token_count_in_timings_are_not_a_flush() -> N
     reads = [(50.0 + 12.0 * i, 1) for i in range(20)]
     p = stream_arrival(_stream(reads, tokens=64, timings={"predicted_n": 64, "predicted_ms": 240.0}))
     assert p.kind == "streamed" and p.steps == 20 and p.steps_source == "events"
+
+
+# -- a run's rows: the latency it withholds, and an older run's report ---------------------------------
+
+
+def _write_run(tmp: Path, streams: list[StreamResult]) -> RunReader:
+    """A finished run recorded before this check existed (trusted), one request per batch."""
+    w = RunWriter(tmp, RunHeader(run_id="r", created_at="2026-01-01T00:00:00+00:00", rigbench_version="0"))
+    for rep, res in enumerate(streams):
+        uid = f"speed/chat/c1/r{rep}"
+        w.append(SpeedRequest(unit_id=uid + "/i0", scenario="chat", concurrency=1, repetition=rep, warmup=False,
+                              index=0, input_tokens_target=16, output_tokens_target=64, input_tokens_measured=16,
+                              result=res))
+        w.append(SpeedBatch(unit_id=uid, scenario="chat", concurrency=1, repetition=rep, warmup=False,
+                            started_ns=res.sent_ns, ended_ns=res.done_ns or 0, requests=1, failed=0))
+    w.finish("complete", trust=TrustVerdict(trusted=True))
+    return RunReader(tmp)
+
+
+def test_a_buffered_row_withholds_latency_and_an_older_report_says_why(tmp_path: Path) -> None:
+    a = analyze_run(_write_run(tmp_path, [_stream([(2200.0 + 10 * i, 64)]) for i in range(3)]))
+    assert a.speed is not None
+    [row] = a.speed.rows
+    assert row.arrival is not None and row.arrival.buffered and row.latency_not_measurable
+    assert row.ttft_s is None and row.itl_mean_s is None and row.itl_gaps_s is None and row.decode_tok_s is None
+    assert row.e2e_tok_s is not None and row.e2e_latency_s is not None and row.aggregate_tok_s is not None
+    # the run's verdict predates the check: the report still says it, as a warning
+    assert ("latency figures: chat (c=1) buffered by the server or a proxy: 3 of 3 requests arrived in one read "
+            "after 2.2 s (median); TTFT and ITL not measurable") in a.warnings
+    md = render_markdown(a)
+    assert "| chat | 16→64 | 1 | 3 |" in md and md.count("n/m†") >= 6  # 3 speed cells, 3 latency rows
+
+
+def test_one_buffered_request_is_left_out_of_the_rows_latency(tmp_path: Path) -> None:
+    streams = [_stream(_healthy()) for _ in range(3)] + [_stream([(690.0, 64)])]
+    a = analyze_run(_write_run(tmp_path, streams))
+    assert a.speed is not None
+    [row] = a.speed.rows
+    assert row.latency_not_measurable is None and row.ttft_s is not None
+    assert row.ttft_s.n == 3 and row.ttft_s.max == pytest.approx(0.050)  # the 0.69 s "TTFT" is not among them
+    assert row.e2e_tok_s is not None and row.e2e_tok_s.n == 4
+    assert any("1 of 4 requests arrived in one read" in w and "the other 3 requests are measured" in w
+               for w in a.warnings), a.warnings
