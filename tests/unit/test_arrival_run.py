@@ -86,7 +86,7 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Outcome]:
 
 @pytest.mark.parametrize(("case", "words"), [
     ("whole", r"arrived in one read after \d\.\d s"),
-    ("flush", r"arrived \d+\.\d engine steps per read at a near-fixed (9\d|1[01]\d) ms period"),  # 100 ms
+    ("flush", r"arrived \d+\.\d engine steps per read at a near-fixed (?P<period>\d+) ms period"),
 ])
 def test_a_buffering_proxy_untrusts_latency_and_names_it(case: str, words: str, outcomes: dict[str, Outcome]) -> None:
     o = outcomes[case]
@@ -95,7 +95,10 @@ def test_a_buffering_proxy_untrusts_latency_and_names_it(case: str, words: str, 
     assert not trust["trusted"]
     [reason] = trust["reasons"]
     assert reason.startswith("latency figures: chat_short (c=1) buffered by the server or a proxy: 3 of 3 requests")
-    assert re.search(words, reason) and reason.endswith("TTFT and ITL not measurable")
+    m = re.search(words, reason)
+    assert m and reason.endswith("TTFT and ITL not measurable"), reason
+    if "period" in m.groupdict():  # the proxy's 100 ms, within the tolerance the period is clustered with
+        assert 75 <= int(m.group("period")) <= 125, reason
     # every report format: the finding, and TTFT/ITL as not measurable, never as a figure
     a = analyze_run(RunReader(o.run_dir))
     assert a.speed is not None
