@@ -23,6 +23,8 @@ from rigbench.report import render_html
 from rigbench.store import RunReader
 from rigbench.testing import Delay, EmulatorProcess, EmulatorScript
 
+from .cli_inproc import invoke
+
 # PYTHONPATH passes on: a worktree's source runs first in the subprocesses too
 ENV = {"COLUMNS": "200", "PATH": "/usr/bin:/bin", "HOME": str(Path.home()),
        **{k: v for k, v in os.environ.items() if k == "PYTHONPATH"}}
@@ -127,3 +129,14 @@ def test_a_healthy_stream_keeps_its_latency(case: str, outcomes: dict[str, Outco
     assert (row.ttft_s is not None) == (case == "direct")  # multi-token chunks withhold TTFT, as before
     for text in (o.res.stdout, o.markdown, o.html):
         assert "buffered" not in text and "n/m†" not in text
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["--upstream", "localhost:8080"], "--upstream must be an http:// or https:// URL, not 'localhost:8080'"),
+    (["--upstream", "http://127.0.0.1:8080", "--mode", "half"], "proxy mode must be whole or flush, not 'half'"),
+    (["--upstream", "http://127.0.0.1:8080", "--mode", "flush", "--period-ms", "0"], "above 0 ms, not 0.0"),
+])
+def test_proxy_bad_input_exits_2_with_the_value_seen(args: list[str], words: str) -> None:
+    r = invoke("proxy", *args)
+    assert r.code == 2 and r.traceback is None, r
+    assert words in r.stderr, r.stderr
