@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from rigbench._version import __version__
-from rigbench.analysis import fingerprint_differences
+from rigbench.analysis import fingerprint_differences, latency_finding, summarize_speed
 from rigbench.client import Deadlines, SelfCheckMonitor, redact_url, url_has_userinfo
 from rigbench.errors import EndpointLostError, RigbenchError, RigError, StoreWriteError, UsageError
 from rigbench.honesty import (
@@ -206,6 +206,7 @@ async def execute_run(cfg: RunConfig, progress: Progress | None = None,
             reasons += _rejections(RunReader(run_dir))
             reasons += _screen_outputs(RunReader(run_dir), writer)
             reasons += await _traffic_check(RunReader(run_dir), writer, rig.client, info, done)
+            reasons += _buffered_latency(RunReader(run_dir))
             trust = TrustVerdict(trusted=not reasons, reasons=reasons)
             status = "complete"
         finally:
@@ -532,3 +533,11 @@ def _screen_outputs(reader: RunReader, writer: RunWriter) -> list[str]:
         return []
     return [f"{screen.failed_outputs} of {screen.outputs} measured outputs look like gibberish, e.g. "
             + "; ".join(screen.examples[:2])]
+
+
+def _buffered_latency(reader: RunReader) -> list[str]:
+    """Rows whose streams arrived buffered by the server or a proxy: their latency is not the engine's."""
+    speed = summarize_speed(reader)
+    rows = speed.rows if speed is not None else []
+    return [f for r in rows if r.arrival is not None
+            and (f := latency_finding(r.scenario, r.concurrency, r.arrival)) is not None]

@@ -18,7 +18,8 @@ PUBLIC: dict[str, list[str]] = {
         "RigbenchError", "__version__",
     ],
     "rigbench.analysis": [
-        "AccuracyDiff", "AgentSummary", "CPU_FRACTION_MAX", "Comparison", "DEFAULT_MARGIN", "EffortSummary",
+        "AccuracyDiff", "AgentSummary", "ArrivalPattern", "ArrivalSummary", "CPU_FRACTION_MAX", "Comparison",
+        "DEFAULT_MARGIN", "EffortSummary",
         "KVArchitecture", "KVCapacity", "LOOP_LAG_P99_MAX_S", "MMLUProComparison", "MMLUProSummary",
         "PackSummary", "PairTest", "ProbeRow", "Proportion", "QualitySummary", "RequestTiming",
         "Revision", "Roofline", "RunAnalysis", "ScenarioSpeed", "ScenarioTelemetry",
@@ -27,8 +28,9 @@ PUBLIC: dict[str, list[str]] = {
         "check_two_runs",
         "chunk_token_counts", "compare_runs", "compare_stats", "compare_suites", "describe",
         "find_revisions", "fingerprint_differences", "fit_speculation", "kv_architecture_from_path",
-        "kv_capacity", "lookup_device", "machine_bandwidth", "predict_speedup", "request_timing",
-        "roofline", "sessions_from_pool", "split_reasoning", "split_tokens", "stamping_error", "stamping_text", "summarize_speed",
+        "kv_capacity", "latency_finding", "lookup_device", "machine_bandwidth", "predict_speedup", "request_timing",
+        "roofline", "sessions_from_pool", "split_reasoning", "split_tokens", "stamping_error", "stamping_text",
+        "stream_arrival", "summarize_arrival", "summarize_speed",
         "weights_from_path",
     ],
     "rigbench.cli": [
@@ -136,8 +138,8 @@ PUBLIC: dict[str, list[str]] = {
         "SpeedSettings", "SpeedSuite", "scenarios_for",
     ],
     "rigbench.testing": [
-        "AccuracyReport", "Delay", "Emulator", "EmulatorProcess", "EmulatorScript", "Fault",
-        "FaultKind", "NoiseFloor", "PERSONAS", "Persona", "ROGUES", "RequestTruth", "RogueName",
+        "AccuracyReport", "BufferingProxy", "Delay", "Emulator", "EmulatorProcess", "EmulatorScript", "Fault",
+        "FaultKind", "NoiseFloor", "PERSONAS", "Persona", "ProxyMode", "ROGUES", "RequestTruth", "RogueName",
         "SchedulerNoise", "UsageMode", "compare_with_truth", "serve",
     ],
 }

@@ -1,6 +1,7 @@
 """Statistics and derived metrics. Never touches the network; never formats output."""
 
 from rigbench.analysis._agent import AgentSummary, ProbeRow, TaskScore
+from rigbench.analysis._arrival import ArrivalPattern, ArrivalSummary, stream_arrival, summarize_arrival
 from rigbench.analysis._bandwidth import machine_bandwidth
 from rigbench.analysis._compare import (
     Comparison,
@@ -40,7 +41,7 @@ from rigbench.analysis._roofline import (
 from rigbench.analysis._run import RunAnalysis, analyze_run
 from rigbench.analysis._selfcheck import CPU_FRACTION_MAX, LOOP_LAG_P99_MAX_S
 from rigbench.analysis._speculation import SpeculationFit, fit_speculation
-from rigbench.analysis._speed import ScenarioSpeed, SpeedSummary, summarize_speed
+from rigbench.analysis._speed import ScenarioSpeed, SpeedSummary, latency_finding, summarize_speed
 from rigbench.analysis._stamping import StampingError, stamping_error, stamping_text
 from rigbench.analysis._stats import Stat, describe
 from rigbench.analysis._suite_compare import AccuracyDiff, SuiteComparison, compare_suites
@@ -54,6 +55,8 @@ __all__ = [
     "LOOP_LAG_P99_MAX_S",
     "AccuracyDiff",
     "AgentSummary",
+    "ArrivalPattern",
+    "ArrivalSummary",
     "Comparison",
     "EffortSummary",
     "KVArchitecture",
@@ -95,6 +98,7 @@ __all__ = [
     "fit_speculation",
     "kv_architecture_from_path",
     "kv_capacity",
+    "latency_finding",
     "lookup_device",
     "machine_bandwidth",
     "predict_speedup",
@@ -105,6 +109,8 @@ __all__ = [
     "split_tokens",
     "stamping_error",
     "stamping_text",
+    "stream_arrival",
+    "summarize_arrival",
     "summarize_speed",
     "weights_from_path",
 ]

@@ -50,8 +50,9 @@ def analyze_run(reader: RunReader) -> RunAnalysis:
         warnings[:0] = [f"UNTRUSTED: {r}" for r in h.trust.reasons]
     # a finished run whose data is gone or changed: its verdict and source-data id no longer hold
     warnings[:0] = [f"DAMAGED: {d}; its verdict and figures do not stand" for d in reader.damage]
-    if speed:
-        warnings.extend(speed.warnings)
+    if speed:  # a finding the trust verdict already gives (e.g. buffered latency) is not said twice
+        given = set(h.trust.reasons) if h.trust is not None else set()
+        warnings.extend(w for w in speed.warnings if w not in given)
 
     sections: dict[str, Any] = honesty_sections(reader, speed)
     if "traffic" in sections:  # e.g. prompts partly served from a prefix cache, below what untrusts

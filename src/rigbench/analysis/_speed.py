@@ -7,13 +7,14 @@ from typing import Literal
 
 from pydantic import Field
 
+from rigbench.analysis._arrival import ArrivalSummary, stream_arrival, summarize_arrival
 from rigbench.analysis._reasoning import split_tokens
 from rigbench.analysis._stats import Stat, describe
 from rigbench.analysis._timing import RequestTiming, request_timing
 from rigbench.records import Frozen, SpeedBatch, SpeedRequest, SpeedSkip, StreamResult
 from rigbench.store import RunReader
 
-__all__ = ["ScenarioSpeed", "SpeedSummary", "TokenProvenance", "summarize_speed", "token_provenance"]
+__all__ = ["ScenarioSpeed", "SpeedSummary", "TokenProvenance", "latency_finding", "summarize_speed", "token_provenance"]
 
 # Below this fraction of the asked output, a scenario "fell short" and says so.
 SHORT_OUTPUT_ATTAINMENT = 0.98
@@ -45,6 +46,10 @@ class ScenarioSpeed(Frozen):
     # Fewest requests in flight at once at the peak of a batch (measured from send/done stamps):
     # below `concurrency`, the asked level was not reached and a warning says so.
     concurrency_reached: int | None = None
+    # How the streams arrived (analysis/_arrival.py). When buffered by the server or a proxy, TTFT,
+    # ITL and decode tok/s are withheld (None) and `latency_not_measurable` says why.
+    arrival: ArrivalSummary | None = None
+    latency_not_measurable: str | None = None
 
     provenance: TokenProvenance | None = None  # where the token counts behind this row came from
 
@@ -151,7 +156,12 @@ def _row(key: tuple[str, int], items: list[tuple[SpeedRequest, RequestTiming]], 
     for r, _ in items:
         if not r.result.ok:
             errors[r.result.error.kind if r.result.error else f"http_{r.result.http_status}"] += 1
-    timings = [t for _, t in ok]
+    patterns = [stream_arrival(r.result) for r, _ in ok]
+    arrival = summarize_arrival(patterns)
+    not_measurable = _arrival_warning(scenario, conc, arrival, warnings)
+    # Latency comes only from streams that arrived as generated: none when the row was buffered,
+    # the others when a few requests were.
+    timings = [] if not_measurable else [t for (_, t), p in zip(ok, patterns, strict=True) if not p.buffered]
     multi = [t for t in timings if t.multi_token_chunks]
     ttft_note = None
     if multi:
@@ -163,7 +173,8 @@ def _row(key: tuple[str, int], items: list[tuple[SpeedRequest, RequestTiming]], 
         by_batch[r.unit_id.rsplit("/", 1)[0]] += t.output_tokens
     agg = [by_batch[b.unit_id] / ((b.ended_ns - b.started_ns) / 1e9) for b in batches
            if b.ended_ns > b.started_ns and b.unit_id in by_batch]
-    attain = [t.attainment for t in timings if t.attainment is not None]
+    every = [t for _, t in ok]  # throughput and end-to-end figures hold whatever the arrival pattern
+    attain = [t.attainment for t in every if t.attainment is not None]
     attainment_min = min(attain) if attain else None
     if attainment_min is not None and attainment_min < SHORT_OUTPUT_ATTAINMENT:
         warnings.append(f"{scenario} (c={conc}): output fell short of the {first.output_tokens_target} tokens "
@@ -178,12 +189,12 @@ def _row(key: tuple[str, int], items: list[tuple[SpeedRequest, RequestTiming]], 
                         f"({', '.join(f'{k}: {v}' for k, v in errors.items())})")
     measured = [r.input_tokens_measured for r, _ in items if r.input_tokens_measured is not None]
     ttft = describe([t.ttft_s for t in timings if t.ttft_s is not None]) if not multi else None
-    wall = describe([t.wall_s for t in timings if t.wall_s is not None])
+    wall = describe([t.wall_s for t in every if t.wall_s is not None])
     prefill_share = None
     ttft_any = describe([t.first_chunk_s for t in timings if t.first_chunk_s is not None])
     if ttft_any and wall and wall.median > 0:
         prefill_share = ttft_any.median / wall.median
-    tpc = [t.tokens_per_chunk for t in timings if t.tokens_per_chunk is not None]
+    tpc = [t.tokens_per_chunk for t in every if t.tokens_per_chunk is not None]
     reached = _concurrency_reached([r for r, _ in items])
     if reached is not None and reached < conc:
         warnings.append(f"{scenario} (c={conc}): concurrency actually reached: {reached} (at most {reached} "
@@ -195,20 +206,40 @@ def _row(key: tuple[str, int], items: list[tuple[SpeedRequest, RequestTiming]], 
         prompt_tokens_reported=int(sorted(reported)[len(reported) // 2]) if reported else None,
         input_mismatches=mismatches, requests=len(items), failed=len(items) - len(ok), error_kinds=dict(errors),
         attainment_min=attainment_min,
-        e2e_tok_s=describe([t.e2e_tok_s for t in timings if t.e2e_tok_s is not None]),
+        e2e_tok_s=describe([t.e2e_tok_s for t in every if t.e2e_tok_s is not None]),
         decode_tok_s=describe([t.decode_tok_s for t in timings if t.decode_tok_s is not None]),
-        ttft_s=ttft, ttft_not_comparable=ttft_note, **_latency(timings), aggregate_tok_s=describe(agg),
-        tokens_per_chunk=sum(tpc) / len(tpc) if tpc else None, prefill_share=prefill_share,
-        concurrency_reached=reached,
+        ttft_s=ttft, ttft_not_comparable=ttft_note, **_latency(timings),
+        e2e_latency_s=describe([t.e2e_latency_s for t in every if t.e2e_latency_s is not None]),
+        aggregate_tok_s=describe(agg), tokens_per_chunk=sum(tpc) / len(tpc) if tpc else None,
+        prefill_share=prefill_share, concurrency_reached=reached, arrival=arrival,
+        latency_not_measurable=not_measurable,
     )
 
 
+def latency_finding(scenario: str, concurrency: int, arrival: ArrivalSummary) -> str | None:
+    """The finding that untrusts a run's latency (the runner) and that reports show (the same words)."""
+    if not arrival.buffered or arrival.finding is None:
+        return None
+    return f"latency figures: {scenario} (c={concurrency}) {arrival.finding}; TTFT and ITL not measurable"
+
+
+def _arrival_warning(scenario: str, conc: int, arrival: ArrivalSummary, warnings: list[str]) -> str | None:
+    """The reason a row's latency is withheld (None: it is measured), and its warning."""
+    finding = latency_finding(scenario, conc, arrival)
+    if finding is not None:
+        warnings.append(finding)
+        return arrival.finding
+    if arrival.finding is not None:  # a minority of requests: left out of the latency figures
+        warnings.append(f"{scenario} (c={conc}): {arrival.finding}; their TTFT and ITL are left out, the other "
+                        f"{arrival.requests - arrival.whole - arrival.flushed} requests are measured")
+    return None
+
+
 def _latency(timings: list[RequestTiming]) -> dict[str, Stat | None]:
-    """ITL per request (headline), per-token gaps pooled (second view), end-to-end latency."""
+    """ITL per request (headline) and per-token gaps pooled (second view)."""
     return {
         "itl_mean_s": describe([t.itl_mean_s for t in timings if t.itl_mean_s is not None]),
         "itl_gaps_s": describe([g for t in timings for g in t.itl_s]),
-        "e2e_latency_s": describe([t.e2e_latency_s for t in timings if t.e2e_latency_s is not None]),
     }
 
 

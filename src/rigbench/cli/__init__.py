@@ -12,6 +12,7 @@ from rigbench.cli import _compare as _compare
 from rigbench.cli import _emulate as _emulate
 from rigbench.cli import _kv as _kv
 from rigbench.cli import _probe as _probe
+from rigbench.cli import _proxy as _proxy
 from rigbench.cli import _report as _report
 from rigbench.cli import _roofline as _roofline
 from rigbench.cli import _run as _run

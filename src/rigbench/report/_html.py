@@ -22,7 +22,13 @@ from rigbench.report._plots import (
     plot_tok_s,
 )
 from rigbench.report._run import _trust_line, run_fingerprint_rows
-from rigbench.report._speed import LATENCY_HEAD, LATENCY_KEY, latency_cells, speed_columns
+from rigbench.report._speed import (
+    LATENCY_HEAD,
+    LATENCY_KEY,
+    latency_cells,
+    not_measurable_notes,
+    speed_columns,
+)
 from rigbench.report._suite_compare import NOT_SIGNIFICANT_NOTE, suite_comparison_sections
 
 __all__ = ["render_html"]
@@ -146,7 +152,7 @@ def render_html(names: Sequence[str], analyses: Sequence[RunAnalysis], compariso
                      + "<h4>Latency percentiles</h4>" + html_table(LATENCY_HEAD, latency_cells(a.speed))
                      + f'<p class="note">{_e(LATENCY_KEY)}</p>')
         notes = [f"{r.scenario} (c={r.concurrency}): TTFT not comparable: {r.ttft_not_comparable}"
-                 for r in a.speed.rows if r.ttft_not_comparable]
+                 for r in a.speed.rows if r.ttft_not_comparable] + not_measurable_notes(a.speed)
         parts += [f'<p class="note">{_e(x)}</p>' for x in notes]
     parts += _checks_html(names, analyses)
     # plots

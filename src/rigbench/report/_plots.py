@@ -192,8 +192,9 @@ def plot_latency(names: Sequence[str], analyses: Sequence[RunAnalysis]) -> str |
     for name, a in zip(names, analyses, strict=True):
         for r in a.speed.rows if a.speed else []:
             label = f"{name} · {r.scenario} c={r.concurrency}"
-            ttft.append((label + (" (n/c)" if r.ttft_not_comparable else ""), r.ttft_s))
-            itl.append((label, r.itl_mean_s))
+            nm = " (n/m: buffered)" if r.latency_not_measurable else ""
+            ttft.append((label + (" (n/c)" if r.ttft_not_comparable else nm), r.ttft_s))
+            itl.append((label + nm, r.itl_mean_s))
     if not any(s for _, s in ttft + itl):
         return None
     fig = _fig(7.5, 1.0 + 0.35 * len(ttft) * 2)

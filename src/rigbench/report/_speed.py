@@ -17,8 +17,8 @@ from rigbench.analysis import ScenarioSpeed, SpeedSummary, Stat
 from rigbench.outside import for_markdown, visible
 from rigbench.report._fmt import fmt_stat
 
-__all__ = ["LATENCY_HEAD", "PROVENANCE_KEY", "SPEED_HEAD", "latency_cells", "latency_markdown", "latency_table", "speed_cells",
-           "speed_columns", "speed_markdown", "speed_table"]
+__all__ = ["LATENCY_HEAD", "NM", "PROVENANCE_KEY", "SPEED_HEAD", "latency_cells", "latency_markdown", "latency_table",
+           "not_measurable_notes", "speed_cells", "speed_columns", "speed_markdown", "speed_table"]
 
 
 class _Col(NamedTuple):
@@ -50,6 +50,15 @@ PROVENANCE_KEY = ("tokens from: usage = server usage, timings = llama.cpp timing
                   "~chunk = tokens per chunk inferred from characters; ~reasoning = reasoning split estimated; "
                   "! = estimated where the engine could have reported exact counts")
 _NC_NOTE = "n/c*: TTFT not comparable: chunks carried several tokens each, so the first is not the first token."
+NM = "n/m†"  # latency not measurable: the streams arrived buffered (ScenarioSpeed.latency_not_measurable)
+_NM_NOTE = ("n/m†: not measurable: the streams arrived buffered by the server or a proxy (the finding above names "
+            "the pattern), so TTFT, ITL and decode tok/s would time the buffer, not the engine.")
+
+
+def not_measurable_notes(summary: SpeedSummary) -> list[str]:
+    """One line per row whose latency is withheld, with the reason (Markdown and HTML notes)."""
+    return [f"{r.scenario} (c={r.concurrency}): {NM} TTFT, ITL and decode tok/s not measurable: "
+            f"{r.latency_not_measurable}" for r in summary.rows if r.latency_not_measurable]
 
 
 def _n(r: ScenarioSpeed) -> str:
@@ -68,9 +77,11 @@ def speed_cells(summary: SpeedSummary) -> list[list[str]]:
     rows = []
     for r in summary.rows:
         ttft = fmt_stat(r.ttft_s, digits=0, scale=1e3) if r.ttft_not_comparable is None else "n/c*"
+        decode, itl = _rate(r.decode_tok_s), fmt_stat(r.itl_mean_s, digits=1, scale=1e3)
+        if r.latency_not_measurable:
+            ttft = decode = itl = NM
         rows.append([r.scenario, f"{r.input_tokens_target}→{r.output_tokens_target}", str(r.concurrency), _n(r),
-                     _rate(r.e2e_tok_s), _rate(r.decode_tok_s), ttft,
-                     fmt_stat(r.itl_mean_s, digits=1, scale=1e3), _rate(r.aggregate_tok_s),
+                     _rate(r.e2e_tok_s), decode, ttft, itl, _rate(r.aggregate_tok_s),
                      f"{r.tokens_per_chunk:.2f}" if r.tokens_per_chunk is not None else "–",
                      r.provenance.label if r.provenance is not None else "–"])
     for name, reason in summary.skipped.items():
@@ -112,6 +123,8 @@ def speed_table(summary: SpeedSummary, *, compact: bool = False) -> Table:
         key.append(PROVENANCE_KEY)
     if any(r.ttft_not_comparable for r in summary.rows):
         key.append(_NC_NOTE)
+    if any(r.latency_not_measurable for r in summary.rows):
+        key.append(_NM_NOTE)
     t = Table(title="Speed: median ± standard deviation over requests (warm-up excluded)", title_justify="left",
               box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True, pad_edge=False, caption="\n".join(key), caption_justify="left")
     keep = [i for i, c in enumerate(_COLS) if c.key not in drop]
@@ -129,6 +142,7 @@ def speed_markdown(summary: SpeedSummary) -> str:
     lines += ["| " + " | ".join(for_markdown(c) for c in row) + " |" for row in speed_cells(summary)]
     notes = [f"- {for_markdown(r.scenario)} (c={r.concurrency}): *TTFT not comparable: {r.ttft_not_comparable}."
              for r in summary.rows if r.ttft_not_comparable]
+    notes += [f"- {for_markdown(n)}." for n in not_measurable_notes(summary)]
     notes.append(f"- {PROVENANCE_KEY}.")
     notes += [f"- {for_markdown(r.scenario)} (c={r.concurrency}): **{for_markdown(r.provenance.flag)}**."
               for r in summary.rows if r.provenance is not None and r.provenance.flag]
@@ -156,17 +170,21 @@ def latency_cells(summary: SpeedSummary) -> list[list[str]]:
     for r in summary.rows:
         label = r.scenario + (f" c={r.concurrency}" if multi_conc else "")
         ttft = ["n/c*", "", "", ""] if r.ttft_not_comparable else _pcts(r.ttft_s, 0)
+        itl, gaps = _pcts(r.itl_mean_s, 1), _pcts(r.itl_gaps_s, 1)
+        if r.latency_not_measurable:
+            ttft = itl = gaps = [NM, "", "", ""]
         rows += [[label, "TTFT", *ttft],
-                 ["", "ITL per request", *_pcts(r.itl_mean_s, 1)],
-                 ["", "ITL per token (pooled)", *_pcts(r.itl_gaps_s, 1)],
+                 ["", "ITL per request", *itl],
+                 ["", "ITL per token (pooled)", *gaps],
                  ["", "e2e latency", *_pcts(r.e2e_latency_s, 0)]]
     return rows
 
 
 def latency_table(summary: SpeedSummary) -> Table:
     """A vertical layout: it fits 80 columns whatever the number of scenarios."""
+    key = LATENCY_KEY + ("\n" + _NM_NOTE if any(r.latency_not_measurable for r in summary.rows) else "")
     t = Table(title="Latency percentiles (ms)", title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True,
-              pad_edge=False, caption=LATENCY_KEY, caption_justify="left")
+              pad_edge=False, caption=key, caption_justify="left")
     for i, h in enumerate(LATENCY_HEAD):
         t.add_column(h, justify="left" if i < 2 else "right", no_wrap=True)
     for row in latency_cells(summary):
@@ -177,4 +195,5 @@ def latency_table(summary: SpeedSummary) -> Table:
 def latency_markdown(summary: SpeedSummary) -> str:
     lines = ["| " + " | ".join(LATENCY_HEAD) + " |", "|---|---|---:|---:|---:|---:|"]
     lines += ["| " + " | ".join(for_markdown(c) for c in row) + " |" for row in latency_cells(summary)]
-    return "\n".join([*lines, "", LATENCY_KEY])
+    nm = [_NM_NOTE] if any(r.latency_not_measurable for r in summary.rows) else []
+    return "\n\n".join(["\n".join(lines), LATENCY_KEY, *nm])

@@ -5,6 +5,7 @@ rogue-server gallery: personas that play each adversary the trust checks stop.""
 from rigbench.testing._accuracy import AccuracyReport, compare_with_truth
 from rigbench.testing._noise import NoiseFloor, SchedulerNoise
 from rigbench.testing._process import EmulatorProcess
+from rigbench.testing._proxy import BufferingProxy, ProxyMode
 from rigbench.testing._rogue import PERSONAS, ROGUES, Persona, RogueName
 from rigbench.testing._script import Delay, EmulatorScript, Fault, FaultKind, UsageMode
 from rigbench.testing._serve import serve
@@ -15,6 +16,7 @@ __all__ = [
     "PERSONAS",
     "ROGUES",
     "AccuracyReport",
+    "BufferingProxy",
     "Delay",
     "Emulator",
     "EmulatorProcess",
@@ -23,6 +25,7 @@ __all__ = [
     "FaultKind",
     "NoiseFloor",
     "Persona",
+    "ProxyMode",
     "RequestTruth",
     "RogueName",
     "SchedulerNoise",

@@ -1,0 +1,184 @@
+"""Arrival pattern of one stream: did its content arrive as the engine generated it, or was it held
+back and delivered in bursts by the server or a proxy? (docs/metrics.md, "Arrival pattern").
+
+A streaming engine writes one SSE event per decode step (vLLM, SGLang: the step's tokens in one
+event; llama.cpp: one event per token, a speculative step's tokens back to back). A client that
+keeps up reads about one engine step per socket read. Two patterns cannot come from generation:
+
+- **whole**: the response arrives in one or two reads after a long wait (a proxy that buffers each
+  response, e.g. nginx with `proxy_buffering on`), or within a span far shorter than the decoding
+  the server itself reports (llama.cpp `timings.predicted_ms`).
+- **flushed**: reads carry several engine steps each, at a near-constant period that does not
+  follow the engine (a proxy or server that flushes on a timer or a buffer size).
+
+What tells a flush from speculative decoding: a speculative engine also sends several tokens per
+read, but as *one step* per read: vLLM puts a step's tokens in one event, and llama.cpp reports
+its steps (`predicted_n - draft_n_accepted`), so steps per read stay near 1. A flush puts many
+steps in one read. A client that reads late (a starved event loop) also coalesces steps, but at
+irregular gaps, so it is not called a flush (the self-check names that cause).
+
+Reads are recognised from `StreamResult.chunk_ns`: chunks delivered by one socket read share a
+stamp. A per-read record (bytes, events and kernel arrival per read, issue 25 item 4) would also
+count the non-generating events of each read and tell a late client read (kernel arrival well
+before the stamp) from a late write; until then the generating chunks' stamps are what is used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import pairwise
+from statistics import median
+from typing import Literal
+
+from rigbench.records import Frozen, StreamResult
+
+__all__ = ["MIN_STEPS_JUDGED", "ArrivalKind", "ArrivalPattern", "ArrivalSummary", "stream_arrival", "summarize_arrival"]
+
+ArrivalKind = Literal["streamed", "whole", "flushed", "not_judged"]
+
+# Fewer engine steps than this cannot show a pattern (a short answer fits one read honestly).
+MIN_STEPS_JUDGED = 8
+# Steps per read above which reads carry several engine steps each (a healthy stream: about 1).
+FLUSH_STEPS_PER_READ = 2.0
+# A flush period: this share of the gaps between reads (the last, a final flush, left out) lies
+# within PERIOD_TOLERANCE of one gap.
+PERIOD_SHARE = 0.6
+PERIOD_TOLERANCE = 0.25
+# Content spread over less than this share of the server's own decode time was held back, once the
+# server decoded long enough for the comparison to mean something.
+COMPRESSED_SHARE = 0.25
+COMPRESSED_MIN_DECODE_S = 0.05
+
+
+class ArrivalPattern(Frozen):
+    """How one stream's generated content arrived, from its per-read stamps."""
+
+    kind: ArrivalKind
+    detail: str  # what was seen, in words (e.g. "64 steps in 1 read after 2.21 s")
+    steps: int  # engine writes: generating events, or llama.cpp's reported decode steps when fewer
+    steps_source: Literal["timings", "events"]
+    events: int  # generating SSE events
+    reads: int  # distinct read stamps among them
+    steps_per_read: float | None
+    first_read_s: float | None  # request sent -> first read carrying generated content
+    span_s: float | None  # first -> last such read
+    period_s: float | None  # the most common gap between reads (a flush period when `flushed`)
+    period_share: float | None  # share of gaps (the last left out) within ±25% of `period_s`
+    server_decode_s: float | None  # llama.cpp timings.predicted_ms, when reported
+
+    @property
+    def buffered(self) -> bool:
+        return self.kind in ("whole", "flushed")
+
+
+def _reads(stamps: Sequence[int]) -> list[tuple[int, int]]:
+    """(stamp, events) per socket read, in order: equal consecutive stamps are one read."""
+    out: list[tuple[int, int]] = []
+    for t in stamps:
+        if out and out[-1][0] == t:
+            out[-1] = (t, out[-1][1] + 1)
+        else:
+            out.append((t, 1))
+    return out
+
+
+def _steps(res: StreamResult, events: int) -> tuple[int, Literal["timings", "events"]]:
+    """Engine writes to compare reads with: one per generating event, or fewer where llama.cpp reports
+    fewer decode steps (tokens less accepted drafts: a speculative step's tokens go out as a burst
+    of events). Never more than the events: a step whose tokens share an event is one write."""
+    t = res.timings or {}
+    n, acc = t.get("predicted_n"), t.get("draft_n_accepted", 0)
+    if isinstance(n, int) and isinstance(acc, int) and 0 < n - acc < events:
+        return n - acc, "timings"
+    return events, "events"
+
+
+def _period(gaps: Sequence[float]) -> tuple[float | None, float | None]:
+    """The gap with the most others within ±PERIOD_TOLERANCE of it (ties: the longer), and that share.
+
+    Kept strict on purpose: a client that reads late also puts several steps in a read, but at gaps
+    that follow the steps; only a clock puts them at one period.
+    """
+    if not gaps:
+        return None, None
+    best, best_n = gaps[0], -1
+    for g in gaps:
+        n = sum(1 for h in gaps if abs(h - g) <= PERIOD_TOLERANCE * g)
+        if n > best_n or (n == best_n and g > best):
+            best, best_n = g, n
+    return best, best_n / len(gaps)
+
+
+def stream_arrival(res: StreamResult) -> ArrivalPattern:
+    """Classify one stream's arrival (module doc); `not_judged` says why when it cannot tell."""
+    reads = _reads(res.chunk_ns)
+    events = len(res.chunk_ns)
+    steps, source = _steps(res, events)
+    t = res.timings or {}
+    server_decode_s = float(t["predicted_ms"]) / 1e3 if isinstance(t.get("predicted_ms"), int | float) else None
+    if not reads:
+        return ArrivalPattern(kind="not_judged", detail="no generated content", steps=steps, steps_source=source,
+                              events=0, reads=0, steps_per_read=None, first_read_s=None, span_s=None,
+                              period_s=None, period_share=None, server_decode_s=server_decode_s)
+    first_s = (reads[0][0] - res.sent_ns) / 1e9
+    span_s = (reads[-1][0] - reads[0][0]) / 1e9
+    gaps = [(b[0] - a[0]) / 1e9 for a, b in pairwise(reads)]
+    period, share = _period(gaps[:-1] if len(gaps) >= 2 else gaps)
+    per_read = steps / len(reads)
+    common = {"steps": steps, "steps_source": source, "events": events, "reads": len(reads),
+              "steps_per_read": per_read, "first_read_s": first_s, "span_s": span_s, "period_s": period,
+              "period_share": share, "server_decode_s": server_decode_s}
+    kind: ArrivalKind = "streamed"
+    detail = f"{steps} steps in {len(reads)} reads"
+    if steps < MIN_STEPS_JUDGED:
+        kind, detail = "not_judged", f"too short to tell: {steps} engine steps (at least {MIN_STEPS_JUDGED} needed)"
+    elif len(reads) <= 2:
+        kind = "whole"
+        detail = f"{steps} steps in {len(reads)} read{'s' if len(reads) > 1 else ''} after {first_s:.2f} s"
+    elif (server_decode_s is not None and server_decode_s >= COMPRESSED_MIN_DECODE_S
+          and span_s < COMPRESSED_SHARE * server_decode_s):
+        kind = "whole"
+        detail = (f"{steps} steps within {span_s * 1e3:.1f} ms after {first_s:.2f} s, though the server reports "
+                  f"{server_decode_s:.2f} s of decoding")
+    elif per_read >= FLUSH_STEPS_PER_READ and share is not None and share >= PERIOD_SHARE and period is not None:
+        kind = "flushed"
+        detail = (f"{per_read:.1f} steps per read at a near-fixed {period * 1e3:.0f} ms period "
+                  f"({share:.0%} of gaps)")
+    return ArrivalPattern(kind=kind, detail=detail, **common)
+
+
+class ArrivalSummary(Frozen):
+    """The arrival patterns of one scenario row's requests, and what they mean for its latency."""
+
+    requests: int  # measured requests with generated content
+    judged: int  # requests long enough to tell (`not_judged` left out)
+    whole: int
+    flushed: int
+    buffered: bool  # at least half of the judged requests were buffered: the row's TTFT and ITL are withheld
+    finding: str | None  # "buffered by the server or a proxy: ..." when any judged request was
+
+
+def summarize_arrival(patterns: Sequence[ArrivalPattern]) -> ArrivalSummary:
+    """Aggregate one row. The finding names the figures: how many requests, in how many reads, after
+    how long (whole), or how many steps per read at what period (flushed)."""
+    judged = [p for p in patterns if p.kind != "not_judged"]
+    whole = [p for p in judged if p.kind == "whole"]
+    flushed = [p for p in judged if p.kind == "flushed"]
+    parts = []
+    if whole:
+        wait = median(p.first_read_s or 0.0 for p in whole)
+        most = max(p.reads for p in whole)
+        how = ("in one read" if most == 1 else "in <= 2 reads") if most <= 2 else (
+            "within a small part of the server's own decode time")
+        parts.append(f"{len(whole)} of {len(judged)} requests arrived {how} after {wait:.1f} s (median)")
+    if flushed:
+        per_read = median(p.steps_per_read or 0.0 for p in flushed)
+        period = median(p.period_s or 0.0 for p in flushed)
+        parts.append(f"{len(flushed)} of {len(judged)} requests arrived {per_read:.1f} engine steps per read at a "
+                     f"near-fixed {period * 1e3:.0f} ms period (median)")
+    n_buf = len(whole) + len(flushed)
+    return ArrivalSummary(
+        requests=len(patterns), judged=len(judged), whole=len(whole), flushed=len(flushed),
+        buffered=bool(judged) and 2 * n_buf >= len(judged),
+        finding=("buffered by the server or a proxy: " + "; ".join(parts)) if parts else None,
+    )
