@@ -20,7 +20,7 @@ PUBLIC: dict[str, list[str]] = {
     "rigbench.analysis": [
         "AccuracyDiff", "AgentSummary", "ArrivalPattern", "ArrivalSummary", "CPU_FRACTION_MAX", "Comparison",
         "DEFAULT_MARGIN", "EffortSummary",
-        "KVArchitecture", "KVCapacity", "LOOP_LAG_P99_MAX_S", "MMLUProComparison", "MMLUProSummary",
+        "KVArchitecture", "KVCapacity", "LOOP_LAG_P99_MAX_S", "MAX_NEEDED", "MMLUProComparison", "MMLUProSummary",
         "PackSummary", "PairTest", "ProbeRow", "Proportion", "QualitySummary", "RequestTiming",
         "Revision", "Roofline", "RunAnalysis", "ScenarioSpeed", "ScenarioTelemetry",
         "SpeculationFit", "SpeedSummary", "SpeedupPrediction", "StampingError", "Stat", "SuiteComparison",

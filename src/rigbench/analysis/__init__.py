@@ -47,12 +47,13 @@ from rigbench.analysis._stats import Stat, describe
 from rigbench.analysis._suite_compare import AccuracyDiff, SuiteComparison, compare_suites
 from rigbench.analysis._telemetry import ScenarioTelemetry, TimingCrossCheck
 from rigbench.analysis._timing import RequestTiming, arrival_ns, chunk_token_counts, request_timing
-from rigbench.analysis._verdict import DEFAULT_MARGIN, Verdict
+from rigbench.analysis._verdict import DEFAULT_MARGIN, MAX_NEEDED, Verdict
 
 __all__ = [
     "CPU_FRACTION_MAX",
     "DEFAULT_MARGIN",
     "LOOP_LAG_P99_MAX_S",
+    "MAX_NEEDED",
     "AccuracyDiff",
     "AgentSummary",
     "ArrivalPattern",

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from rigbench.analysis import Stat
-from rigbench.analysis._verdict import MAX_NEEDED
+from rigbench.analysis import MAX_NEEDED, Stat
 
 __all__ = ["fmt_bytes", "fmt_margin", "fmt_stat", "verdict_cell", "verdict_sentence"]
 
