@@ -11,6 +11,7 @@ from rigbench.analysis import analyze_run
 from rigbench.cli._app import app
 from rigbench.cli._checks import check_run_options
 from rigbench.cli._console import make_console
+from rigbench.cli._paths import write_output
 from rigbench.cli._progress import RichProgress
 from rigbench.cli._resume import recorded_options, resumed_options
 from rigbench.cli._signals import interrupt_exit_code, interrupt_name
@@ -195,7 +196,7 @@ def run(
     analysis = analyze_run(reader)
     render_terminal(analysis, console)
     if markdown:
-        markdown.write_text(render_markdown(analysis))
+        write_output(markdown, render_markdown(analysis), "--markdown")
         console.print(f"Markdown report: {for_console(markdown)}")
     if header.trust is not None and not header.trust.trusted and not allow_untrusted:
         make_console(stderr=True).print("[bold red]The run is UNTRUSTED (reasons above); exiting 1. "

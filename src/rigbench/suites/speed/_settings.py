@@ -29,7 +29,8 @@ def _levels_from_text(v: Any) -> Any:
         return [v]
     if isinstance(v, str):
         try:
-            return [int(x) for x in v.split(",") if x.strip()]
+            # an empty item (`1,,2`, `4,`) is a typo, not a level to skip
+            return [int(x) for x in v.split(",")] if v.strip() else []
         except ValueError:
             raise ValueError(f"takes comma-separated integers, e.g. 1,2,4,8; got {v!r}") from None
     return v
