@@ -43,6 +43,8 @@ def run(
     scenarios: Annotated[str | None, typer.Option(help="Comma-separated speed scenarios (default: all four).")] = None,
     repetitions: Annotated[int, typer.Option(min=1, help="Measured repetitions per scenario.")] = 5,
     warmup: Annotated[int, typer.Option(min=0, help="Warm-up repetitions (not counted).")] = 1,
+    max_requests: Annotated[int | None, typer.Option(help="Refuse, before anything starts, a speed plan of more "
+                                                     "requests than this (default 1,000,000: a typo guard).")] = None,
     concurrency: Annotated[str, typer.Option(help="Concurrency levels, e.g. 1,2,4,8.")] = "1",
     llama_server: Annotated[Path | None, typer.Option(help="llama-server binary to use (default: PATH, then the "
                                                       "cached build, else build it once).")] = None,
