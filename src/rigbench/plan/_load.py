@@ -150,6 +150,8 @@ def load_plan(path: Path) -> LoadedPlan:
         mark = e.problem_mark or e.context_mark
         line = f":{mark.line + 1}" if mark is not None else ""
         raise PlanError(f"plan {path}{line} is not valid YAML: {e.problem or e}") from e
+    except yaml.YAMLError as e:  # e.g. a control character the YAML reader refuses, before any parsing
+        raise PlanError(f"plan {path} is not valid YAML: {e}".replace("\n", " ")) from e
     if not isinstance(data, dict):
         raise PlanError(f"plan {path}: the top level must be a mapping with at least `name` and `rigs` "
                         f"(see docs/plans.md); got {type(data).__name__}.")
