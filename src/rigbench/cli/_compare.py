@@ -93,4 +93,4 @@ def compare(
         if not suites.empty:
             md.append(suite_comparison_markdown(suites, baseline=a, other=b))
     if markdown:
-        write_output(markdown, "\n\n".join(md) + "\n", "--markdown")
+        write_output(markdown, "\n\n".join(md) + "\n")

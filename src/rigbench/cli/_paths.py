@@ -18,12 +18,12 @@ def _check_encodable(path: Path, option: str) -> None:
                          "JSON files); choose a path of UTF-8 characters.") from e
 
 
-def write_output(path: Path, text: str, option: str) -> None:
+def write_output(path: Path, text: str) -> None:
     """Write a report file; a failure (no such directory under /proc, a full disk) is one line naming it."""
     try:
         path.write_text(text, encoding="utf-8")
     except OSError as e:
-        raise UsageError(f"{option} {path}: cannot write it ({e.strerror or e}); choose another path.") from e
+        raise UsageError(f"cannot write the report file {path} ({e.strerror or e}); choose another path.") from e
 
 
 def check_output_file(path: Path | None, option: str) -> None:

@@ -90,8 +90,7 @@ def run_plan(plan_file: Path, *, resume: Path | None, out: Path, markdown: Path 
         for w in a.warnings:
             console.print(f"[yellow]! {for_console(n)}: {for_console(w, multiline=True)}[/]", highlight=False)
     if markdown and analyses:
-        write_output(markdown, render_blog_markdown(names, analyses, comparisons, find_revisions(names, analyses)),
-                     "--markdown")
+        write_output(markdown, render_blog_markdown(names, analyses, comparisons, find_revisions(names, analyses)))
         console.print(f"Markdown report: {markdown}")
     console.print(f"plan directory: {plan_dir}  (index: {plan_dir / 'plan.json'})")
     bad = [e for e in index.rigs if e.status != "complete"]

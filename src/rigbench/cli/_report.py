@@ -78,18 +78,17 @@ def report(
         # lazy: start-up; render_html loads matplotlib (~0.6 s)
         from rigbench.report import render_html
 
-        write_output(html, render_html(names, analyses, comparisons, revisions, suites), "--html")
+        write_output(html, render_html(names, analyses, comparisons, revisions, suites))
         console.print(f"HTML report: {for_console(html)}")
     if markdown:
-        write_output(markdown, "\n\n".join(md_parts), "--markdown")
+        write_output(markdown, "\n\n".join(md_parts))
         console.print(f"Markdown report: {for_console(markdown)}")
     if vllm_json:
         reqs = RunReader(runs[0]).records("speed_request", SpeedRequest)
-        write_output(vllm_json, json.dumps(vllm_detailed_result(reqs), indent=1), "--vllm-json")
+        write_output(vllm_json, json.dumps(vllm_detailed_result(reqs), indent=1))
         console.print(f"vLLM-style detailed JSON: {for_console(vllm_json)}")
     if json_out:
-        write_output(json_out, json_parts[0] if len(json_parts) == 1 else "[\n" + ",\n".join(json_parts) + "\n]",
-                     "--json")
+        write_output(json_out, json_parts[0] if len(json_parts) == 1 else "[\n" + ",\n".join(json_parts) + "\n]")
         console.print(f"JSON: {for_console(json_out)}")
 
 

@@ -198,7 +198,7 @@ def run(
     analysis = analyze_run(reader)
     render_terminal(analysis, console)
     if markdown:
-        write_output(markdown, render_markdown(analysis), "--markdown")
+        write_output(markdown, render_markdown(analysis))
         console.print(f"Markdown report: {for_console(markdown)}")
     if header.trust is not None and not header.trust.trusted and not allow_untrusted:
         make_console(stderr=True).print("[bold red]The run is UNTRUSTED (reasons above); exiting 1. "
