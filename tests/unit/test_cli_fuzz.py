@@ -1,7 +1,10 @@
-"""CLI fuzz: a few hundred generated argument sets and plan files, none may end in a traceback.
+"""CLI fuzz: over 500 generated argument sets and plan files, none may end in a traceback.
 
-Adversary: a user (or a script) passing any value to any option. For every case: no traceback,
-exit code 0, 1 or 2, and a non-zero exit says why on stderr. Cases run in-process
+Adversary: a user (or a script) passing any value to any option: numbers at and beyond every limit,
+NaN and infinities, empty and huge values, arguments that are not UTF-8, binary and empty files,
+`/proc` and `/dev/full` paths, ports out of range and in use. For every case: no traceback, exit
+code 0, 1 or 2, a non-zero exit says why on stderr, and a refusal (exit 2) is one `error:` line
+(a plan file's problems follow it, indented, one per line). Cases run in-process
 (`cli_inproc.invoke`); a `run` always attaches (to a closed port, or a malformed URL), so no case
 starts or builds an engine. The table is generated from a fixed seed: a failure names its case
 and reproduces exactly.
@@ -11,6 +14,7 @@ from __future__ import annotations
 
 import random
 import shutil
+import socket
 from pathlib import Path
 
 import pytest
@@ -22,11 +26,13 @@ SEED = 14
 DEAD = "http://127.0.0.1:9/v1"
 
 NUMBERS = ["0", "-1", "1", "2", "0.5", "1e308", "-1e308", "inf", "-inf", "nan", "abc", "", "1,2", "99999999999999999999",
-           "3.5", "100000", "1e-300", " 7 "]
+           "3.5", "100000", "1e-300", " 7 ", "NaN", "Infinity", "-0", "1e999", "0x10", "9" * 400,
+           "-99999999999999999999", "1,,2", "\udcff", "65535", "65536", "2147483648"]
 URLS = [DEAD, "http://user:pw@127.0.0.1:9/v1", "ftp://127.0.0.1/v1", "not a url", "http://[::1", "http://",
         "http://127.0.0.1:99999/v1", "https://127.0.0.1:9", "http://localhost:9/v1/", "http://[::1]:9/v1"]
 WORDS = ["speed", "", ",", "bogus", "speed,agent", "quality", "chat_short", "chat_short,nope", "none,low",
-         "x" * 300, "speed,,speed", "../etc", "☃"]
+         "x" * 300, "speed,,speed", "../etc", "☃", "bad:x:y", "[bold red]x[/]", "\x1b[2Jcls", "\udcfe\udcff", "a\nb"]
+PORTS = ["-1", "70000", "65536", "abc", "", "1e3", "99999999999"]  # `emulate` cases: never one it could serve on
 
 
 def _paths(tmp: Path) -> list[str]:
@@ -47,8 +53,15 @@ def _paths(tmp: Path) -> list[str]:
     badhead = tmp / "badhead"
     badhead.mkdir()
     (badhead / "run.json").write_text('{"format_version": 1, "run_id": 3}')
+    binary = tmp / "binary.yaml"
+    binary.write_bytes(bytes(range(256)) * 8)
+    listhead = tmp / "list_header"
+    listhead.mkdir()
+    (listhead / "run.json").write_text("[]")
     return [str(p) for p in (junk, empty, trunc, cfg, tmp, tmp / "missing", tmp / "no" / "dir" / "x", damaged,
-                             badhead, golden, Path("/dev/null"), Path("/proc/self"))]
+                             badhead, golden, Path("/dev/null"), Path("/proc/self"), binary, listhead,
+                             Path("/proc/x.json"), Path("/proc/self/status"),
+                             tmp / "\udcff-not-utf8")]
 
 
 PLAN_RIGS = [
@@ -71,7 +84,7 @@ PLAN_TOP = [
 ]
 
 
-def _cases(tmp: Path) -> list[list[str]]:
+def _cases(tmp: Path, busy_port: str) -> list[list[str]]:
     rng = random.Random(SEED)
     paths = _paths(tmp)
     num, url, word, path = (lambda: rng.choice(NUMBERS)), (lambda: rng.choice(URLS)), \
@@ -86,22 +99,24 @@ def _cases(tmp: Path) -> list[list[str]]:
         lambda: ["--profile", word()], lambda: ["--sanity-max-tokens", num()], lambda: ["--port", num()],
         lambda: ["--api-key-env", word() or "X"], lambda: ["--model-file", path()], lambda: ["--mmlu-questions", num()],
         lambda: ["--no-sanity"], lambda: ["--threads", num()], lambda: ["--draft-max", num()],
+        lambda: ["--max-requests", num()], lambda: ["--retry-failed"], lambda: ["--label", word()],
+        lambda: ["--set", f"speed.temperature={num()}"], lambda: ["--set", word()],
     ]
     cases: list[list[str]] = []
-    for _ in range(130):
+    for _ in range(200):
         args = ["run", "--endpoint", url(), "--out", out_dir]
         for opt in rng.sample(run_opts, rng.randint(1, 4)):
             args += opt()
         cases.append(args)
-    for _ in range(45):
+    for _ in range(70):
         cases.append(["kv", "--budget-gib", num(), "--context", num(),
                       *rng.choice([["--model", path()], ["--layers", num(), "--kv-heads", num(), "--head-dim", num()]]),
                       *rng.choice([[], ["--window", num()], ["--local-per-global", num()], ["--kv-dtype", word()]])])
-    for _ in range(40):
+    for _ in range(60):
         cases.append(["roofline", *rng.choice([["--weights-gb", num()], ["--model", path()]]),
                       *rng.choice([["--bandwidth-gbs", num()], ["--device", word()]]),
                       *rng.choice([[], ["--tok-s", num()], ["--acceptance-length", num(), "--prefill-share", num()]])])
-    for _ in range(30):
+    for _ in range(40):
         cases.append(["compare", *(path() for _ in range(rng.randint(0, 3))), "--alpha", num(),
                       *rng.choice([[], ["--metric", word()], ["--markdown", path()], ["--allow-mismatch"]])])
     # Rendering a report costs seconds (plots, statistics): few cases, and HTML only with paths that
@@ -111,32 +126,56 @@ def _cases(tmp: Path) -> list[list[str]]:
         cases.append(["report", *(path() for _ in range(rng.randint(0, 2))),
                       *rng.choice([[], ["--html", rng.choice(bad_out)], ["--markdown", path()], ["--json", path()],
                                    ["--vllm-json", path()]])])
-    for _ in range(15):
+    for _ in range(40):
         cases.append(["check", *rng.choice([[], ["--concurrency", num()], ["--scenario", word() + ":" + num()]]),
                       "--", *rng.choice([["vllm", "serve", word()], ["llama-server", "-c", num()], [word()]])])
-    for i in range(25):
+    for i in range(40):
         text = rng.choice(PLAN_TOP).format(i=i, num=num(), word=word())
         if text.startswith("name") and not text.startswith("name: ["):
             text += "rigs:\n" + "".join("  - " + rng.choice(PLAN_RIGS).format(url=url(), word=word(), num=num())
                                         + "\n" for _ in range(rng.randint(0, 3)))
         plan = tmp / f"plan{i}.yaml"
-        plan.write_text(text)
+        plan.write_bytes(text.encode("utf-8", "surrogateescape"))  # a lone \udcff becomes a non-UTF-8 byte
         cases.append(["run", str(plan), "--out", str(tmp / "plans" / str(i))])
-    cases += [["ls", path()], ["--help"], ["run", "--help"], ["bogus-command"], []]
+    for _ in range(40):  # each has a port it cannot serve on, so no case starts a server
+        cases.append(["emulate", "--port", rng.choice([*PORTS, busy_port]),
+                      *rng.choice([[], ["--dist", word()], ["--ttft-ms", num()], ["--output-tokens", num()],
+                                   ["--fault", word()], ["--rogue", word()], ["--script", path()]])])
+    for _ in range(20):
+        cases.append(["ls", path()])
+    cases += [["run", path()] for _ in range(10)]  # a plan file that is not one
+    golden = str(tmp / "golden_copy")  # /dev/full only as an output (reading it never ends): ENOSPC on write
+    cases += [["report", golden, "--markdown", "/dev/full"], ["report", golden, "--json", "/dev/full"],
+              ["compare", golden, golden, "--markdown", "/dev/full"]]
+    cases += [["--help"], ["run", "--help"], ["bogus-command"], []]
     return cases
 
 
 def test_no_argument_set_or_plan_file_ends_in_a_traceback(tmp_path: Path) -> None:
-    cases = _cases(tmp_path)
-    assert len(cases) >= 300
-    failures: list[str] = []
-    for args in cases:
-        res = invoke(*args)
-        if res.traceback is not None:
-            failures.append(f"{args}: traceback\n{res.traceback[-1500:]}")
-        elif res.code not in (0, 1, 2):
-            failures.append(f"{args}: exit {res.code}")
-        elif res.code != 0 and not res.stderr.strip():
-            failures.append(f"{args}: exit {res.code} with nothing on stderr (stdout: {res.stdout[-300:]!r})")
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen()
+    try:
+        cases = _cases(tmp_path, str(busy.getsockname()[1]))
+        assert len(cases) >= 500
+        failures = [f for args in cases for f in _judge(args)]
+    finally:
+        busy.close()
     if failures:
         pytest.fail(f"{len(failures)} of {len(cases)} cases failed:\n" + "\n\n".join(failures[:15]))
+
+
+def _judge(args: list[str]) -> list[str]:
+    res = invoke(*args)
+    if res.traceback is not None:
+        return [f"{args}: traceback\n{res.traceback[-1500:]}"]
+    if res.code not in (0, 1, 2):
+        return [f"{args}: exit {res.code}"]
+    if res.code != 0 and not res.stderr.strip():
+        return [f"{args}: exit {res.code} with nothing on stderr (stdout: {res.stdout[-300:]!r})"]
+    if res.code == 2:  # one `error:` line; a plan's list of problems follows it indented, one per line
+        lines = res.stderr.rstrip().splitlines()
+        at = [i for i, line in enumerate(lines) if line.startswith("error:")]
+        if len(at) != 1 or any(not line.startswith("  ") for line in lines[at[0] + 1:]):
+            return [f"{args}: a refusal that is not one `error:` line: {res.stderr[-600:]!r}"]
+    return []

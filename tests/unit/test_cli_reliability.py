@@ -340,3 +340,46 @@ def test_a_server_that_fails_every_request_ends_the_run_with_records_not_a_crash
     errors = [r["result"]["error"] for r in reader.raw_records("speed_request")]
     assert len(errors) == int(reps) and all(e and "503" in json.dumps(e) for e in errors), errors
     assert reader.raw_records("selfcheck"), "the self-check record is written even when every request failed"
+
+
+# -- issue 22, item 5: the probe's tracebacks and accepted-when-they-should-be-refused cases -----
+
+
+def test_the_probes_tracebacks_are_one_line_refusals(tmp_path: Path) -> None:
+    import socket
+
+    plan = tmp_path / "random.yaml"
+    plan.write_bytes(bytes(range(256)) * 3)
+    listed = tmp_path / "runs" / "list_header"
+    listed.mkdir(parents=True)
+    (listed / "run.json").write_text("[]")
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen()
+    try:
+        refused(invoke("run", str(plan)), str(plan), "not UTF-8")
+        refused(invoke("report", str(listed)), "run.json holds a JSON list")
+        refused(invoke("run", "--resume", str(listed)), "run.json holds a JSON list")
+        res = invoke("ls", str(tmp_path / "runs"))  # a damaged run among others: listed around, not a crash
+        assert res.code == 0 and res.traceback is None, res.traceback
+        refused(invoke("run", "--endpoint", "http://127.0.0.1:9/v1", "--out", str(tmp_path / "\udcff")),
+                "--out", "not valid UTF-8")
+        refused(invoke("report", str(GOLDEN), "--json", "/proc/x.json"), "cannot write the report file /proc/x.json")
+        refused(invoke("emulate", "--port", "-1"), "--port -1", "0..65535")
+        refused(invoke("emulate", "--port", "70000"), "--port 70000")
+        refused(invoke("emulate", "--port", str(busy.getsockname()[1])), "cannot listen", "--port")
+    finally:
+        busy.close()
+
+
+def test_the_probes_accepted_cases_are_refused(tmp_path: Path) -> None:
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    refused(invoke("run", "--endpoint", "", "--out", str(tmp_path)), "--endpoint is empty")
+    refused(invoke("ls", str(a_file)), "is a file, not a directory of runs")
+    refused(invoke("emulate", "--dist", "nosuch", "--port", "1"), "--dist 'nosuch'")
+    refused(invoke("check", "--concurrency", "-1", "--", "vllm", "serve", "m"), "--concurrency -1")
+    refused(invoke("run", "--endpoint", "http://127.0.0.1:9/v1", "--concurrency", "1,,2", "--out", str(tmp_path)),
+            "--concurrency", "'1,,2'")
+    res = invoke("ls", str(tmp_path / "none"))  # control: a directory that does not exist yet is "no runs"
+    assert res.code == 0 and "no runs" in res.stdout

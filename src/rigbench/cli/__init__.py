@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import sys
 
+import typer
+from typer.exceptions import TyperException
+
 from rigbench.cli import _check as _check
 from rigbench.cli import _compare as _compare
 from rigbench.cli import _emulate as _emulate
@@ -31,7 +34,18 @@ def main() -> None:
         sys.argv.append("--help")  # `rigbench` alone: the help, exit 0 (not click's usage error with exit 2)
     try:
         with handle_stop_signals():
-            app()
+            code = app(standalone_mode=False)  # click's own errors come back here: one line, like ours
+        sys.exit(code if isinstance(code, int) else 0)
+    except TyperException as e:  # click's usage errors: an unknown option, a wrong type, a missing argument
+        ctx = getattr(e, "ctx", None)
+        where = f" (`{ctx.command_path} --help` lists the options)" if ctx is not None else ""
+        message = e.format_message() if hasattr(e, "format_message") else str(e)
+        make_console(stderr=True).print(f"[bold red]error:[/] {for_console(message)}{where}", highlight=False,
+                                        soft_wrap=True)
+        sys.exit(getattr(e, "exit_code", 2))
+    except typer.Abort:
+        make_console(stderr=True).print(f"[yellow]interrupted ({interrupt_name()})[/]")
+        sys.exit(interrupt_exit_code())
     except RigbenchError as e:
         # as text: a message holds brackets (pip install 'rigbench[ray]') and what a server said (rigbench.outside)
         make_console(stderr=True).print(f"[bold red]error:[/] {for_console(e, multiline=True)}", highlight=False,

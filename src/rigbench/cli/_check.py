@@ -30,6 +30,9 @@ def check(
     argv = list(ctx.args)
     if not argv:
         raise UsageError("give the engine command line after `--`, e.g. `rigbench check -- vllm serve MODEL ...`.")
+    bad = [c for c in concurrency or [] if c < 1]
+    if bad:
+        raise UsageError(f"--concurrency {bad[0]}: a concurrency level is a positive number of requests in flight.")
     scen = []
     for s in scenario or []:
         try:

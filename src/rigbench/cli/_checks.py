@@ -58,6 +58,10 @@ def check_run_options(o: dict[str, Any]) -> None:
     """Every numeric and list option of `rigbench run`, and the output paths."""
     check_output_dir(Path(o["out"]), "--out")
     check_output_file(o.get("markdown"), "--markdown")
+    if o.get("endpoint") is not None and not str(o["endpoint"]).strip():
+        # an empty URL is not "no endpoint": it must not quietly launch the embedded rig instead
+        raise UsageError("--endpoint is empty; give the server's OpenAI base URL (e.g. http://host:8000/v1), or "
+                         "leave --endpoint out to launch the embedded rig.")
     if o.get("plan") is not None:
         return  # a plan's settings are checked when it loads
     names = [s.strip() for s in str(o.get("suite", "")).split(",") if s.strip()]

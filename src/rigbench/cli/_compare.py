@@ -19,7 +19,7 @@ from rigbench.analysis import (
 )
 from rigbench.cli._app import app
 from rigbench.cli._console import make_console
-from rigbench.cli._paths import check_output_file
+from rigbench.cli._paths import check_output_file, write_output
 from rigbench.errors import UsageError
 from rigbench.report import (
     comparison_markdown,
@@ -93,4 +93,4 @@ def compare(
         if not suites.empty:
             md.append(suite_comparison_markdown(suites, baseline=a, other=b))
     if markdown:
-        markdown.write_text("\n\n".join(md) + "\n")
+        write_output(markdown, "\n\n".join(md) + "\n")

@@ -73,6 +73,11 @@ def emulate(
     """Serve the reference emulator. GET /emulator/truth returns the true send time of every chunk
     (perf_counter_ns: the machine's monotonic clock); a request may override the script with an
     `x_emulator` object in its body."""
+    if not 0 <= port <= 65535:
+        raise UsageError(f"--port {port}: a TCP port is 0..65535 (0: any free port).")
+    dists = ("uniform", "normal", "exponential", "lognormal")
+    if dist not in dists:
+        raise UsageError(f"--dist {dist!r}: choose one of {', '.join(dists)}.")
     if rogue is not None and rogue not in ROGUES:
         raise UsageError(f"unknown rogue {rogue!r}; choose one of {', '.join(ROGUES)}.")
     if rogue is not None and answers:
@@ -112,4 +117,8 @@ def emulate(
         raise UsageError(f"invalid emulator settings: {e}. See `rigbench emulate --help`.") from e
     typer.echo(f"rigbench emulator: {s.model_dump_json()}", err=True)
     with contextlib.suppress(KeyboardInterrupt):
-        serve(s, host=host, port=port, use_uvloop=uvloop)
+        try:
+            serve(s, host=host, port=port, use_uvloop=uvloop)
+        except OSError as e:  # the port is taken, or the address is not this machine's
+            raise UsageError(f"cannot listen on {host}:{port}: {e.strerror or e}. Choose another --port (0: any "
+                             "free one) or --host.") from e

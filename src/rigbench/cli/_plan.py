@@ -9,6 +9,7 @@ from rich.table import Table
 
 from rigbench.analysis import Comparison, Revision, RunAnalysis, analyze_run, compare_runs, find_revisions
 from rigbench.cli._console import make_console
+from rigbench.cli._paths import write_output
 from rigbench.cli._progress import RichProgress
 from rigbench.cli._signals import interrupt_exit_code, interrupt_name
 from rigbench.client import run as run_loop
@@ -89,7 +90,7 @@ def run_plan(plan_file: Path, *, resume: Path | None, out: Path, markdown: Path 
         for w in a.warnings:
             console.print(f"[yellow]! {for_console(n)}: {for_console(w, multiline=True)}[/]", highlight=False)
     if markdown and analyses:
-        markdown.write_text(render_blog_markdown(names, analyses, comparisons, find_revisions(names, analyses)))
+        write_output(markdown, render_blog_markdown(names, analyses, comparisons, find_revisions(names, analyses)))
         console.print(f"Markdown report: {markdown}")
     console.print(f"plan directory: {plan_dir}  (index: {plan_dir / 'plan.json'})")
     bad = [e for e in index.rigs if e.status != "complete"]

@@ -11,8 +11,8 @@ import typer
 from rigbench.analysis import analyze_run, compare_suites
 from rigbench.cli._app import app
 from rigbench.cli._console import make_console
-from rigbench.cli._paths import check_output_file
-from rigbench.errors import StoreError
+from rigbench.cli._paths import check_output_file, write_output
+from rigbench.errors import StoreError, UsageError
 from rigbench.outside import for_console
 from rigbench.records import SpeedRequest
 from rigbench.report import (
@@ -78,17 +78,17 @@ def report(
         # lazy: start-up; render_html loads matplotlib (~0.6 s)
         from rigbench.report import render_html
 
-        html.write_text(render_html(names, analyses, comparisons, revisions, suites))
+        write_output(html, render_html(names, analyses, comparisons, revisions, suites))
         console.print(f"HTML report: {for_console(html)}")
     if markdown:
-        markdown.write_text("\n\n".join(md_parts))
+        write_output(markdown, "\n\n".join(md_parts))
         console.print(f"Markdown report: {for_console(markdown)}")
     if vllm_json:
         reqs = RunReader(runs[0]).records("speed_request", SpeedRequest)
-        vllm_json.write_text(json.dumps(vllm_detailed_result(reqs), indent=1))
+        write_output(vllm_json, json.dumps(vllm_detailed_result(reqs), indent=1))
         console.print(f"vLLM-style detailed JSON: {for_console(vllm_json)}")
     if json_out:
-        json_out.write_text(json_parts[0] if len(json_parts) == 1 else "[\n" + ",\n".join(json_parts) + "\n]")
+        write_output(json_out, json_parts[0] if len(json_parts) == 1 else "[\n" + ",\n".join(json_parts) + "\n]")
         console.print(f"JSON: {for_console(json_out)}")
 
 
@@ -98,6 +98,9 @@ def ls(
 ) -> None:
     """List saved runs with model, engine, date, suites and status."""
     console = make_console()
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"{out} is a file, not a directory of runs; give the directory that holds run directories "
+                         "(default ./runs).")
     if not out.is_dir():
         console.print(f"no runs: {for_console(out)} does not exist (runs are saved under ./runs by default).")
         return

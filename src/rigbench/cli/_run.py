@@ -11,6 +11,7 @@ from rigbench.analysis import analyze_run
 from rigbench.cli._app import app
 from rigbench.cli._checks import check_run_options
 from rigbench.cli._console import make_console
+from rigbench.cli._paths import write_output
 from rigbench.cli._progress import RichProgress
 from rigbench.cli._resume import recorded_options, resumed_options
 from rigbench.cli._signals import interrupt_exit_code, interrupt_name
@@ -42,6 +43,8 @@ def run(
     scenarios: Annotated[str | None, typer.Option(help="Comma-separated speed scenarios (default: all four).")] = None,
     repetitions: Annotated[int, typer.Option(min=1, help="Measured repetitions per scenario.")] = 5,
     warmup: Annotated[int, typer.Option(min=0, help="Warm-up repetitions (not counted).")] = 1,
+    max_requests: Annotated[int | None, typer.Option(help="Refuse, before anything starts, a speed plan of more "
+                                                     "requests than this (default 1,000,000: a typo guard).")] = None,
     concurrency: Annotated[str, typer.Option(help="Concurrency levels, e.g. 1,2,4,8.")] = "1",
     llama_server: Annotated[Path | None, typer.Option(help="llama-server binary to use (default: PATH, then the "
                                                       "cached build, else build it once).")] = None,
@@ -195,7 +198,7 @@ def run(
     analysis = analyze_run(reader)
     render_terminal(analysis, console)
     if markdown:
-        markdown.write_text(render_markdown(analysis))
+        write_output(markdown, render_markdown(analysis))
         console.print(f"Markdown report: {for_console(markdown)}")
     if header.trust is not None and not header.trust.trusted and not allow_untrusted:
         make_console(stderr=True).print("[bold red]The run is UNTRUSTED (reasons above); exiting 1. "

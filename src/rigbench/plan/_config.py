@@ -154,7 +154,7 @@ def plan_from_options(options: RunOptions | Mapping[str, Any]) -> CliPlan:
     pack = o.pack
     sections: dict[str, dict[str, Any]] = {
         "speed": _given(profile=o.profile, scenarios=_names(o.scenarios), repetitions=o.repetitions,
-                        warmup=o.warmup, concurrency=o.concurrency),
+                        warmup=o.warmup, concurrency=o.concurrency, max_requests=o.max_requests),
         "mmlu_pro": _given(data=o.mmlu_data, questions_per_subject=o.mmlu_questions,
                            subjects=_names(o.mmlu_subjects)),
         "packs": _given(packs=pack or None),

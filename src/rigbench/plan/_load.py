@@ -137,9 +137,12 @@ def _format_errors(path: Path, root: yaml.Node | None, err: ValidationError) -> 
 def load_plan(path: Path) -> LoadedPlan:
     """Read, validate and expand a plan file. Raises PlanError naming file, line and key."""
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as e:
         raise PlanError(f"cannot read plan {path}: {e.strerror or e}. Pass the path of a plan YAML file.") from e
+    except UnicodeDecodeError as e:
+        raise PlanError(f"plan {path} is not UTF-8 text (byte {e.start}: {e.object[e.start:e.start + 1]!r}); "
+                        "a plan is a YAML file (docs/plans.md).") from e
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
         data = yaml.safe_load(text)
@@ -147,6 +150,8 @@ def load_plan(path: Path) -> LoadedPlan:
         mark = e.problem_mark or e.context_mark
         line = f":{mark.line + 1}" if mark is not None else ""
         raise PlanError(f"plan {path}{line} is not valid YAML: {e.problem or e}") from e
+    except yaml.YAMLError as e:  # e.g. a control character the YAML reader refuses, before any parsing
+        raise PlanError(f"plan {path} is not valid YAML: {e}".replace("\n", " ")) from e
     if not isinstance(data, dict):
         raise PlanError(f"plan {path}: the top level must be a mapping with at least `name` and `rigs` "
                         f"(see docs/plans.md); got {type(data).__name__}.")

@@ -33,6 +33,7 @@ class RunOptions(Frozen):
     scenarios: str | None = None
     repetitions: int | None = None
     warmup: int | None = None
+    max_requests: int | None = None
     concurrency: str | list[int] | None = None
     mmlu_data: str | None = None
     mmlu_questions: int | None = None

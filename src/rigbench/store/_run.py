@@ -196,9 +196,14 @@ class RunReader:
             raise StoreError(f"{self.dir} is not a rigbench run: no {HEADER_FILE}. "
                              "Pass a directory made by `rigbench run` (see `rigbench ls`).")
         try:
-            raw = json.loads(hp.read_text())
-        except ValueError as e:
+            raw = json.loads(hp.read_bytes())
+        except ValueError as e:  # not JSON, or not UTF-8
             raise StoreError(f"{hp} is not valid JSON ({e}); the run header is damaged.") from e
+        except OSError as e:
+            raise StoreError(f"cannot read {hp}: {e.strerror or e}.") from e
+        if not isinstance(raw, dict):
+            raise StoreError(f"{hp} holds a JSON {type(raw).__name__}, not a run header object; the run header is "
+                             "damaged.")
         version = raw.get("format_version")
         if version not in SUPPORTED_VERSIONS:
             raise StoreError(f"{self.dir} has run format version {version!r}; this rigbench reads "

@@ -13,6 +13,7 @@ from pydantic import (
     AfterValidator,
     BeforeValidator,
     Field,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -29,7 +30,8 @@ def _levels_from_text(v: Any) -> Any:
         return [v]
     if isinstance(v, str):
         try:
-            return [int(x) for x in v.split(",") if x.strip()]
+            # an empty item (`1,,2`, `4,`) is a typo, not a level to skip
+            return [int(x) for x in v.split(",")] if v.strip() else []
         except ValueError:
             raise ValueError(f"takes comma-separated integers, e.g. 1,2,4,8; got {v!r}") from None
     return v
@@ -47,6 +49,12 @@ def _levels_positive(v: list[int]) -> list[int]:
 ConcurrencyLevels = Annotated[list[int], BeforeValidator(_levels_from_text), AfterValidator(_levels_positive)]
 
 
+# Requests one run may plan (`--max-requests`, plan key speed.max_requests): far above any real run
+# (the full profile at 5 repetitions, levels 1..64, is under 2,000), low enough that a typo such as
+# `--repetitions 99999999999999999999999` is refused before anything starts.
+MAX_REQUESTS = 1_000_000
+
+
 class SpeedSettings(Frozen):
     """Settings of `--suite speed` (plan key `speed`); defaults are `rigbench run`'s."""
 
@@ -56,6 +64,25 @@ class SpeedSettings(Frozen):
     warmup: int = Field(default=1, ge=0)
     concurrency: ConcurrencyLevels = Field(default_factory=lambda: [1])
     temperature: float = Field(default=0.0, ge=0.0, allow_inf_nan=False)
+    max_requests: int = Field(default=MAX_REQUESTS, ge=1, validate_default=True)  # a bound, not recorded
+
+    @field_validator("max_requests")
+    @classmethod
+    def _bounded(cls, v: int, info: ValidationInfo) -> int:
+        d = info.data
+        if not {"profile", "scenarios", "repetitions", "warmup", "concurrency"} <= set(d):
+            return v  # another field is wrong: that is the error to show
+        try:
+            n_shapes = len(scenarios_for(d["profile"], d["scenarios"]))
+        except UsageError:
+            return v
+        planned = n_shapes * (d["warmup"] + d["repetitions"]) * sum(d["concurrency"])
+        if planned > v:
+            raise ValueError(
+                f"this plan sends {planned:,} requests ({n_shapes} scenario(s) x {d['warmup'] + d['repetitions']:,} "
+                f"batches (warm-up + repetitions) x {sum(d['concurrency']):,} requests per set of levels), more than "
+                f"the {v:,} allowed. Lower --repetitions or --concurrency, or raise --max-requests if you mean it")
+        return v
 
     @field_validator("profile")
     @classmethod
@@ -71,6 +98,11 @@ class SpeedSettings(Frozen):
         except UsageError as e:
             raise ValueError(str(e)) from None
         return self
+
+    @property
+    def planned_requests(self) -> int:
+        """Requests the suite sends (warm-up included), before any is skipped or resumed."""
+        return len(self.shapes) * (self.warmup + self.repetitions) * sum(self.concurrency)
 
     @property
     def shapes(self) -> list[Scenario]:

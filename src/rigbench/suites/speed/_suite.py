@@ -52,7 +52,6 @@ class SpeedSuite:
                 return None
 
             builder = PromptBuilder(_none, _none, _none)
-        batches = [(c, r) for c in s.concurrency for r in range(-s.warmup, s.repetitions)]
         for scenario in s.shapes:
             skip = self._skip_reason(scenario, ctx)
             if skip:
@@ -61,21 +60,35 @@ class SpeedSuite:
                     ctx.writer.append(SpeedSkip(unit_id=uid, scenario=scenario.name, reason=skip))
                 ctx.progress.note(f"{scenario.name}: skipped ({skip})")
                 continue
-            todo = [(c, r) for c, r in batches if self._batch_uid(scenario, c, r) not in ctx.done_units]
+            # Batches are walked lazily (a range per level, the done set asked per batch): memory does not
+            # grow with --repetitions. The bar's total is counted, not listed.
+            done = {(c, r) for c in s.concurrency for r in self._done_reps(scenario, c, ctx.done_units)}
             task = ctx.progress.task(
                 f"speed {scenario.name} ({scenario.input_tokens} in / {scenario.output_tokens} out)",
-                sum(c for c, _ in todo),
+                (s.warmup + s.repetitions) * sum(s.concurrency) - sum(c for c, _ in done),
             )
             for conc in s.concurrency:
-                level = [(c, r) for c, r in todo if c == conc]
-                if not level:
-                    continue
+                if sum(1 for c, _ in done if c == conc) == s.warmup + s.repetitions:
+                    continue  # every batch of this level is done: no telemetry window for nothing
                 # server telemetry (KV use, queue, speculative counters) before, during (2 Hz), after
                 async with TelemetrySampler(ctx.client, ctx.rig.engine) as tel:
-                    for c, rep in level:
-                        await self._batch(ctx, builder, scenario, c, rep, task)
+                    for rep in range(-s.warmup, s.repetitions):
+                        if (conc, rep) not in done:
+                            await self._batch(ctx, builder, scenario, conc, rep, task)
                 ctx.writer.append(tel.record(scenario=scenario.name, concurrency=conc))
             ctx.progress.done(task)
+
+    def _done_reps(self, scenario: Scenario, conc: int, done_units: set[str]) -> list[int]:
+        """The repetitions of one level already done (read from the done set, which is small)."""
+        prefix = f"speed/{scenario.name}/c{conc}/r"
+        reps = []
+        for uid in done_units:
+            if uid.startswith(prefix):
+                try:
+                    reps.append(int(uid[len(prefix):]))
+                except ValueError:
+                    continue
+        return [r for r in reps if -self.settings.warmup <= r < self.settings.repetitions]
 
     @staticmethod
     def _batch_uid(scenario: Scenario, conc: int, rep: int) -> str:
