@@ -296,6 +296,23 @@ def test_an_engine_missing_a_protocol_member_is_refused_naming_it() -> None:
     assert "toy" not in {e.name for e in known_engines()}
 
 
+def test_an_engine_whose_adapter_misses_a_fact_is_refused_naming_it() -> None:
+    # adversary: an adapter written before tokenize_unidentified existed would have broken the traffic
+    # check of every unidentified server, mid-run, once registered
+    class OldAdapter(ToyAdapter):
+        def __init__(self) -> None:
+            super().__init__()
+            del self.tokenize_unidentified
+
+    class OldEngine(ToyEngine):
+        def adapter(self) -> ToyAdapter:
+            return OldAdapter()
+
+    with pytest.raises(UsageError, match=r"cannot register engine 'toy': its adapter lacks tokenize_unidentified"):
+        register_engine(OldEngine())
+    assert "toy" not in {e.name for e in known_engines()}
+
+
 def test_a_registered_engine_dies_with_its_own_signal(toy: ToyEngine) -> None:
     from rigbench.rig._rig import engine_death_signal
 

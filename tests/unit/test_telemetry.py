@@ -171,12 +171,13 @@ async def test_a_registered_engines_own_metric_names_are_sampled(server: tuple[F
     # extra gauges read as the built-ins do (here it exports llama.cpp's names under its own adapter)
     import signal
 
-    from rigbench.rig.engines import get_engine, register_engine, unregister_engine
+    from rigbench.rig.engines import LlamaCppAdapter, get_engine, register_engine, unregister_engine
 
-    class PosAdapter:
-        name, health_path, metrics_path, forced_length_exact = "poscount", "/health", "/metrics", True
+    class PosAdapter(LlamaCppAdapter):  # llama.cpp's calls, its own facts
+        name = "poscount"
 
         def __init__(self) -> None:
+            super().__init__()
             self.metric_names = {"spec_drafts_total": "llamacpp:spec_decode_num_drafts_total"}
             self.per_position_metric: str | None = "llamacpp:spec_decode_num_accepted_tokens_per_pos_total"
             self.reports_usage = False

@@ -31,6 +31,9 @@ _RESERVED = frozenset({"command", "container", "endpoint", "unknown"})
 # What an engine must have: every member of the Engine protocol (an engine is a plain object, not a
 # subclass, so a missing one would only fail when first used, mid-run).
 _MEMBERS = tuple(sorted(n for n in vars(Engine) if not n.startswith("_")))
+# ...and of its adapter, whose facts (telemetry names, tokenizing, usage) are read mid-run
+_ADAPTER_MEMBERS = tuple(sorted({n for n in vars(EngineAdapter) if not n.startswith("_")}
+                                | set(EngineAdapter.__annotations__)))
 
 
 def known_engines() -> tuple[Engine, ...]:
@@ -62,6 +65,11 @@ def register_engine(engine: Engine) -> None:
     if missing:
         raise UsageError(f"cannot register engine {getattr(engine, 'name', engine)!r}: it lacks "
                          f"{', '.join(missing)} (every member of rigbench.rig.engines.Engine; docs/engines.md).")
+    adapter = engine.adapter()
+    missing = [m for m in _ADAPTER_MEMBERS if not hasattr(adapter, m)]
+    if missing:
+        raise UsageError(f"cannot register engine {engine.name!r}: its adapter lacks {', '.join(missing)} "
+                         "(every member of rigbench.rig.engines.EngineAdapter; docs/engines.md).")
     taken = {n for e in _engines.values() for n in (e.name, *e.aliases)} | _RESERVED
     clash = sorted(taken & {engine.name, *engine.aliases})
     if clash:
