@@ -10,6 +10,7 @@ from rigbench.analysis._compare import (
     compare_stats,
     fingerprint_differences,
 )
+from rigbench.analysis._host import OTHER_CORES_MAX, STEAL_CORES_MAX, HostVerdict, HostWindowRow, assess_host
 from rigbench.analysis._kvcache import (
     KVArchitecture,
     KVCapacity,
@@ -54,12 +55,16 @@ __all__ = [
     "DEFAULT_MARGIN",
     "LOOP_LAG_P99_MAX_S",
     "MAX_NEEDED",
+    "OTHER_CORES_MAX",
+    "STEAL_CORES_MAX",
     "AccuracyDiff",
     "AgentSummary",
     "ArrivalPattern",
     "ArrivalSummary",
     "Comparison",
     "EffortSummary",
+    "HostVerdict",
+    "HostWindowRow",
     "KVArchitecture",
     "KVCapacity",
     "MMLUProComparison",
@@ -88,6 +93,7 @@ __all__ = [
     "WeightsInfo",
     "analyze_run",
     "arrival_ns",
+    "assess_host",
     "check_two_runs",
     "chunk_token_counts",
     "compare_runs",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import zlib
 from typing import Any
@@ -70,11 +71,16 @@ class SpeedSuite:
                 level = [(c, r) for c, r in todo if c == conc]
                 if not level:
                     continue
-                # server telemetry (KV use, queue, speculative counters) before, during (2 Hz), after
-                async with TelemetrySampler(ctx.client, ctx.rig.engine) as tel:
+                # server telemetry (KV use, queue, speculative counters) before, during (2 Hz), after;
+                # host conditions (who used the CPU) over the same window
+                window = ctx.host.window(scenario.name, concurrency=conc) if ctx.host is not None else None
+                async with TelemetrySampler(ctx.client, ctx.rig.engine) as tel, \
+                        (window or contextlib.nullcontext()):
                     for c, rep in level:
                         await self._batch(ctx, builder, scenario, c, rep, task)
                 ctx.writer.append(tel.record(scenario=scenario.name, concurrency=conc))
+                if window is not None and window.record is not None:
+                    ctx.writer.append(window.record)
             ctx.progress.done(task)
 
     @staticmethod
