@@ -12,8 +12,9 @@ from rigbench.analysis._host import HostVerdict, assess_host
 from rigbench.analysis._quality import summarize_quality
 from rigbench.analysis._selfcheck import OUTSIDE_LOAD_REMEDY, ClientVerdict, assess_selfcheck
 from rigbench.analysis._speed import SpeedSummary, summarize_speed
+from rigbench.analysis._stability import speed_stability, stability_warnings
 from rigbench.analysis._stamping import stamping_error
-from rigbench.records import HostConditions, SelfCheck, SpeedRequest
+from rigbench.records import HostConditions, SelfCheck, SpeedBatch, SpeedRequest
 from rigbench.store import RunHeader, RunReader
 
 __all__ = ["RunAnalysis", "analyze_run"]
@@ -51,11 +52,16 @@ def analyze_run(reader: RunReader) -> RunAnalysis:
         warnings[:0] = [f"UNTRUSTED: {r}" for r in h.trust.reasons]
     # a finished run whose data is gone or changed: its verdict and source-data id no longer hold
     warnings[:0] = [f"DAMAGED: {d}; its verdict and figures do not stand" for d in reader.damage]
+    stability = speed_stability(reader.records("speed_request", SpeedRequest),
+                                reader.records("speed_batch", SpeedBatch)) if speed else []
     if speed:  # a finding the trust verdict already gives (e.g. buffered latency) is not said twice
         given = set(h.trust.reasons) if h.trust is not None else set()
         warnings.extend(w for w in speed.warnings if w not in given)
+        warnings.extend(stability_warnings(stability))
 
     sections: dict[str, Any] = honesty_sections(reader, speed)
+    if stability:
+        sections["stability"] = stability
     if "traffic" in sections:  # e.g. prompts partly served from a prefix cache, below what untrusts
         warnings.extend(sections["traffic"].warnings)
     quality = summarize_quality(reader)

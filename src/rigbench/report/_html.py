@@ -30,6 +30,7 @@ from rigbench.report._speed import (
     not_measurable_notes,
     speed_columns,
 )
+from rigbench.report._stability import stability_section
 from rigbench.report._suite_compare import NOT_SIGNIFICANT_NOTE, suite_comparison_sections
 
 __all__ = ["render_html"]
@@ -88,6 +89,7 @@ def _checks_html(names: Sequence[str], analyses: Sequence[RunAnalysis]) -> list[
     out = []
     for name, a in zip(names, analyses, strict=True):
         secs = ([host_section(a.sections["host"])] if a.speed and "host" in a.sections else []) + (
+            [stability_section(a.sections["stability"])] if "stability" in a.sections else []) + (
             [preflight_section(a.sections["preflight"])] if "preflight" in a.sections else []) + (
             [sanity_section(*a.sections["sanity"])] if "sanity" in a.sections else [])
         if secs:

@@ -31,6 +31,7 @@ from rigbench.report._host import host_section
 from rigbench.report._labels import synth_note, synthetic_acceptance
 from rigbench.report._quality import render_quality_markdown, render_quality_terminal
 from rigbench.report._speed import latency_markdown, latency_table, speed_markdown, speed_table
+from rigbench.report._stability import stability_section
 
 __all__ = ["render_json", "render_markdown", "render_terminal"]
 
@@ -191,6 +192,8 @@ def render_markdown(a: RunAnalysis) -> str:
 def _honesty_terminal(a: RunAnalysis, console: Console) -> None:
     if a.speed and "host" in a.sections:
         section_terminal(console, host_section(a.sections["host"]))
+    if "stability" in a.sections:
+        section_terminal(console, stability_section(a.sections["stability"]))
     if "preflight" in a.sections:
         preflight_terminal(a.sections["preflight"], console)
     if "roofline" in a.sections:
@@ -218,6 +221,8 @@ def _honesty_markdown(a: RunAnalysis) -> list[str]:
     out: list[str] = []
     if a.speed and "host" in a.sections:
         out += [section_markdown(host_section(a.sections["host"])), ""]
+    if "stability" in a.sections:
+        out += [section_markdown(stability_section(a.sections["stability"])), ""]
     if "preflight" in a.sections:
         out += [preflight_markdown(a.sections["preflight"]), ""]
     if "sanity" in a.sections:
