@@ -45,7 +45,7 @@ class HostConditions(Record):
     engine_name: str | None = None  # the root process's name (e.g. "llama-server")
     cpus: list[int] = Field(default_factory=list)  # CPUs the engine and rigbench may run on (affinity masks)
     # CPU seconds over the window. busy: every process's time on `cpus` (from /proc/stat, user + nice +
-    # system + irq + softirq); engine: its process tree; rigbench: this process, all threads (a child it
+    # system; interrupt time is charged to no process and left out); engine: its process tree; rigbench: this process, all threads (a child it
     # started that is not the engine counts as another process). Everything else = busy - engine - rigbench
     # (`other_cpu_s`). None: unknown (why: `unknown`).
     busy_cpu_s: float | None = None
