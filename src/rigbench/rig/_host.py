@@ -176,7 +176,7 @@ class HostWatch:
     def cpus(self, engine: list[psutil.Process]) -> set[int]:
         mask = set(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else set()
         for p in engine:
-            with contextlib.suppress(psutil.Error, OSError):
+            with contextlib.suppress(psutil.Error, OSError, AttributeError):  # no cpu_affinity on macOS
                 mask |= set(p.cpu_affinity() or [])
         return mask
 
