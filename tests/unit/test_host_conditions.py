@@ -19,6 +19,7 @@ import psutil
 import pytest
 
 from rigbench.analysis import analyze_run, assess_host
+from rigbench.analysis._run import _selfcheck_warnings
 from rigbench.analysis._selfcheck import assess_selfcheck
 from rigbench.records import HostConditions, SelfCheck, record_adapter
 from rigbench.report import render_markdown, render_terminal
@@ -107,6 +108,11 @@ def test_lag_caused_by_other_processes_is_not_client_bound() -> None:
     assert v.outside_reasons == v.reasons and v.own_remedy is None
     own = assess_selfcheck([lag.model_copy(update={"cpu_s": 9.0})])  # control: the client's own work
     assert own.outside_reasons == [] and own.own_remedy
+    # as the report words it: on a busy host the lag is the host's, never CLIENT-BOUND
+    busy = assess_host([_window(busy_cpu_s=4.0, engine_cpu_s=2.04, rigbench_cpu_s=0.0)])
+    [w] = _selfcheck_warnings(v, busy)
+    assert w.startswith("LATE STAMPS: the host was busy (above), and its load delayed rigbench's own timing too")
+    assert [x.split(":")[0] for x in _selfcheck_warnings(own, busy)] == ["CLIENT-BOUND"]
 
 
 # -- the sampler, on this host -------------------------------------------------------------------
