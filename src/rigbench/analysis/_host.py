@@ -45,7 +45,7 @@ class HostWindowRow(Frozen):
 
 
 class HostVerdict(Frozen):
-    recorded: bool  # False: the run has no host-conditions records (older than format 5)
+    recorded: bool  # False: the run has no host-conditions records (older than format 6)
     busy: bool = False
     rows: list[HostWindowRow] = Field(default_factory=list)
     findings: list[str] = Field(default_factory=list)  # one per busy window
