@@ -251,3 +251,12 @@ def test_the_report_shows_the_host_table_in_every_format(tmp_path: Path) -> None
     render_terminal(a, Console(file=buf, width=200))
     for text in (buf.getvalue(), render_markdown(a), render_html(["r"], [a])):
         assert "Host conditions:" in text and "chat_short c=1" in text
+
+
+def test_a_port_served_by_a_reverse_proxy_leaves_the_engine_unknown(monkeypatch: pytest.MonkeyPatch) -> None:
+    # nginx in front of a local engine: counting nginx as the engine would count the engine as "other"
+    with EmulatorProcess(FAST) as emu:
+        monkeypatch.setattr(psutil.Process, "name", lambda self: "nginx")
+        ref = locate_engine(base_url=emu.url)
+    assert ref.location == "unknown" and ref.reason and "served by nginx" in ref.reason
+    assert "a forwarder or proxy" in ref.reason

@@ -37,8 +37,10 @@ __all__ = ["EngineRef", "HostWatch", "HostWindow", "cpu_stat", "locate_engine"]
 _TICK_S = 1.0 / (os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100)
 # A listening socket owned by one of these is a port forwarded into a container or a VM: the engine
 # is somewhere behind it, and its CPU time would be counted as "other processes".
+# A reverse proxy in front of the engine is the same: the listener is not the engine.
 _FORWARDERS = frozenset({"docker-proxy", "rootlessport", "slirp4netns", "pasta", "gvproxy", "vpnkit",
-                         "qemu-system-x86_64", "kubectl", "ssh", "socat"})
+                         "qemu-system-x86_64", "kubectl", "ssh", "socat", "nginx", "haproxy", "envoy", "caddy",
+                         "traefik", "httpd", "apache2", "litellm"})
 
 _CONTAINER_CLIENTS = frozenset({"docker", "podman", "nerdctl"})
 
@@ -133,8 +135,9 @@ def locate_engine(*, pid: int | None = None, base_url: str | None = None) -> Eng
     except psutil.Error:
         name = ""
     if name in _FORWARDERS:
-        return EngineRef("unknown", reason=f"port {port} is forwarded by {name} (pid {found}): the engine behind it "
-                                           "could not be found, so its CPU time cannot be told from other processes'")
+        return EngineRef("unknown", reason=f"port {port} is served by {name} (pid {found}), a forwarder or proxy: "
+                                           "the engine behind it could not be found, so its CPU time cannot be told "
+                                           "from other processes'")
     return EngineRef("local", found)
 
 
