@@ -66,6 +66,8 @@ def _cores(cpu_s: float | None, wall_s: float) -> float | None:
 def _row(r: HostConditions) -> HostWindowRow:
     wall = r.wall_s
     other, steal = _cores(r.other_cpu_s, wall), _cores(r.steal_s, wall)
+    if other is not None and r.usable_cores:
+        other = min(other, float(r.usable_cores))  # 10 ms ticks on both sides can overshoot a full host
     causes = []
     if other is not None and other >= OTHER_CORES_MAX:
         engine = _cores(r.engine_cpu_s, wall)
