@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from rigbench._version import __version__
-from rigbench.analysis import fingerprint_differences, latency_finding, summarize_speed
+from rigbench.analysis import assess_host, fingerprint_differences, latency_finding, summarize_speed
 from rigbench.client import Deadlines, SelfCheckMonitor, redact_url, url_has_userinfo
 from rigbench.errors import EndpointLostError, RigbenchError, RigError, StoreWriteError, UsageError
 from rigbench.honesty import (
@@ -32,15 +32,17 @@ from rigbench.honesty import (
     run_sanity_gate,
     screen_outputs,
 )
-from rigbench.records import SanityVerdict, SpeedBatch, SpeedRequest, TelemetryRecord
+from rigbench.records import HostConditions, SanityVerdict, SpeedBatch, SpeedRequest, TelemetryRecord
 from rigbench.rig import (
     AttachedRig,
     EmbeddedRig,
     EndpointSpec,
+    HostWatch,
     LaunchedRig,
     RigSpec,
     check_traffic,
     describe_rig,
+    locate_engine,
     open_rig,
     requests_from_records,
 )
@@ -66,6 +68,7 @@ class RunConfig:
     rig: RigSpec = field(default_factory=EmbeddedRig)  # what to launch or attach to (`rigbench.rig.open_rig`)
     api_key: str | None = None
     allow_untrusted: bool = False
+    allow_busy_host: bool = False  # keep speed figures measured on a busy host trusted (the finding still shows)
     sanity: bool = True
     sanity_max_tokens: int = 1024
     sanity_seed: int | None = None  # seed of the gate's generated questions (None: a fresh one, recorded)
@@ -187,6 +190,9 @@ async def execute_run(cfg: RunConfig, progress: Progress | None = None,
                                               cfg.sanity_seed)
             else:
                 reasons.append("the sanity gate was skipped (--no-sanity): answers were not checked")
+            # who uses the host's CPU around each measured window: the engine is found once
+            host = HostWatch(locate_engine(pid=rig.process.pid) if isinstance(rig, LaunchedRig)
+                             else locate_engine(base_url=rig.base_url))
             # Long-lived objects (rig, client, settings) leave the collector's view, so the
             # collections that run during measurement are short (the self-check times them).
             gc.collect()
@@ -194,7 +200,7 @@ async def execute_run(cfg: RunConfig, progress: Progress | None = None,
             for suite in cfg.suites:
                 ctx = SuiteContext(client=rig.client, writer=suite_writer, rig=info,
                                    settings=cfg.suite_settings.get(suite.name, {}), progress=prog,
-                                   done_units=done, seed=cfg.seed)
+                                   done_units=done, seed=cfg.seed, host=host)
                 try:
                     # measures rigbench's own overhead (client CPU, loop lag, send lag) per suite
                     async with SelfCheckMonitor(suite.name, emit=writer.append):
@@ -207,6 +213,7 @@ async def execute_run(cfg: RunConfig, progress: Progress | None = None,
             reasons += _screen_outputs(RunReader(run_dir), writer)
             reasons += await _traffic_check(RunReader(run_dir), writer, rig.client, info, done)
             reasons += _buffered_latency(RunReader(run_dir))
+            reasons += _host_check(RunReader(run_dir), cfg.allow_busy_host)
             trust = TrustVerdict(trusted=not reasons, reasons=reasons)
             status = "complete"
         finally:
@@ -520,6 +527,16 @@ def _rejections(reader: RunReader) -> list[str]:
     return [f"the server rejected {rejected} of {total} measured requests ({which}): the figures cover the few it "
             "let through, not the planned load. Lower --concurrency, or measure when the server is not "
             "overloaded or rate-limited"]
+
+
+def _host_check(reader: RunReader, allow_busy_host: bool) -> list[str]:
+    """Speed measured on a busy host (other processes or steal on the engine's cores) untrusts the run,
+    unless `--allow-busy-host` keeps the figures (the finding is shown either way: analysis/_host.py)."""
+
+    verdict = assess_host(reader.records("host_conditions", HostConditions))
+    if not verdict.busy or allow_busy_host:
+        return []
+    return [verdict.reason + "; measure on a quiet host, or pass --allow-busy-host to keep these figures"]
 
 
 def _screen_outputs(reader: RunReader, writer: RunWriter) -> list[str]:

@@ -5,6 +5,7 @@ persona must stay trusted (exit 0). One row per adversary of docs/honesty.md's t
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -44,9 +45,13 @@ def _run(persona: str, out: Path) -> Outcome:
     with EmulatorProcess(script) as emu:
         res = subprocess.run(
             [sys.executable, "-m", "rigbench", "run", "--endpoint", emu.url, "--scenarios", "chat_short,code_generation",
-             "--repetitions", "2", "--warmup", "0", "--out", str(out)],
+             "--repetitions", "2", "--warmup", "0", "--out", str(out),
+             # three runs at a time make each other's host busy by construction; the busy-host check
+             # has its own adversary and control (test_host_conditions.py)
+             "--allow-busy-host"],
             capture_output=True, text=True, timeout=300,
-            env={"COLUMNS": "200", "PATH": "/usr/bin:/bin", "HOME": str(Path.home())})
+            env={"COLUMNS": "200", "PATH": "/usr/bin:/bin", "HOME": str(Path.home()),
+                 **{k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ}})  # a worktree's own code
     [run_dir] = list(out.iterdir())
     return Outcome(res, json.loads((run_dir / "run.json").read_text()), run_dir)
 

@@ -10,6 +10,7 @@ from rigbench.analysis._compare import (
     compare_stats,
     fingerprint_differences,
 )
+from rigbench.analysis._host import OTHER_CORES_MAX, STEAL_CORES_MAX, HostVerdict, HostWindowRow, assess_host
 from rigbench.analysis._kvcache import (
     KVArchitecture,
     KVCapacity,
@@ -42,6 +43,14 @@ from rigbench.analysis._run import RunAnalysis, analyze_run
 from rigbench.analysis._selfcheck import CPU_FRACTION_MAX, LOOP_LAG_P99_MAX_S
 from rigbench.analysis._speculation import SpeculationFit, fit_speculation
 from rigbench.analysis._speed import ScenarioSpeed, SpeedSummary, latency_finding, summarize_speed
+from rigbench.analysis._stability import (
+    MIN_REPETITIONS,
+    OUTLIER_Z,
+    UNSTABLE_CV,
+    SeriesStability,
+    speed_stability,
+    stability_warnings,
+)
 from rigbench.analysis._stamping import StampingError, stamping_error, stamping_text
 from rigbench.analysis._stats import Stat, describe
 from rigbench.analysis._suite_compare import AccuracyDiff, SuiteComparison, compare_suites
@@ -54,12 +63,19 @@ __all__ = [
     "DEFAULT_MARGIN",
     "LOOP_LAG_P99_MAX_S",
     "MAX_NEEDED",
+    "MIN_REPETITIONS",
+    "OTHER_CORES_MAX",
+    "OUTLIER_Z",
+    "STEAL_CORES_MAX",
+    "UNSTABLE_CV",
     "AccuracyDiff",
     "AgentSummary",
     "ArrivalPattern",
     "ArrivalSummary",
     "Comparison",
     "EffortSummary",
+    "HostVerdict",
+    "HostWindowRow",
     "KVArchitecture",
     "KVCapacity",
     "MMLUProComparison",
@@ -75,6 +91,7 @@ __all__ = [
     "RunAnalysis",
     "ScenarioSpeed",
     "ScenarioTelemetry",
+    "SeriesStability",
     "SpeculationFit",
     "SpeedSummary",
     "SpeedupPrediction",
@@ -88,6 +105,7 @@ __all__ = [
     "WeightsInfo",
     "analyze_run",
     "arrival_ns",
+    "assess_host",
     "check_two_runs",
     "chunk_token_counts",
     "compare_runs",
@@ -106,8 +124,10 @@ __all__ = [
     "request_timing",
     "roofline",
     "sessions_from_pool",
+    "speed_stability",
     "split_reasoning",
     "split_tokens",
+    "stability_warnings",
     "stamping_error",
     "stamping_text",
     "stream_arrival",

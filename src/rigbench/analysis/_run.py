@@ -8,11 +8,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rigbench.analysis._agent import summarize_agent
 from rigbench.analysis._honesty_run import honesty_sections
+from rigbench.analysis._host import HostVerdict, assess_host
 from rigbench.analysis._quality import summarize_quality
-from rigbench.analysis._selfcheck import assess_selfcheck
+from rigbench.analysis._selfcheck import OUTSIDE_LOAD_REMEDY, ClientVerdict, assess_selfcheck
 from rigbench.analysis._speed import SpeedSummary, summarize_speed
+from rigbench.analysis._stability import speed_stability, stability_warnings
 from rigbench.analysis._stamping import stamping_error
-from rigbench.records import SelfCheck, SpeedRequest
+from rigbench.records import HostConditions, SelfCheck, SpeedBatch, SpeedRequest
 from rigbench.store import RunHeader, RunReader
 
 __all__ = ["RunAnalysis", "analyze_run"]
@@ -50,11 +52,16 @@ def analyze_run(reader: RunReader) -> RunAnalysis:
         warnings[:0] = [f"UNTRUSTED: {r}" for r in h.trust.reasons]
     # a finished run whose data is gone or changed: its verdict and source-data id no longer hold
     warnings[:0] = [f"DAMAGED: {d}; its verdict and figures do not stand" for d in reader.damage]
+    stability = speed_stability(reader.records("speed_request", SpeedRequest),
+                                reader.records("speed_batch", SpeedBatch)) if speed else []
     if speed:  # a finding the trust verdict already gives (e.g. buffered latency) is not said twice
         given = set(h.trust.reasons) if h.trust is not None else set()
         warnings.extend(w for w in speed.warnings if w not in given)
+        warnings.extend(stability_warnings(stability))
 
     sections: dict[str, Any] = honesty_sections(reader, speed)
+    if stability:
+        sections["stability"] = stability
     if "traffic" in sections:  # e.g. prompts partly served from a prefix cache, below what untrusts
         warnings.extend(sections["traffic"].warnings)
     quality = summarize_quality(reader)
@@ -64,15 +71,16 @@ def analyze_run(reader: RunReader) -> RunAnalysis:
     if speed:  # the client's own error, measured against the kernel's arrival stamps
         sections["stamping"] = stamping_error(
             r.result for r in reader.records("speed_request", SpeedRequest) if not r.warmup)
+    host = assess_host(reader.records("host_conditions", HostConditions))
+    sections["host"] = host
+    warnings.extend(_host_warnings(host, h))
     checks = reader.records("selfcheck", SelfCheck)
     if checks:
         ttft_sd = [r.ttft_s.std for r in (speed.rows if speed else []) if r.ttft_s and r.ttft_s.n > 1]
         verdict = assess_selfcheck(checks, noise_s=min(ttft_sd, default=None))
         sections["selfcheck"] = verdict
         warnings.extend(f"self-check note: {n}" for n in verdict.notes)
-        if verdict.client_bound:
-            warnings.append("CLIENT-BOUND: rigbench itself may have limited these numbers: "
-                            + "; ".join(verdict.reasons) + (f". Remedy: {verdict.remedy}" if verdict.remedy else ""))
+        warnings.extend(_selfcheck_warnings(verdict, host))
 
     agent = summarize_agent(reader)
     if not agent.empty:
@@ -85,3 +93,27 @@ def analyze_run(reader: RunReader) -> RunAnalysis:
         run_dir=str(reader.dir), header=h, status=reader.display_status, source_data_id=reader.source_data_id,
         startup=startup, speed=speed, torn_lines=torn, warnings=warnings, sections=sections,
     )
+
+
+def _host_warnings(host: HostVerdict, h: RunHeader) -> list[str]:
+    """A busy host kept by --allow-busy-host (otherwise its finding leads as an UNTRUSTED reason), and
+    what could not be measured."""
+    out: list[str] = []
+    kept = host.busy and not (h.trust is not None and any(r.startswith("host busy") for r in h.trust.reasons))
+    if kept:
+        out.append(f"{host.reason} (kept by --allow-busy-host: these speed figures are not the rig's alone)")
+    return out + host.notes
+
+
+def _selfcheck_warnings(v: ClientVerdict, host: HostVerdict) -> list[str]:
+    """CLIENT-BOUND only for rigbench's own load; lag it did not cause names the host instead."""
+    out: list[str] = []
+    own = [r for r in v.reasons if r not in v.outside_reasons]
+    if own:
+        out.append("CLIENT-BOUND: rigbench itself may have limited these numbers: " + "; ".join(own)
+                   + (f". Remedy: {v.own_remedy}" if v.own_remedy else ""))
+    if v.outside_reasons:
+        cause = ("the host was busy (above), and its load delayed rigbench's own timing too" if host.busy else
+                 "other work held the CPU while rigbench used little of it")
+        out.append(f"LATE STAMPS: {cause}: " + "; ".join(v.outside_reasons) + f". Remedy: {OUTSIDE_LOAD_REMEDY}")
+    return out

@@ -30,6 +30,7 @@ __all__ = [
     "CPU_FRACTION_MAX",
     "GC_PAUSE_MAX_S",
     "LOOP_LAG_P99_MAX_S",
+    "OUTSIDE_LOAD_REMEDY",
     "SEND_LAG_P99_MAX_S",
     "ClientVerdict",
     "assess_selfcheck",
@@ -54,9 +55,14 @@ class ClientVerdict(Frozen):
     reasons: list[str] = Field(default_factory=list)  # what exceeded which threshold, with figures
     remedy: str | None = None
     notes: list[str] = Field(default_factory=list)  # seen, bounded, and harmless to the figures
+    # The reasons (a subset of `reasons`) whose cause was not rigbench's own work: lag while the client
+    # used little of its core, a GC pause spent descheduled. Reports name the host's load for these,
+    # not CLIENT-BOUND (analysis/_run.py, with the host conditions).
+    outside_reasons: list[str] = Field(default_factory=list)
+    own_remedy: str | None = None  # the remedies of the other reasons (rigbench's own work)
 
 
-_OUTSIDE_LOAD = (
+OUTSIDE_LOAD_REMEDY = _OUTSIDE_LOAD = (
     "keep other work off the client's core (pin the server to other cores, e.g. `taskset`, or run "
     "rigbench on another machine) and repeat the run; lowering the concurrency does not help here"
 )
@@ -72,6 +78,7 @@ def assess_selfcheck(records: Iterable[SelfCheck], *, noise_s: float | None = No
     remedies: list[str] = []
     notes: list[str] = []
     labels: list[str] = []
+    outside: list[str] = []
     for r in records:
         labels.append(r.label)
         own_work = r.cpu_fraction >= OWN_WORK_CPU_FRACTION
@@ -95,6 +102,8 @@ def assess_selfcheck(records: Iterable[SelfCheck], *, noise_s: float | None = No
             remedies.append(
                 "lower the concurrency, or install the `fast` extra (uvloop)" if own_work else _OUTSIDE_LOAD
             )
+            if not own_work:
+                outside.append(reasons[-1])
         if r.send_lag_p99_s is not None and r.send_lag_p99_s > SEND_LAG_P99_MAX_S:
             reasons.append(
                 f"{r.label}: send lag p99 {r.send_lag_p99_s * 1e3:.1f} ms "
@@ -102,12 +111,18 @@ def assess_selfcheck(records: Iterable[SelfCheck], *, noise_s: float | None = No
             )
             remedies.append("lower the concurrency, or raise the client's connection limit" if own_work
                             else _OUTSIDE_LOAD)
+            if not own_work:
+                outside.append(reasons[-1])
         if r.gc_pause_max_s > GC_PAUSE_MAX_S:
+            before = len(reasons)
             _judge_gc(r, noise_s, reasons, remedies, notes)
+            if len(reasons) > before and remedies[-1] == _OUTSIDE_LOAD:
+                outside.append(reasons[-1])
     uniq = list(dict.fromkeys(remedies))
     return ClientVerdict(
         client_bound=bool(reasons), labels=labels, reasons=reasons, remedy="; ".join(uniq) if uniq else None,
-        notes=notes,
+        notes=notes, outside_reasons=outside,
+        own_remedy="; ".join(x for x in uniq if x != _OUTSIDE_LOAD) or None,
     )
 
 

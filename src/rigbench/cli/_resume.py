@@ -25,7 +25,7 @@ from rigbench.store import RunReader
 __all__ = ["NOT_SETTINGS", "recorded_options", "refuse_damaged", "resumed_options"]
 
 # Options that say where output goes or how to exit, not what is measured: free to change on resume.
-NOT_SETTINGS = frozenset({"ctx", "plan", "resume", "out", "markdown", "allow_untrusted", "label", "api_key_env",
+NOT_SETTINGS = frozenset({"ctx", "plan", "resume", "out", "markdown", "allow_untrusted", "allow_busy_host", "label", "api_key_env",
                           "port", "retry_failed"})
 
 

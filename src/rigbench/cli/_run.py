@@ -66,6 +66,9 @@ def run(
     label: Annotated[str, typer.Option(help="Label used in the run directory's name.")] = "run",
     seed: Annotated[int, typer.Option(help="Seed for prompts and sampling.")] = 0,
     allow_untrusted: Annotated[bool, typer.Option(help="Exit 0 even when the run is marked untrusted.")] = False,
+    allow_busy_host: Annotated[bool, typer.Option(help="Keep speed figures measured while other processes (or "
+                                                  "the hypervisor) used the engine's cores: the run stays "
+                                                  "trusted and the busy-host finding is shown.")] = False,
     allow_unconfined: Annotated[bool, typer.Option(help="Run model-written code (code packs, agent tasks) even "
                                                    "where bubblewrap cannot confine it; results are marked "
                                                    "'unconfined'.")] = False,
@@ -153,6 +156,9 @@ def run(
         if allow_unconfined:
             raise UsageError(f"--allow-unconfined applies to single runs; for {plan} set "
                              "`allow_unconfined: true` in the plan file (it is recorded with the plan).")
+        if allow_busy_host:
+            raise UsageError(f"--allow-busy-host applies to single runs; for {plan} set `allow_busy_host: true` "
+                             "in the plan file.")
         if set_:
             raise UsageError(f"--set changes a single run's suite settings; for {plan} write them in the plan "
                              "file (e.g. `agent: {tool_trials: 5}`; every key: docs/plans.md).")

@@ -51,7 +51,8 @@ def run_config_for(plan: Plan, rig: ResolvedRig, out_dir: Path, *, run_id: str |
         rig=spec, suite_names=list(rig.suites), settings=settings, out_dir=out_dir, sanity=plan.sanity,
         sanity_max_tokens=plan.sanity_max_tokens, sanity_seed=plan.sanity_seed,
         bandwidth_gb_s=plan.bandwidth_gb_s, seed=plan.seed, label=label or rig.name, resume=resume,
-        run_id=run_id, api_key=api_key, allow_untrusted=allow_untrusted, deadlines=plan.deadlines,
+        run_id=run_id, api_key=api_key, allow_untrusted=allow_untrusted, allow_busy_host=plan.allow_busy_host,
+        deadlines=plan.deadlines,
         cli_options=cli_options)
     if "tasks" in run.suite_settings.get("agent", {}).get("parts", []):
         require_confinement(settings.agent.allow_unconfined)  # before the engine starts
@@ -167,7 +168,7 @@ def plan_from_options(options: RunOptions | Mapping[str, Any]) -> CliPlan:
         sections[section].update(values)
     data: dict[str, Any] = {
         "name": "run", "suites": _names(o.suite) or [], **sections, "seed": o.seed, "sanity": not o.no_sanity,
-        "allow_unconfined": o.allow_unconfined,
+        "allow_unconfined": o.allow_unconfined, "allow_busy_host": o.allow_busy_host,
         **_given(sanity_max_tokens=o.sanity_max_tokens, sanity_seed=o.sanity_seed, bandwidth_gb_s=o.bandwidth_gbs),
         "deadlines": _given(idle_s=o.idle_timeout, total_s=o.request_timeout),
         "rigs": [{"name": "run", **_rig(o)}],

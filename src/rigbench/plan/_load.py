@@ -66,7 +66,8 @@ class LoadedPlan(NamedTuple):
 # Settings added after plan index format 1, per model: left at their default they stay out of the
 # hash, so a plan directory started before they existed still resumes.
 _ADDED_LATER: dict[type[BaseModel], frozenset[str]] = {
-    Plan: frozenset({"mmlu_pro", "packs", "effort", "agent", "sanity_max_tokens", "sanity_seed", "bandwidth_gb_s"}),
+    Plan: frozenset({"mmlu_pro", "packs", "effort", "agent", "sanity_max_tokens", "sanity_seed", "bandwidth_gb_s",
+                     "allow_busy_host"}),
     SpeedSettings: frozenset({"temperature"}),
     EmbeddedRig: frozenset({"port", "kind"}),  # kind: always "embedded", added with RunConfig.rig
 }

@@ -112,6 +112,7 @@ class Plan(_Model):
     sanity_seed: int | None = None  # the gate's question seed (None: a fresh one per run, recorded)
     bandwidth_gb_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)  # for the decode roofline
     allow_unconfined: bool = False  # run model-written code where bubblewrap cannot confine it (marked)
+    allow_busy_host: bool = False  # keep speed figures measured on a busy host trusted (the finding still shows)
     # per-request deadlines (`rigbench run --idle-timeout/--request-timeout`); unset keys keep the defaults
     deadlines: Deadlines = Field(default_factory=Deadlines)
     rigs: list[PlanRig] = Field(min_length=1)

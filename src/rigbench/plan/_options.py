@@ -51,6 +51,7 @@ class RunOptions(Frozen):
     seed: int = 0
     no_sanity: bool = False
     allow_unconfined: bool = False
+    allow_busy_host: bool = False
     sanity_max_tokens: int | None = None
     sanity_seed: int | None = None
     bandwidth_gbs: float | None = None

@@ -18,6 +18,7 @@ from rigbench.records._agent import (
 from rigbench.records._base import Frozen, Record
 from rigbench.records._clients import ClientClock, ClientShare
 from rigbench.records._gibberish import GibberishFinding, GibberishKind, GibberishSeverity, OutputScreen
+from rigbench.records._host import EngineLocation, GpuProcess, HostConditions
 from rigbench.records._preflight import PreflightFinding, PreflightReport, PreflightSeverity, ServingCommand
 from rigbench.records._quality import (
     OFF_LEVELS,
@@ -49,13 +50,16 @@ __all__ = [
     "ChunkKind",
     "ClientClock",
     "ClientShare",
+    "EngineLocation",
     "Exchange",
     "Extraction",
     "Frozen",
     "GibberishFinding",
     "GibberishKind",
     "GibberishSeverity",
+    "GpuProcess",
     "GradeResult",
+    "HostConditions",
     "MMLUProAnswer",
     "MMLUProConfig",
     "OutputScreen",

@@ -10,6 +10,7 @@ from rigbench.records._agent import BFCLItemRecord, ProbeRecord, TaskTrialRecord
 from rigbench.records._base import Record
 from rigbench.records._clients import ClientClock, ClientShare
 from rigbench.records._gibberish import OutputScreen
+from rigbench.records._host import HostConditions
 from rigbench.records._preflight import PreflightReport
 from rigbench.records._quality import MMLUProAnswer, MMLUProConfig, PackAnswer, PackConfig
 from rigbench.records._sanity import SanityVerdict
@@ -41,7 +42,8 @@ AnyRecord = Annotated[
     | BFCLItemRecord
     | TaskTrialRecord
     | ClientShare
-    | ClientClock,
+    | ClientClock
+    | HostConditions,
     Field(discriminator="kind"),
 ]
 

@@ -11,6 +11,7 @@ from rigbench.outside import for_html
 from rigbench.report._blog import _NOTE, _grid, _revision_note
 from rigbench.report._cells import html_table, section_html
 from rigbench.report._honesty import preflight_section, sanity_section
+from rigbench.report._host import host_section
 from rigbench.report._labels import SYNTH_NOTE, synth_mark, synthetic_acceptance
 from rigbench.report._plots import (
     plot_acceptance,
@@ -29,6 +30,7 @@ from rigbench.report._speed import (
     not_measurable_notes,
     speed_columns,
 )
+from rigbench.report._stability import stability_section
 from rigbench.report._suite_compare import NOT_SIGNIFICANT_NOTE, suite_comparison_sections
 
 __all__ = ["render_html"]
@@ -86,7 +88,9 @@ def _checks_html(names: Sequence[str], analyses: Sequence[RunAnalysis]) -> list[
     """Each run's preflight and known-answer gate, as the terminal and Markdown reports show them."""
     out = []
     for name, a in zip(names, analyses, strict=True):
-        secs = ([preflight_section(a.sections["preflight"])] if "preflight" in a.sections else []) + (
+        secs = ([host_section(a.sections["host"])] if a.speed and "host" in a.sections else []) + (
+            [stability_section(a.sections["stability"])] if "stability" in a.sections else []) + (
+            [preflight_section(a.sections["preflight"])] if "preflight" in a.sections else []) + (
             [sanity_section(*a.sections["sanity"])] if "sanity" in a.sections else [])
         if secs:
             out += [f"<h3>{_e(name)}</h3>", *(section_html(sec, level=4) for sec in secs)]

@@ -13,6 +13,7 @@ from rich.text import Text
 from rigbench.analysis import RunAnalysis, stamping_text
 from rigbench.outside import for_console, for_markdown, visible
 from rigbench.report._agent import render_agent_markdown, render_agent_terminal
+from rigbench.report._cells import section_markdown, section_terminal
 from rigbench.report._fmt import fmt_bytes
 from rigbench.report._honesty import (
     decode_efficiency_text,
@@ -26,9 +27,11 @@ from rigbench.report._honesty import (
     telemetry_terminal,
     traffic_text,
 )
+from rigbench.report._host import host_section
 from rigbench.report._labels import synth_note, synthetic_acceptance
 from rigbench.report._quality import render_quality_markdown, render_quality_terminal
 from rigbench.report._speed import latency_markdown, latency_table, speed_markdown, speed_table
+from rigbench.report._stability import stability_section
 
 __all__ = ["render_json", "render_markdown", "render_terminal"]
 
@@ -187,6 +190,10 @@ def render_markdown(a: RunAnalysis) -> str:
 
 
 def _honesty_terminal(a: RunAnalysis, console: Console) -> None:
+    if a.speed and "host" in a.sections:
+        section_terminal(console, host_section(a.sections["host"]))
+    if "stability" in a.sections:
+        section_terminal(console, stability_section(a.sections["stability"]))
     if "preflight" in a.sections:
         preflight_terminal(a.sections["preflight"], console)
     if "roofline" in a.sections:
@@ -212,6 +219,10 @@ def _honesty_terminal(a: RunAnalysis, console: Console) -> None:
 
 def _honesty_markdown(a: RunAnalysis) -> list[str]:
     out: list[str] = []
+    if a.speed and "host" in a.sections:
+        out += [section_markdown(host_section(a.sections["host"])), ""]
+    if "stability" in a.sections:
+        out += [section_markdown(stability_section(a.sections["stability"])), ""]
     if "preflight" in a.sections:
         out += [preflight_markdown(a.sections["preflight"]), ""]
     if "sanity" in a.sections:

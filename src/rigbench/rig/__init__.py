@@ -9,6 +9,7 @@ from rigbench.rig._fingerprint import (
     ModelInfo,
     host_info,
 )
+from rigbench.rig._host import EngineRef, HostWatch, HostWindow, locate_engine
 from rigbench.rig._info import RigInfo
 from rigbench.rig._launch_spec import EndpointSpec, LaunchSpec
 from rigbench.rig._models import (
@@ -45,8 +46,11 @@ __all__ = [
     "EndpointSpec",
     "EngineBinary",
     "EngineProcess",
+    "EngineRef",
     "Fingerprint",
     "HostInfo",
+    "HostWatch",
+    "HostWindow",
     "HubFile",
     "LaunchSpec",
     "LaunchedRig",
@@ -76,6 +80,7 @@ __all__ = [
     "install_vllm",
     "launched_rig",
     "llamacpp_argv",
+    "locate_engine",
     "model_source_from_spec",
     "open_rig",
     "port_in_use",

@@ -28,14 +28,18 @@ version under tests/golden/ and keep the reader loading it):
                  chunk's read), first_event_kernel_ns and `arrival` (kernel or user-space stamps,
                  why, and the clock conversion). v1-v4 results load with them absent, read as
                  "not recorded" (a v4 speed_request in tests/unit/test_stamping.py).
+  6  2026-12-01  host conditions: new record kind `host_conditions` (records/_host.py), one per measured
+                 speed window (CPU time of the engine, rigbench and other processes, steal, run queue,
+                 CPU clock, other GPU processes). Older runs load without it and report "host
+                 conditions: not recorded" (tests/golden/emulator_b, a v3 run; tests/golden/run_v1).
 """
 
 from __future__ import annotations
 
 __all__ = ["FORMAT_VERSION", "HEADER_FILE", "LOG_FILE", "RECORDS_FILE", "SUPPORTED_VERSIONS"]
 
-FORMAT_VERSION = 5
-SUPPORTED_VERSIONS = frozenset({1, 2, 3, 4, 5})
+FORMAT_VERSION = 6
+SUPPORTED_VERSIONS = frozenset({1, 2, 3, 4, 5, 6})
 HEADER_FILE = "run.json"
 RECORDS_FILE = "records.jsonl"
 LOG_FILE = "engine.log"

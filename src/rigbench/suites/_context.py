@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from rigbench.client import ChatClient
-from rigbench.rig import RigInfo
+from rigbench.rig import HostWatch, RigInfo
 from rigbench.store import RunWriter
 
 __all__ = ["NullProgress", "Progress", "Suite", "SuiteContext"]
@@ -56,6 +56,9 @@ class SuiteContext:
     # and without this a second run with the same seed sends the same prompts, which a server's
     # prefix cache (llama.cpp's slot cache, vLLM/SGLang prefix caching) serves without a prefill.
     prompt_nonce: str = field(default_factory=lambda: secrets.token_hex(4))
+    # Measures who used the host's CPU around each measured window (None: not measured, and the
+    # report says "host conditions: not recorded").
+    host: HostWatch | None = None
 
 
 class Suite(Protocol):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import zlib
 from typing import Any
@@ -70,12 +71,17 @@ class SpeedSuite:
             for conc in s.concurrency:
                 if sum(1 for c, _ in done if c == conc) == s.warmup + s.repetitions:
                     continue  # every batch of this level is done: no telemetry window for nothing
-                # server telemetry (KV use, queue, speculative counters) before, during (2 Hz), after
-                async with TelemetrySampler(ctx.client, ctx.rig.engine) as tel:
+                # server telemetry (KV use, queue, speculative counters) before, during (2 Hz), after;
+                # host conditions (who used the CPU) over the same window
+                window = ctx.host.window(scenario.name, concurrency=conc) if ctx.host is not None else None
+                async with TelemetrySampler(ctx.client, ctx.rig.engine) as tel, \
+                        (window or contextlib.nullcontext()):
                     for rep in range(-s.warmup, s.repetitions):
                         if (conc, rep) not in done:
                             await self._batch(ctx, builder, scenario, conc, rep, task)
                 ctx.writer.append(tel.record(scenario=scenario.name, concurrency=conc))
+                if window is not None and window.record is not None:
+                    ctx.writer.append(window.record)
             ctx.progress.done(task)
 
     def _done_reps(self, scenario: Scenario, conc: int, done_units: set[str]) -> list[int]:

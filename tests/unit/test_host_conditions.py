@@ -1,0 +1,262 @@
+"""Host conditions: who used the CPU while speed was measured, and the verdict that follows (issue 25).
+
+Each adversary (a busy neighbour, hypervisor steal) has a healthy control that must stay quiet; what
+cannot be measured (a permission refused, no /proc, an endpoint on another host) is recorded as
+unknown with the reason, never as quiet and never as a crash.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from rigbench.analysis import analyze_run, assess_host
+from rigbench.analysis._run import _selfcheck_warnings
+from rigbench.analysis._selfcheck import assess_selfcheck
+from rigbench.records import HostConditions, SelfCheck, record_adapter
+from rigbench.report import render_markdown, render_terminal
+from rigbench.rig import HostWatch, locate_engine
+from rigbench.rig._host import cpu_stat
+from rigbench.store import RunReader
+from rigbench.testing import Delay, Emulator, EmulatorProcess, EmulatorScript
+from tests.unit.cli_inproc import invoke
+
+ROOT = Path(__file__).resolve().parents[2]
+FAST = EmulatorScript(ttft=Delay(mean_ms=2), itl=Delay(mean_ms=1), output_tokens=16)
+
+
+def _window(**kw: object) -> HostConditions:
+    """A 2-core, 2-second window; figures in CPU seconds."""
+    base: dict[str, object] = dict(unit_id="host/chat_short/c1", window="chat_short c=1", scenario="chat_short",
+                                   concurrency=1, started_ns=0, ended_ns=2_000_000_000, engine="launched",
+                                   engine_pids=[42], cpus=[0, 1], busy_cpu_s=2.2, engine_cpu_s=2.04,
+                                   rigbench_cpu_s=0.1, steal_s=0.0, run_queue=[2, 3, 2])
+    return HostConditions.model_validate({**base, **kw})
+
+
+# -- the verdict, on synthetic windows --------------------------------------------------------------
+
+
+def test_a_busy_neighbour_is_named_with_its_cores_and_the_engines() -> None:
+    # the issue's case: one busy loop on a 2-core host takes about a core from the engine
+    busy = _window(busy_cpu_s=4.0, engine_cpu_s=2.04, rigbench_cpu_s=0.0)
+    v = assess_host([busy])
+    assert v.busy and v.findings == ["during chat_short c=1, other processes used 0.98 of 2 cores while the "
+                                     "engine used 1.02"]
+    assert v.reason.startswith("host busy: during chat_short c=1, other processes used 0.98 of 2 cores")
+
+
+def test_a_quiet_window_is_not_busy() -> None:
+    # control: a few ticks of other work (daemons, the kernel) on a host the engine fills
+    v = assess_host([_window(busy_cpu_s=3.9, engine_cpu_s=3.7, rigbench_cpu_s=0.1)])
+    assert v.recorded and not v.busy and v.findings == [] and v.notes == []
+    assert v.rows[0].other_cores == pytest.approx(0.05)
+
+
+def test_steal_is_a_busy_host_too() -> None:
+    v = assess_host([_window(steal_s=0.6)])
+    assert v.busy and "the hypervisor took 0.30 of 2 cores for other guests (steal)" in v.findings[0]
+    assert not assess_host([_window(steal_s=0.02)]).busy  # control: a tick of steal
+
+
+def test_an_in_process_engine_is_not_counted_twice() -> None:
+    # pytest driving rigbench in-process against an in-process emulator: one process is both
+    w = _window(busy_cpu_s=1.5, engine_cpu_s=1.4, rigbench_cpu_s=1.4, engine_in_rigbench=True)
+    assert w.other_cpu_s == pytest.approx(0.1) and not assess_host([w]).busy
+
+
+def test_unknown_figures_are_notes_with_the_reason_never_quiet() -> None:
+    denied = _window(engine_cpu_s=None, unknown={"engine_cpu_s": "permission refused reading the engine's "
+                                                                 "process (pid 42): hidepid"})
+    v = assess_host([denied])
+    assert not v.busy and v.rows[0].other_cores is None
+    assert v.notes == ["host conditions unknown (every window): permission refused reading the engine's process "
+                       "(pid 42): hidepid; a busy host could not be ruled out"]
+
+
+def test_an_endpoint_on_another_host_says_its_conditions_are_unknown() -> None:
+    remote = _window(engine="remote", engine_cpu_s=None, engine_pids=[],
+                     unknown={"engine_cpu_s": "the endpoint is on another host (gpu-box: 10.0.0.7)"})
+    v = assess_host([remote])
+    assert not v.busy
+    assert v.notes == ["host conditions of the server: unknown (the endpoint is on another host (gpu-box: "
+                       "10.0.0.7))"]
+
+
+def test_a_run_without_host_records_says_not_recorded() -> None:
+    # a v3 run from before rigbench measured host conditions
+    a = analyze_run(RunReader(ROOT / "tests" / "golden" / "emulator_b"))
+    assert not a.sections["host"].recorded
+    assert "Host conditions: not recorded" in render_markdown(a)
+
+
+def test_lag_caused_by_other_processes_is_not_client_bound() -> None:
+    # the client used 5% of its core and its loop lagged 9 ms: other processes held the CPU
+    lag = SelfCheck(unit_id="selfcheck/speed", label="speed", wall_s=10, cpu_s=0.5, cpu_cores=2,
+                    loop_lag_samples=100, loop_lag_p50_s=0.001, loop_lag_p99_s=0.009, loop_lag_max_s=0.02,
+                    send_lag_samples=0, send_lag_p50_s=None, send_lag_p99_s=None, send_lag_max_s=None,
+                    loop="asyncio")
+    v = assess_selfcheck([lag])
+    assert v.outside_reasons == v.reasons and v.own_remedy is None
+    own = assess_selfcheck([lag.model_copy(update={"cpu_s": 9.0})])  # control: the client's own work
+    assert own.outside_reasons == [] and own.own_remedy
+    # as the report words it: on a busy host the lag is the host's, never CLIENT-BOUND
+    busy = assess_host([_window(busy_cpu_s=4.0, engine_cpu_s=2.04, rigbench_cpu_s=0.0)])
+    [w] = _selfcheck_warnings(v, busy)
+    assert w.startswith("LATE STAMPS: the host was busy (above), and its load delayed rigbench's own timing too")
+    assert [x.split(":")[0] for x in _selfcheck_warnings(own, busy)] == ["CLIENT-BOUND"]
+
+
+# -- the sampler, on this host -------------------------------------------------------------------
+
+
+def test_proc_stat_is_read_per_cpu_with_steal_and_the_run_queue() -> None:
+    text = ("cpu  10 0 5 100 0 0 0 3 0 0\ncpu0 400 10 100 1000 5 20 30 7 0 0\ncpu1 1 0 0 9 0 0 0 0 0 0\n"
+            "procs_running 3\n")
+    st = cpu_stat(text)
+    tick = 1 / os.sysconf("SC_CLK_TCK")
+    assert st.per_cpu[0] == pytest.approx(((400 + 10 + 100) * tick, 7 * tick))  # irq, softirq: no process's
+    assert st.procs_running == 3 and set(st.per_cpu) == {0, 1}
+
+
+def _neighbour(cpus: set[int]) -> subprocess.Popen[bytes]:
+    """A busy loop on `cpus`, not a child of anything measured as rigbench or the engine."""
+    p = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    os.sched_setaffinity(p.pid, cpus)
+    return p
+
+
+async def test_a_real_busy_neighbour_shows_as_other_processes_not_the_engine() -> None:
+    # the engine: a process sleeping most of the time; the neighbour: a busy loop on the same cores
+    engine = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    nb = _neighbour(os.sched_getaffinity(0))
+    try:
+        async with HostWatch(locate_engine(pid=engine.pid)).window("chat_short", concurrency=1) as w:
+            await asyncio.sleep(1.5)
+    finally:
+        nb.kill()
+        engine.kill()
+    r = w.record
+    assert r is not None and r.engine == "launched" and r.engine_pids == [engine.pid]
+    assert r.engine_cpu_s is not None and r.engine_cpu_s < 0.1
+    assert r.other_cpu_s is not None and r.other_cpu_s / r.wall_s >= 0.5  # most of a core, whatever else runs
+    assert r.cpus == sorted(os.sched_getaffinity(0)) and r.steal_s is not None
+    v = assess_host([r])
+    assert v.busy and "other processes used" in v.findings[0]
+
+
+async def test_permission_refused_and_missing_proc_are_unknown_with_the_reason(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def refused(self: HostWatch) -> list[psutil.Process]:
+        raise psutil.AccessDenied(pid=1, name="systemd")
+
+    monkeypatch.setattr(HostWatch, "engine_tree", refused)
+    watch = HostWatch(locate_engine(pid=1), proc=tmp_path / "no-proc")
+    async with watch.window("chat_short", concurrency=1) as w:
+        await asyncio.sleep(0.05)
+    r = w.record
+    assert r is not None and r.engine_cpu_s is None and r.busy_cpu_s is None and r.other_cpu_s is None
+    assert r.unknown["engine_cpu_s"].startswith("permission refused reading the engine's process (pid 1)")
+    assert "no-proc/stat could not be read" in r.unknown["busy_cpu_s"]
+    v = assess_host([r])
+    assert not v.busy and len(v.notes) == 2 and all("a busy host could not be ruled out" in n for n in v.notes)
+
+
+def test_an_attached_endpoint_is_found_by_its_listening_socket() -> None:
+    with EmulatorProcess(FAST) as emu:
+        ref = locate_engine(base_url=emu.url)
+        assert ref.location == "local" and ref.pid is not None
+        assert ref.pid != os.getpid() and psutil.Process(ref.pid).ppid() == os.getpid()  # the emulator, not pytest
+
+
+async def test_an_in_process_emulator_is_rigbench_itself() -> None:
+    async with Emulator(FAST) as emu:
+        ref = locate_engine(base_url=emu.url)
+        assert ref == ("local", os.getpid(), None)
+        async with HostWatch(ref).window("chat_short", concurrency=1) as w:
+            await asyncio.sleep(0.05)
+    assert w.record is not None and w.record.engine_in_rigbench
+
+
+def test_an_endpoint_on_another_host_is_remote() -> None:
+    ref = locate_engine(base_url="http://192.0.2.10:8000/v1")  # TEST-NET-1: never this host
+    assert ref.location == "remote" and ref.reason and "another host" in ref.reason
+
+
+# -- end to end: `rigbench run --endpoint` with a busy neighbour ------------------------------------
+
+
+def _run(url: str, out: Path, *extra: str) -> tuple[int, Path, str]:
+    res = invoke("run", "--endpoint", url, "--scenarios", "chat_short", "--repetitions", "3", "--warmup", "0",
+                 "--no-sanity", "--out", str(out), *extra)
+    assert res.traceback is None, res.traceback
+    [run_dir] = [p for p in out.iterdir() if p.is_dir()]
+    return res.code, run_dir, res.stdout
+
+
+def test_a_busy_neighbour_untrusts_the_run_and_allow_busy_host_keeps_it_with_the_finding(tmp_path: Path) -> None:
+    # the emulator slow enough (2 ms/token) that a window lasts over a second
+    script = EmulatorScript(ttft=Delay(mean_ms=5), itl=Delay(mean_ms=2), output_tokens=200)
+    with EmulatorProcess(script) as emu:
+        nb = _neighbour(os.sched_getaffinity(0))
+        try:
+            time.sleep(0.2)
+            code, run_dir, _ = _run(emu.url, tmp_path / "default")
+            kept_code, kept_dir, kept_out = _run(emu.url, tmp_path / "kept", "--allow-busy-host")
+        finally:
+            nb.kill()
+    header = json.loads((run_dir / "run.json").read_text())
+    reasons = header["trust"]["reasons"]
+    busy = [r for r in reasons if r.startswith("host busy")]
+    assert code == 1 and header["trust"]["trusted"] is False and len(busy) == 1, reasons
+    assert "during chat_short c=1, other processes used" in busy[0] and "--allow-busy-host" in busy[0]
+    [rec] = RunReader(run_dir).records("host_conditions", HostConditions)
+    assert rec.engine == "local" and rec.engine_pids and os.getpid() not in rec.engine_pids
+
+    kept = json.loads((kept_dir / "run.json").read_text())
+    assert not any(r.startswith("host busy") for r in kept["trust"]["reasons"])
+    a = analyze_run(RunReader(kept_dir))
+    shown = [w for w in a.warnings if w.startswith("host busy")]
+    assert len(shown) == 1 and "kept by --allow-busy-host" in shown[0] and "other processes used" in shown[0]
+    assert "allow-busy-host" in kept_out  # the terminal report shows the finding too
+    assert not any(w.startswith("CLIENT-BOUND") and "other processes" in w for w in a.warnings)
+    del kept_code  # the kept run may still be untrusted for another reason (--no-sanity)
+
+
+def test_a_host_record_round_trips_through_the_records_union() -> None:
+    w = _window()
+    again = record_adapter.validate_json(w.model_dump_json())
+    assert again == w and isinstance(again, HostConditions)
+
+
+def test_the_report_shows_the_host_table_in_every_format(tmp_path: Path) -> None:
+    from io import StringIO
+
+    from rich.console import Console
+
+    from rigbench.report import render_html
+
+    with EmulatorProcess(FAST) as emu:
+        _, run_dir, _ = _run(emu.url, tmp_path / "r", "--allow-busy-host")
+    a = analyze_run(RunReader(run_dir))
+    buf = StringIO()
+    render_terminal(a, Console(file=buf, width=200))
+    for text in (buf.getvalue(), render_markdown(a), render_html(["r"], [a])):
+        assert "Host conditions:" in text and "chat_short c=1" in text
+
+
+def test_a_port_served_by_a_reverse_proxy_leaves_the_engine_unknown(monkeypatch: pytest.MonkeyPatch) -> None:
+    # nginx in front of a local engine: counting nginx as the engine would count the engine as "other"
+    with EmulatorProcess(FAST) as emu:
+        monkeypatch.setattr(psutil.Process, "name", lambda self: "nginx")
+        ref = locate_engine(base_url=emu.url)
+    assert ref.location == "unknown" and ref.reason and "served by nginx" in ref.reason
+    assert "a forwarder or proxy" in ref.reason
