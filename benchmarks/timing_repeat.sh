@@ -10,13 +10,14 @@
 set -u
 N=${1:-10}
 LOG=${2:-benchmarks/results/timing_repeat.log}
-TESTS=(tests/unit/test_accuracy.py tests/unit/test_stamping.py
-       "tests/scale/test_ray_clients.py::test_four_actors_of_64_streams_within_the_single_process_bound_skewed_clocks_corrected")
+# TIMING_TESTS (space-separated) replaces the default set, e.g. the unit files alone.
+read -r -a TESTS <<< "${TIMING_TESTS:-tests/unit/test_accuracy.py tests/unit/test_stamping.py tests/scale/test_ray_clients.py::test_four_actors_of_64_streams_within_the_single_process_bound_skewed_clocks_corrected}"
 setsid bash -c 'while :; do python -m pytest -q -p no:cacheprovider tests/unit -x -k "not accuracy" >/dev/null 2>&1; done' &
 NEIGHBOUR=$!
 trap 'kill -- -$NEIGHBOUR 2>/dev/null' EXIT
 {
-  echo "timing tests x$N, neighbour: pytest tests/unit -x -k 'not accuracy' in a loop"
+  echo "timing tests x$N: ${TESTS[*]}"
+  echo "neighbour: pytest tests/unit -x -k 'not accuracy' in a loop"
   echo "machine: $(uname -n) $(uname -m), $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
   echo "python: $(python -V 2>&1), commit $(git rev-parse --short HEAD), started $(date -u +%FT%TZ)"
 } > "$LOG"

@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from rigbench.client import ChatClient, _http
+from rigbench.client._client import _Accumulator
 from rigbench.records import StreamResult
 from rigbench.testing import Delay, EmulatorProcess, EmulatorScript, compare_with_truth
 from rigbench.testing._accuracy import AccuracyReport
@@ -133,16 +134,6 @@ def _sleeping(read: Callable[[Any], None], sleep_s: float) -> Callable[[Any], No
     return late
 
 
-def _burning(read: Callable[[Any], None], per_event_s: float) -> Callable[[Any, bytes], None]:
-    """data_received that burns `per_event_s` of CPU per SSE event after the real one (a slow parser)."""
-    def slow(self: Any, data: bytes) -> None:
-        read(self, data)
-        end = time.thread_time() + per_event_s * max(1, data.count(b"data:"))
-        while time.thread_time() < end:
-            pass
-    return slow
-
-
 @pytest.mark.parametrize("loop", LOOPS)
 @pytest.mark.parametrize("streams", [1, 64])
 def test_a_client_that_sleeps_2ms_before_each_read_fails(
@@ -164,16 +155,18 @@ def test_a_slowed_client_fails_the_check_on_a_busy_machine_too(
     # The adversary: a client that does 300 us of work per event (issue 11: 300 us per read gave
     # a TTFT error p99 of 166 ms). At 64 streams it needs 1536 x 0.3 ms = 0.46 s of CPU over a 0.26 s
     # schedule: it falls behind on any machine.
-    def burning(read: Callable[[Any], None]) -> Callable[[Any], None]:
-        def read_then_burn(self: Any) -> None:
-            read(self)
-            end = time.thread_time() + 0.0003
-            while time.thread_time() < end:
-                pass
-        return read_then_burn
+    # per SSE event, in the accumulator both readers feed (a per-read burn lets reads merge and
+    # the client keep up: it escaped the judge in 3 of 10 runs, benchmarks/results/timing_10x_*.log)
+    real_events = _Accumulator.on_events
 
-    monkeypatch.setattr(_http.HttpConnection, "data_received", _burning(_http.HttpConnection.data_received, 0.0003))
-    verdicts = _measure(emu, 64, {}, loop, around=burning)
+    def burn_per_event(self: Any, events: list[Any], now: int, kernel: int = 0) -> None:
+        real_events(self, events, now, kernel)
+        end = time.thread_time() + 0.0003 * len(events)
+        while time.thread_time() < end:
+            pass
+
+    monkeypatch.setattr(_Accumulator, "on_events", burn_per_event)
+    verdicts = _measure(emu, 64, {}, loop)
     assert [v.kind for v in verdicts] == ["fail", "fail"], [v.reason for v in verdicts]
 
 
