@@ -22,6 +22,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from rigbench.analysis import stream_arrival
 from rigbench.analysis._timing import request_timing
 from rigbench.client import ChatClient
 from rigbench.rig import VLLMLaunch
@@ -172,6 +173,10 @@ class TestSharedServer:
             # inter-token latency is spread over the tokens each arrival carried, not one per chunk
             arrivals = len(set(res.chunk_ns))
             assert len(t.itl_s) > arrivals
+            # several tokens per chunk, but one chunk per engine step: not "buffered by a proxy" (issue 25)
+            pattern = stream_arrival(res)
+            assert pattern.kind == "streamed", pattern
+            assert pattern.steps_per_read is not None and pattern.steps_per_read < 2
         finally:
             await c.aclose()
 

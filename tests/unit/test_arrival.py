@@ -234,3 +234,19 @@ def test_one_buffered_request_is_left_out_of_the_rows_latency(tmp_path: Path) ->
     assert row.e2e_tok_s is not None and row.e2e_tok_s.n == 4
     assert any("1 of 4 requests arrived in one read" in w and "the other 3 requests are measured" in w
                for w in a.warnings), a.warnings
+
+
+def _kernel(res: StreamResult, late_ms: float) -> StreamResult:
+    """The same reads with kernel arrival stamps `late_ms` before rigbench's own stamp of each read."""
+    return res.model_copy(update={"chunk_kernel_ns": [t - int(late_ms * MS) for t in res.chunk_ns]})
+
+
+def test_kernel_arrival_stamps_time_the_reads() -> None:
+    flush = _stream([(100.0 * (i + 1), 10) for i in range(7)])
+    prompt = stream_arrival(_kernel(flush, 0.05))
+    assert prompt.clock == "kernel" and prompt.kind == "flushed"
+    assert prompt.first_read_s == pytest.approx(0.09995) and prompt.read_late_s == pytest.approx(0.00005)
+    # the same reads, each taken by the client 40 ms after its bytes arrived: the client coalesced them
+    late = stream_arrival(_kernel(flush, 40.0))
+    assert late.read_late_s == pytest.approx(0.040) and late.kind == "streamed"
+    assert stream_arrival(flush).clock == "user"  # no kernel stamps recorded: rigbench's own

@@ -17,10 +17,10 @@ its steps (`predicted_n - draft_n_accepted`), so steps per read stay near 1. A f
 steps in one read. A client that reads late (a starved event loop) also coalesces steps, but at
 irregular gaps, so it is not called a flush (the self-check names that cause).
 
-Reads are recognised from `StreamResult.chunk_ns`: chunks delivered by one socket read share a
-stamp. A per-read record (bytes, events and kernel arrival per read, issue 25 item 4) would also
-count the non-generating events of each read and tell a late client read (kernel arrival well
-before the stamp) from a late write; until then the generating chunks' stamps are what is used.
+Reads are recognised from `StreamResult.chunk_ns`: chunks delivered by one socket read share
+rigbench's stamp. Each read is timed by the kernel's arrival stamp where the client recorded one
+(`chunk_kernel_ns`, SO_TIMESTAMPNS), else by rigbench's own; with kernel stamps the client's own
+lateness per read is known, and a read that the client took late is not counted towards a flush.
 """
 
 from __future__ import annotations
@@ -28,8 +28,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from itertools import pairwise
 from statistics import median
-from typing import Literal
+from typing import Literal, NamedTuple
 
+from rigbench.analysis._timing import ArrivalSource, arrival_ns
 from rigbench.records import Frozen, StreamResult
 
 __all__ = ["MIN_STEPS_JUDGED", "ArrivalKind", "ArrivalPattern", "ArrivalSummary", "stream_arrival", "summarize_arrival"]
@@ -65,20 +66,31 @@ class ArrivalPattern(Frozen):
     period_s: float | None  # the most common gap between reads (a flush period when `flushed`)
     period_share: float | None  # share of gaps (the last left out) within ±25% of `period_s`
     server_decode_s: float | None  # llama.cpp timings.predicted_ms, when reported
+    clock: ArrivalSource = "user"  # read times above: the kernel's arrival stamps, or rigbench's own
+    # Kernel stamps only: median time from a multi-event read's arrival to the client's read of it.
+    # A flush needs it small (the bytes came in bursts); a late client coalesces steps on its own.
+    read_late_s: float | None = None
 
     @property
     def buffered(self) -> bool:
         return self.kind in ("whole", "flushed")
 
 
-def _reads(stamps: Sequence[int]) -> list[tuple[int, int]]:
-    """(stamp, events) per socket read, in order: equal consecutive stamps are one read."""
-    out: list[tuple[int, int]] = []
-    for t in stamps:
-        if out and out[-1][0] == t:
-            out[-1] = (t, out[-1][1] + 1)
+class _Read(NamedTuple):
+    user_ns: int  # rigbench's own stamp of the read (equal for every chunk it delivered)
+    at_ns: int  # its arrival: the kernel's stamp where recorded, else `user_ns`
+    events: int  # generating events it delivered
+
+
+def _reads(res: StreamResult) -> list[_Read]:
+    """The socket reads that carried generated content, in order: equal consecutive own stamps are one read."""
+    at, _ = arrival_ns(res)
+    out: list[_Read] = []
+    for u, a in zip(res.chunk_ns, at, strict=True):
+        if out and out[-1].user_ns == u:
+            out[-1] = out[-1]._replace(events=out[-1].events + 1)
         else:
-            out.append((t, 1))
+            out.append(_Read(u, a, 1))
     return out
 
 
@@ -111,7 +123,8 @@ def _period(gaps: Sequence[float]) -> tuple[float | None, float | None]:
 
 def stream_arrival(res: StreamResult) -> ArrivalPattern:
     """Classify one stream's arrival (module doc); `not_judged` says why when it cannot tell."""
-    reads = _reads(res.chunk_ns)
+    reads = _reads(res)
+    _, clock = arrival_ns(res)
     events = len(res.chunk_ns)
     steps, source = _steps(res, events)
     t = res.timings or {}
@@ -119,15 +132,21 @@ def stream_arrival(res: StreamResult) -> ArrivalPattern:
     if not reads:
         return ArrivalPattern(kind="not_judged", detail="no generated content", steps=steps, steps_source=source,
                               events=0, reads=0, steps_per_read=None, first_read_s=None, span_s=None,
-                              period_s=None, period_share=None, server_decode_s=server_decode_s)
-    first_s = (reads[0][0] - res.sent_ns) / 1e9
-    span_s = (reads[-1][0] - reads[0][0]) / 1e9
-    gaps = [(b[0] - a[0]) / 1e9 for a, b in pairwise(reads)]
+                              period_s=None, period_share=None, server_decode_s=server_decode_s, clock=clock)
+    sent = res.sent_ns  # kernel stamps are converted to the same perf_counter clock
+    first_s = (reads[0].at_ns - sent) / 1e9
+    span_s = (reads[-1].at_ns - reads[0].at_ns) / 1e9
+    gaps = [(b.at_ns - a.at_ns) / 1e9 for a, b in pairwise(reads)]
     period, share = _period(gaps[:-1] if len(gaps) >= 2 else gaps)
     per_read = steps / len(reads)
+    # How long after its arrival the client read each read that carried several events: a client
+    # that reads late coalesces steps itself (kernel stamps only; None with user-space stamps).
+    late = sorted(r.user_ns - r.at_ns for r in reads if r.events > 1) if clock == "kernel" else []
+    read_late_s = late[len(late) // 2] / 1e9 if late else None
     common = {"steps": steps, "steps_source": source, "events": events, "reads": len(reads),
               "steps_per_read": per_read, "first_read_s": first_s, "span_s": span_s, "period_s": period,
-              "period_share": share, "server_decode_s": server_decode_s}
+              "period_share": share, "server_decode_s": server_decode_s, "clock": clock,
+              "read_late_s": read_late_s}
     kind: ArrivalKind = "streamed"
     detail = f"{steps} steps in {len(reads)} reads"
     if steps < MIN_STEPS_JUDGED:
@@ -140,7 +159,8 @@ def stream_arrival(res: StreamResult) -> ArrivalPattern:
         kind = "whole"
         detail = (f"{steps} steps within {span_s * 1e3:.1f} ms after {first_s:.2f} s, though the server reports "
                   f"{server_decode_s:.2f} s of decoding")
-    elif per_read >= FLUSH_STEPS_PER_READ and share is not None and share >= PERIOD_SHARE and period is not None:
+    elif (per_read >= FLUSH_STEPS_PER_READ and share is not None and share >= PERIOD_SHARE and period is not None
+          and (read_late_s is None or read_late_s < PERIOD_TOLERANCE * period)):
         kind = "flushed"
         detail = (f"{per_read:.1f} steps per read at a near-fixed {period * 1e3:.0f} ms period "
                   f"({share:.0%} of gaps)")
