@@ -1,7 +1,7 @@
 """Calibrate the busy-host check: false alarms on quiet windows, catches with one busy-loop neighbour.
 
     python benchmarks/host_conditions.py --llama-server PATH --model PATH.gguf --windows 100 \\
-        --cores 0,1 --out benchmarks/results/host_conditions-HOST-DATE.json
+        --window-s 2 --cores 0,1 --out benchmarks/results/host_conditions-HOST-DATE.json
 
 Everything is restricted to `--cores` (default: the first two CPUs of this process's affinity mask),
 which reproduces a 2-core host on a bigger machine: this script, llama-server (`-t` = that many
@@ -75,16 +75,29 @@ def _neighbour(cores: set[int]) -> subprocess.Popen[bytes]:
 
 
 async def _window(client: ChatClient, watch: HostWatch, engine: str, model: str, requests: int,
-                  label: str) -> tuple[HostConditions, list[float]]:
+                  label: str, window_s: float | None = None) -> tuple[HostConditions, list[float]]:
+    """`requests` requests of 64 tokens; with `window_s`, the window ends then even mid-request (a starved
+    llama.cpp decodes at well under 1 tok/s, and the check needs seconds of load, not whole requests)."""
     extra = get_adapter(engine).forced_length_fields(64)
     decode: list[float] = []
-    async with watch.window(label, concurrency=1) as w:
+
+    async def measure() -> None:
         for i in range(requests):
             res = await client.stream_chat({"model": model, "messages": [{"role": "user", "content": PROMPT}],
                                             "max_tokens": 64, "temperature": 0.0, "seed": i, **extra})
             t = request_timing(res, output_tokens_target=64)
             if t.decode_tok_s is not None:
                 decode.append(t.decode_tok_s)
+
+    async with watch.window(label, concurrency=1) as w:
+        if window_s is None:
+            await measure()
+        else:
+            try:
+                async with asyncio.timeout(window_s):
+                    await measure()
+            except TimeoutError:
+                pass  # the window is over; a cut request gives no decode figure
     assert w.record is not None
     return w.record, decode
 
@@ -108,7 +121,8 @@ async def _run(args: argparse.Namespace, url: str, engine: str, model: str, core
                 try:
                     if nb is not None:
                         await asyncio.sleep(0.2)  # the neighbour is running when the window opens
-                    rec, decode = await _window(client, watch, engine, model, args.requests, f"{cond}{i}")
+                    rec, decode = await _window(client, watch, engine, model, args.requests, f"{cond}{i}",
+                                                args.window_s)
                 finally:
                     if nb is not None:
                         nb.kill()
@@ -145,6 +159,8 @@ def main() -> None:
     ap.add_argument("--model", type=Path, help="GGUF model file (required for --engine llamacpp)")
     ap.add_argument("--windows", type=int, default=100, help="windows per condition (quiet and busy)")
     ap.add_argument("--requests", type=int, default=1, help="requests per window (64 output tokens each)")
+    ap.add_argument("--window-s", type=float, help="end each window after this many seconds, even mid-request "
+                                                   "(a busy window on llama.cpp can take minutes per request)")
     ap.add_argument("--cores", help="comma-separated CPUs to restrict everything to (default: the first two "
                                     "of this process's affinity mask)")
     ap.add_argument("--out", type=Path, help="write the results here as JSON")
@@ -170,7 +186,7 @@ def main() -> None:
     report = {
         "benchmark": "host_conditions", "engine": args.engine, "host": platform.node(),
         "cpu_count": os.cpu_count(), "cores": sorted(cores), "windows_per_condition": args.windows,
-        "requests_per_window": args.requests, "thresholds": {"other_cores": OTHER_CORES_MAX,
+        "requests_per_window": args.requests, "window_s": args.window_s, "thresholds": {"other_cores": OTHER_CORES_MAX,
                                                             "steal_cores": STEAL_CORES_MAX},
         "false_alarms": s["quiet"]["judged_busy"], "caught": s["busy"]["judged_busy"],
         "load_avg_at_start": os.getloadavg(), "elapsed_s": round(time.time() - started, 1),
