@@ -61,8 +61,8 @@ def test_a_short_poisson_run_sends_exact_prompts_on_schedule_and_reports_both_la
 
 def test_a_three_point_sweep_with_an_slo_finds_saturation_goodput_and_the_knee(tmp_path: Path) -> None:
     html = tmp_path / "sweep.html"
-    res = rigbench("run", "--no-sanity", "--allow-untrusted", "--sweep", "--sweep-points", "3", "--requests", "6",
-                   "--input-tokens", "32", "--output-tokens", "8", "--slo", "ttft=5s,e2e=20s",
+    res = rigbench("run", "--no-sanity", "--allow-untrusted", "--sweep", "--sweep-points", "3", "--requests", "3",
+                   "--input-tokens", "64", "--output-tokens", "4", "--slo", "ttft=5s,e2e=20s",
                    "--out", str(tmp_path / "runs"))
     assert res.returncode == 0, res.stdout + res.stderr
     run_dir = only_run(tmp_path / "runs")
