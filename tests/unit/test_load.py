@@ -308,3 +308,26 @@ def test_resume_redoes_only_the_windows_that_did_not_finish(tmp_path: Path) -> N
     assert s is not None and [w.requests for w in s.windows] == [6, 6, 6]
     assert all(before[u] in after for u in before)
     assert json.loads((run_dir / "run.json").read_text())["status"] == "complete"
+
+
+def test_a_plan_file_takes_a_load_key_and_refuses_a_bad_one_naming_its_line(tmp_path: Path) -> None:
+    from rigbench.plan import PlanError, load_plan, run_config_for
+    from rigbench.suites.load import LoadSuite
+
+    plan = tmp_path / "plan.yaml"
+    body = ("name: sweep\nsuites: [load]\nload:\n  sweep: true\n  sweep_points: 3\n  slo: ttft=500ms,itl=50ms\n"
+            "rigs:\n  - name: remote\n    endpoint: {base_url: 'http://127.0.0.1:9/v1'}\n")
+    plan.write_text(body)
+    lp = load_plan(plan)
+    assert lp.plan.load.sweep and lp.plan.load.slo == SloTargets(ttft_s=0.5, itl_s=0.05)
+    cfg = run_config_for(lp.plan, lp.rigs[0], tmp_path / "runs")
+    assert [type(s) for s in cfg.suites] == [LoadSuite] and cfg.recorded()["suites"]["load"]["sweep_points"] == 3
+    plan.write_text(body.replace("  sweep: true\n  sweep_points: 3\n", "  rate_rps: .nan\n"))
+    with pytest.raises(PlanError, match=r"plan.yaml:4: load.rate_rps: .*must be a positive finite number"):
+        load_plan(plan)
+    plan.write_text(body.replace("ttft=500ms,itl=50ms", "ttft=500ms,queue=5s"))
+    with pytest.raises(PlanError, match=r"plan.yaml:6: load.slo: .*unknown metric 'queue'"):
+        load_plan(plan)
+    # the load flags belong to single runs: on a plan they are refused, pointing at the key
+    res = rigbench("run", str(plan), "--rate", "5")
+    assert res.code == 2 and "write it in the plan's `load:` key" in res.stderr
