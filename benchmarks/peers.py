@@ -2,6 +2,7 @@
 
     python benchmarks/peers.py --target emulator --streams 1,64,512 --rounds 3 --json out.json
     python benchmarks/peers.py --target llama --streams 1 --rounds 3 --json out.json
+    python benchmarks/peers.py --target emulator --rates 5,50,200 --rounds 3 --json out.json   # Poisson rate mode
 
 Each tool drives the same workload (128 prompt tokens asked, 64 output tokens, N concurrent
 streams) against the same server, one tool at a time, the order rotated every round. Truth:
@@ -95,7 +96,9 @@ def _requests_for(streams: int) -> int:
 # --- the tools' command lines, each as its own docs recommend for a fixed-shape streaming test ---
 
 
-def _cmd(tool: str, url: str, model: str, streams: int, n: int, out: Path) -> list[str]:
+def _cmd(tool: str, url: str, model: str, streams: int, n: int, out: Path, rate: float | None = None) -> list[str]:
+    if rate is not None:
+        return _rate_cmd(tool, url, model, n, out, rate)
     if tool == "rigbench":
         reps = max(1, n // streams)
         return [sys.executable, "-m", "rigbench", "run", "--endpoint", f"{url}/v1", "--model", model,
@@ -132,6 +135,42 @@ def _cmd(tool: str, url: str, model: str, streams: int, n: int, out: Path) -> li
             "--save-detailed", "--result-dir", str(out), "--result-filename", "vllm.json"]
 
 
+def _rate_cmd(tool: str, url: str, model: str, n: int, out: Path, rate: float) -> list[str]:
+    """The same Poisson arrivals at `rate` req/s (open loop, no concurrency cap), `n` requests, in each
+    tool's own rate mode (issue 20). GuideLLM's and AIPerf's option spellings follow their docs and are
+    not exercised here (neither is installed on the dev VM): a wrong one shows as the tool's error."""
+    if tool == "rigbench":
+        return [sys.executable, "-m", "rigbench", "run", "--endpoint", f"{url}/v1", "--model", model,
+                "--rate", f"{rate:g}", "--arrival", "poisson", "--requests", str(n), "--input-tokens",
+                str(PROMPT_TOKENS), "--output-tokens", str(OUTPUT_TOKENS), "--no-sanity", "--allow-untrusted",
+                "--out", str(out)]
+    exe = _peer_bin(tool)
+    assert exe is not None
+    if tool == "guidellm":
+        return [str(exe), "run",
+                "--backend", f"kind=openai_http,target={url},model={model}",
+                "--profile", f"kind=poisson,rate={rate:g}",
+                "--data", f"kind=synthetic_text,prompt_tokens={PROMPT_TOKENS},output_tokens={OUTPUT_TOKENS}",
+                "--tokenizer", f"kind=huggingface_auto,model={TOKENIZER}",
+                "--constraint", f"kind=max_requests,count={n}",
+                "--output", f"kind=json,path={out / 'benchmarks.json'}",
+                "--disable-console-interactive"]
+    if tool == "aiperf":
+        return [str(exe), "profile", "-m", model, "--url", url, "--endpoint-type", "chat", "--streaming",
+                "--tokenizer", str(TOKENIZER), "--synthetic-input-tokens-mean", str(PROMPT_TOKENS),
+                "--synthetic-input-tokens-stddev", "0", "--output-tokens-mean", str(OUTPUT_TOKENS),
+                "--output-tokens-stddev", "0", "--extra-inputs", "ignore_eos:true",
+                "--request-rate", f"{rate:g}", "--request-count", str(n), "--random-seed", "0",
+                "--ui-type", "none", "--export-level", "records", "--artifact-dir", str(out)]
+    # vLLM: --request-rate draws Poisson arrivals (burstiness 1.0), no --max-concurrency: open loop
+    return [*_vllm_launcher(exe), "bench", "serve", "--backend", "openai-chat", "--base-url", url,
+            "--endpoint", "/v1/chat/completions", "--model", model, "--tokenizer", str(TOKENIZER),
+            "--dataset-name", "random", "--random-input-len", str(PROMPT_TOKENS),
+            "--random-output-len", str(OUTPUT_TOKENS), "--ignore-eos", "--num-prompts", str(n),
+            "--request-rate", f"{rate:g}", "--burstiness", "1.0", "--save-result",
+            "--save-detailed", "--result-dir", str(out), "--result-filename", "vllm.json"]
+
+
 # --- reading each tool's own per-request output (their JSON formats, docs/metrics.md "Peers") ---
 
 
@@ -152,7 +191,7 @@ def _read_rigbench(out: Path) -> Per:
     for f in out.glob("*/records.jsonl"):
         for line in f.read_text().splitlines():
             d = json.loads(line)
-            if d.get("kind") != "speed_request" or d.get("warmup"):
+            if d.get("kind") not in ("speed_request", "load_request") or d.get("warmup"):
                 continue
             r = StreamResult.model_validate(d["result"])
             if r.error is not None or not r.chunk_ns:
@@ -241,6 +280,7 @@ class Truth:
         self.first_chunk_ns: list[int] = []  # the emulator's first-chunk writes (CLOCK_MONOTONIC)
         self.events = 0
         self.window_ns: tuple[int, int] | None = None
+        self.received_ns: list[int] = []  # when each measured request reached the server (rate mode: arrivals)
 
 
 def _emulator_truth(emu: EmulatorProcess) -> Truth:
@@ -258,6 +298,7 @@ def _emulator_truth(emu: EmulatorProcess) -> Truth:
             k = r.chunk_tokens[i]
             t.itl_gaps_s.extend([(r.chunk_ns[i] - r.chunk_ns[i - 1]) / 1e9 / k] * k)
         t.prompt_tokens.append(r.prompt_tokens)
+        t.received_ns.append(r.received_ns)
         t.events += len(r.chunk_ns) + 2  # + the finish/usage chunk and [DONE]
         first = r.received_ns if first is None else min(first, r.received_ns)
         end = r.end_ns or r.chunk_ns[-1]
@@ -419,8 +460,21 @@ def _env(tool: str) -> dict[str, str]:
     return env
 
 
-def _one(tool: str, target: str, streams: int, args: argparse.Namespace, llama: Any) -> dict[str, Any]:
-    n = args.requests or _requests_for(streams)
+def _arrivals(received_ns: list[int], rate: float) -> dict[str, float | None]:
+    """Offered against achieved at the server: requests received per second, and the gaps' coefficient
+    of variation (1.0 for Poisson arrivals; a tool that batches its sends shows far more)."""
+    got = sorted(received_ns)
+    if len(got) < 3:
+        return {"offered_rps": rate, "server_received_rps": None, "achieved_vs_offered": None, "gap_cv": None}
+    gaps = np.diff(np.asarray(got, dtype=float)) / 1e9
+    achieved = (len(got) - 1) / ((got[-1] - got[0]) / 1e9)
+    return {"offered_rps": rate, "server_received_rps": round(achieved, 3),
+            "achieved_vs_offered": round(achieved / rate - 1, 4), "gap_cv": round(float(gaps.std() / gaps.mean()), 3)}
+
+
+def _one(tool: str, target: str, streams: int, args: argparse.Namespace, llama: Any,
+         rate: float | None = None) -> dict[str, Any]:
+    n = args.requests or (_requests_for(streams) if rate is None else 200)
     out = Path(tempfile.mkdtemp(prefix=f"peers-{tool}-"))
     emu = None
     truth_dump: dict[str, Any] | None = None
@@ -435,7 +489,7 @@ def _one(tool: str, target: str, streams: int, args: argparse.Namespace, llama: 
                 url = url[:-3]
         else:
             url, model = llama["url"], llama["model"]
-        cmd = _cmd(tool, url, model, streams, n, out)
+        cmd = _cmd(tool, url, model, streams, n, out, rate)
         watch = LogWatch(llama["log"]) if target == "llama" else None
         load0 = os.getloadavg()[0]
         t0 = time.perf_counter()
@@ -453,7 +507,7 @@ def _one(tool: str, target: str, streams: int, args: argparse.Namespace, llama: 
         wall = time.perf_counter() - t0
         truth = _emulator_truth(emu) if emu is not None else _llama_truth(watch.stop() if watch else [])
         truth_dump = {k: v for k, v in vars(truth).items()}
-        row: dict[str, Any] = {"tool": tool, "target": target, "streams": streams, "requests_asked": n,
+        row: dict[str, Any] = {"tool": tool, "target": target, "streams": streams, "rate_rps": rate, "requests_asked": n,
                                "rc": proc.returncode, "wall_s": round(wall, 2),
                                "loadavg_1m": [round(load0, 2), round(os.getloadavg()[0], 2)]}
         if proc.returncode != 0:
@@ -484,6 +538,8 @@ def _one(tool: str, target: str, streams: int, args: argparse.Namespace, llama: 
             "cpu_window_s": None if win_cpu is None else round(win_cpu, 3),
             "window_s": None if not truth.window_ns else round((truth.window_ns[1] - truth.window_ns[0]) / 1e9, 3),
         })
+        if rate is not None and truth.received_ns:
+            row["arrivals"] = _arrivals(truth.received_ns, rate)
         if win_cpu is not None and reqs and truth.events:
             row["cpu_ms_per_request"] = round(win_cpu / reqs * 1e3, 3)
             row["cpu_us_per_event"] = round(win_cpu / truth.events * 1e6, 2)
@@ -544,6 +600,8 @@ def main() -> None:
     p.add_argument("--port", type=int, default=18431)
     p.add_argument("--requests", type=int, default=0,
                    help="requests per tool and round (default: 10 at 1 stream, 2 per stream up to 64, then 1 per stream)")
+    p.add_argument("--rates", default="", help="open-loop Poisson rates (req/s), e.g. 5,20: each tool's rate mode "
+                                             "instead of --streams (issue 20); default 200 requests each")
     p.add_argument("--json", default="")
     p.add_argument("--keep", default="", help="keep each tool's output and the truth under this directory")
     args = p.parse_args()
@@ -566,9 +624,11 @@ def main() -> None:
     try:
         for rnd in range(args.rounds):
             order = tools[rnd % len(tools):] + tools[: rnd % len(tools)]
-            for streams in map(int, args.streams.split(",")):
+            loads = ([(0, float(r)) for r in args.rates.split(",") if r] if args.rates
+                     else [(int(c), None) for c in args.streams.split(",")])
+            for streams, rate in loads:
                 for tool in order:
-                    row = _one(tool, args.target, streams, args, llama)
+                    row = _one(tool, args.target, streams, args, llama, rate)
                     row["round"] = rnd
                     results["runs"].append(row)
                     print(json.dumps(row), flush=True)
@@ -619,12 +679,14 @@ def _goal(results: dict[str, Any]) -> list[str]:
 
 
 def _table(results: dict[str, Any]) -> str:
-    rows: dict[tuple[str, int], list[dict[str, Any]]] = {}
-    for r in results["runs"]:
-        rows.setdefault((r["tool"], r["streams"]), []).append(r)
-    lines = ["| tool | streams | n ok | first-chunk stamp err p50 / p99 ms | TTFT err p50 / p99 ms | ITL err p50 / p99 ms (definition) | prompt tokens "
-             "tool / server | CPU ms/request | CPU µs/event | events per CPU-s | load |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    rows: dict[tuple[str, float], list[dict[str, Any]]] = {}
+    for r in results["runs"]:  # a rate run (streams 0) is keyed by its rate
+        rows.setdefault((r["tool"], r["streams"] or r.get("rate_rps") or 0), []).append(r)
+    rate_mode = any(r.get("rate_rps") for r in results["runs"])
+    lines = [f"| tool | {'rate req/s' if rate_mode else 'streams'} | n ok | first-chunk stamp err p50 / p99 ms | TTFT err p50 / p99 ms | ITL err p50 / p99 ms (definition) | prompt tokens "
+             "tool / server | CPU ms/request | CPU µs/event | events per CPU-s | load |"
+             + (" server req/s (vs offered) | gap CV |" if rate_mode else ""),
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |" + (" --- | --- |" if rate_mode else "")]
 
     def med(rs: list[dict[str, Any]], *keys: str) -> str:
         xs = []
@@ -649,7 +711,9 @@ def _table(results: dict[str, Any]) -> str:
             f"| {med(ok, 'itl_err', 'p50_ms')} / {med(ok, 'itl_err', 'p99_ms')} ({itl_def}) "
             f"| {med(ok, 'prompt_tokens_tool_median')} / {med(ok, 'prompt_tokens_server_median')} "
             f"| {med(ok, 'cpu_ms_per_request')} | {med(ok, 'cpu_us_per_event')} | {med(ok, 'events_per_cpu_s')} "
-            f"| {min(loads, default=0):.1f}–{max(loads, default=0):.1f} |")
+            f"| {min(loads, default=0):.1f}–{max(loads, default=0):.1f} |"
+            + (f" {med(ok, 'arrivals', 'server_received_rps')} ({med(ok, 'arrivals', 'achieved_vs_offered')}) "
+               f"| {med(ok, 'arrivals', 'gap_cv')} |" if rate_mode else ""))
     return "\n".join(lines)
 
 

@@ -26,13 +26,21 @@ from rigbench.honesty import (
     ScenarioLength,
     generate_questions,
     judge_prefix_cache,
+    load_prefix_cache_use,
     new_question_seed,
     prefix_cache_use,
     preflight,
     run_sanity_gate,
     screen_outputs,
 )
-from rigbench.records import HostConditions, SanityVerdict, SpeedBatch, SpeedRequest, TelemetryRecord
+from rigbench.records import (
+    HostConditions,
+    LoadRequest,
+    SanityVerdict,
+    SpeedBatch,
+    SpeedRequest,
+    TelemetryRecord,
+)
 from rigbench.rig import (
     AttachedRig,
     EmbeddedRig,
@@ -496,13 +504,14 @@ async def _traffic_check(reader: RunReader, writer: RunWriter, client: Any, info
     """The measured traffic: prompt dependence, reported token counts, server timings (rig/_traffic.py),
     and prompt tokens served from a prefix cache (honesty/_prefix_cache.py)."""
 
-    reqs = requests_from_records(reader.raw_records("speed_request"))
+    reqs = requests_from_records([*reader.raw_records("speed_request"), *reader.raw_records("load_request")])
     if not reqs:
         return []
     gates = reader.records("sanity", SanityVerdict)
     earlier = [(f"the gate's answer to {a.question_id}", a.answer) for a in gates[-1].answers] if gates else []
     check = await check_traffic(client, info.engine, reqs, earlier_replies=earlier)
     cache = prefix_cache_use(reader.records("speed_request", SpeedRequest), reader.records("telemetry", TelemetryRecord))
+    cache += load_prefix_cache_use(reader.records("load_request", LoadRequest))
     verdict = judge_prefix_cache(cache)
     check = check.model_copy(update={"prefix_cache": cache, "reasons": check.reasons + verdict.reasons,
                                      "warnings": check.warnings + verdict.warnings})
@@ -542,9 +551,10 @@ def _host_check(reader: RunReader, allow_busy_host: bool) -> list[str]:
 def _screen_outputs(reader: RunReader, writer: RunWriter) -> list[str]:
     """Screen every speed output for gibberish; one that no working model would write untrusts the run."""
 
-    outputs = [(r["unit_id"], r["result"]["content"]) for r in reader.raw_records("speed_request")
+    outputs = [(r["unit_id"], r["result"]["content"])
+               for kind in ("speed_request", "load_request") for r in reader.raw_records(kind)
                if r["result"].get("error") is None]
-    screen = screen_outputs(outputs, forced_length=True)  # the speed suite forces output length
+    screen = screen_outputs(outputs, forced_length=True)  # the speed and load suites force output length
     writer.append(screen)
     if screen.trusted:
         return []

@@ -10,6 +10,7 @@ from rigbench.analysis._compare import (
     compare_stats,
     fingerprint_differences,
 )
+from rigbench.analysis._goodput import SLO_METRICS, SloCheck, knee_rate, meets_slo, parse_slo
 from rigbench.analysis._host import OTHER_CORES_MAX, STEAL_CORES_MAX, HostVerdict, HostWindowRow, assess_host
 from rigbench.analysis._kvcache import (
     KVArchitecture,
@@ -19,6 +20,8 @@ from rigbench.analysis._kvcache import (
     kv_capacity,
     sessions_from_pool,
 )
+from rigbench.analysis._load import LoadSummary, LoadWindowSummary, load_timing, summarize_load
+from rigbench.analysis._load_compare import LoadComparison, LoadRateComparison, compare_load
 from rigbench.analysis._quality import (
     EffortSummary,
     MMLUProComparison,
@@ -29,6 +32,7 @@ from rigbench.analysis._quality import (
     QualitySummary,
 )
 from rigbench.analysis._reasoning import split_reasoning, split_tokens
+from rigbench.analysis._requests import REQUEST_COLUMNS, request_rows
 from rigbench.analysis._revision import Revision, find_revisions
 from rigbench.analysis._roofline import (
     Roofline,
@@ -66,6 +70,8 @@ __all__ = [
     "MIN_REPETITIONS",
     "OTHER_CORES_MAX",
     "OUTLIER_Z",
+    "REQUEST_COLUMNS",
+    "SLO_METRICS",
     "STEAL_CORES_MAX",
     "UNSTABLE_CV",
     "AccuracyDiff",
@@ -78,6 +84,10 @@ __all__ = [
     "HostWindowRow",
     "KVArchitecture",
     "KVCapacity",
+    "LoadComparison",
+    "LoadRateComparison",
+    "LoadSummary",
+    "LoadWindowSummary",
     "MMLUProComparison",
     "MMLUProSummary",
     "PackSummary",
@@ -92,6 +102,7 @@ __all__ = [
     "ScenarioSpeed",
     "ScenarioTelemetry",
     "SeriesStability",
+    "SloCheck",
     "SpeculationFit",
     "SpeedSummary",
     "SpeedupPrediction",
@@ -108,6 +119,7 @@ __all__ = [
     "assess_host",
     "check_two_runs",
     "chunk_token_counts",
+    "compare_load",
     "compare_runs",
     "compare_stats",
     "compare_suites",
@@ -115,12 +127,17 @@ __all__ = [
     "find_revisions",
     "fingerprint_differences",
     "fit_speculation",
+    "knee_rate",
     "kv_architecture_from_path",
     "kv_capacity",
     "latency_finding",
+    "load_timing",
     "lookup_device",
     "machine_bandwidth",
+    "meets_slo",
+    "parse_slo",
     "predict_speedup",
+    "request_rows",
     "request_timing",
     "roofline",
     "sessions_from_pool",
@@ -132,6 +149,7 @@ __all__ = [
     "stamping_text",
     "stream_arrival",
     "summarize_arrival",
+    "summarize_load",
     "summarize_speed",
     "weights_from_path",
 ]

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from rigbench.analysis._agent import summarize_agent
 from rigbench.analysis._honesty_run import honesty_sections
 from rigbench.analysis._host import HostVerdict, assess_host
+from rigbench.analysis._load import summarize_load
 from rigbench.analysis._quality import summarize_quality
 from rigbench.analysis._selfcheck import OUTSIDE_LOAD_REMEDY, ClientVerdict, assess_selfcheck
 from rigbench.analysis._speed import SpeedSummary, summarize_speed
@@ -81,6 +82,11 @@ def analyze_run(reader: RunReader) -> RunAnalysis:
         sections["selfcheck"] = verdict
         warnings.extend(f"self-check note: {n}" for n in verdict.notes)
         warnings.extend(_selfcheck_warnings(verdict, host))
+
+    load = summarize_load(reader)
+    if load is not None:
+        sections["load"] = load
+        warnings.extend(load.warnings)
 
     agent = summarize_agent(reader)
     if not agent.empty:

@@ -54,6 +54,25 @@ def _positive_int(value: int | None, option: str, *, high: int | None = None) ->
         raise UsageError(f"{option} must be {rng}; got {value}.")
 
 
+_LOAD_FLAGS = ("rate", "arrival", "burstiness", "duration", "requests", "max_concurrency", "sweep_points", "slo",
+               "slo_attainment", "input_tokens", "output_tokens", "trace", "sessions",
+               "turns")
+
+
+def check_load_options(o: dict[str, Any]) -> None:
+    """The load flags where they cannot apply: a plan (its `load:` key), and client actors (not built)."""
+    given = [f"--{k.replace('_', '-')}" for k in _LOAD_FLAGS if o.get(k) is not None] + (["--sweep"] if o.get("sweep") else [])
+    if not given:
+        return
+    if o.get("plan") is not None:
+        raise UsageError(f"{given[0]} sets a single run's load; for the plan {o['plan']} write it in the plan's "
+                         "`load:` key (e.g. `load: {rate_rps: 5, duration_s: 30}`; docs/plans.md).")
+    if o.get("ray") is not None or (o.get("clients") or 1) > 1:
+        raise UsageError(f"{given[0]} with --ray/--clients: splitting one arrival schedule across client actors is "
+                         "not built yet. Offer the load from this process (drop --ray and --clients); one process "
+                         "holds about 1,000 req/s (docs/benchmarks.md).")
+
+
 def check_run_options(o: dict[str, Any]) -> None:
     """Every numeric and list option of `rigbench run`, and the output paths."""
     check_output_dir(Path(o["out"]), "--out")
@@ -62,6 +81,9 @@ def check_run_options(o: dict[str, Any]) -> None:
         # an empty URL is not "no endpoint": it must not quietly launch the embedded rig instead
         raise UsageError("--endpoint is empty; give the server's OpenAI base URL (e.g. http://host:8000/v1), or "
                          "leave --endpoint out to launch the embedded rig.")
+    check_output_file(o.get("csv"), "--csv")
+    check_output_file(o.get("jsonl"), "--jsonl")
+    check_load_options(o)
     if o.get("plan") is not None:
         return  # a plan's settings are checked when it loads
     names = [s.strip() for s in str(o.get("suite", "")).split(",") if s.strip()]

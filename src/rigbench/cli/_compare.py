@@ -12,9 +12,11 @@ import typer
 from rigbench.analysis import (
     DEFAULT_MARGIN,
     check_two_runs,
+    compare_load,
     compare_runs,
     compare_suites,
     fit_speculation,
+    summarize_load,
     summarize_speed,
 )
 from rigbench.cli._app import app
@@ -24,6 +26,8 @@ from rigbench.errors import UsageError
 from rigbench.report import (
     comparison_markdown,
     comparison_terminal,
+    load_comparison_markdown,
+    load_comparison_terminal,
     rig_labels,
     speculation_markdown,
     speculation_terminal,
@@ -86,6 +90,14 @@ def compare(
         name = labels[other.dir.name] + synth_mark(other.header)  # its measured speed-ups are synthetic too
         speculation_terminal(name, fit, console)
         md.append(speculation_markdown(name, fit))
+    base_load = summarize_load(readers[0])
+    for other in readers[1:]:  # rate-mode runs at equal offered rate
+        other_load = summarize_load(other)
+        if base_load is not None and other_load is not None and base_load.rates and other_load.rates:
+            cmp = compare_load(base_load, other_load, alpha=alpha)
+            names = (labels[readers[0].dir.name], labels[other.dir.name])
+            load_comparison_terminal(cmp, console, *names)
+            md.append(load_comparison_markdown(cmp, *names))
     for other in readers[1:]:  # quality and agent next to speed
         suites = compare_suites(readers[0], other, margin=margin / 100)
         a, b = labels[readers[0].dir.name], labels[other.dir.name]

@@ -11,6 +11,7 @@ import typer
 from rigbench.analysis import analyze_run, compare_suites
 from rigbench.cli._app import app
 from rigbench.cli._console import make_console
+from rigbench.cli._export import write_request_exports
 from rigbench.cli._paths import check_output_file, write_output
 from rigbench.errors import StoreError, UsageError
 from rigbench.outside import for_console
@@ -43,13 +44,18 @@ def report(
     vllm_json: Annotated[Path | None, typer.Option(help="Write the first run's speed requests as the JSON "
                                                    "`vllm bench serve --save-result --save-detailed` writes "
                                                    "(field mapping: docs/metrics.md).")] = None,
+    csv: Annotated[Path | None, typer.Option(help="Write one CSV row per request of every run (intended start, "
+                                             "send, first token, end, tokens, TTFT, ITL, error).")] = None,
+    jsonl: Annotated[Path | None, typer.Option(help="Write one JSON line per request of every run (the --csv "
+                                               "fields).")] = None,
 ) -> None:
     """Re-render saved runs (complete or not) in the terminal, and optionally as Markdown/JSON."""
     console = make_console()
     # lazy: start-up; cli._plan loads rigbench.plan and every suite (~0.3 s)
     from rigbench.cli._plan import across_runs, named_runs
 
-    for path, option in ((html, "--html"), (markdown, "--markdown"), (json_out, "--json"), (vllm_json, "--vllm-json")):
+    for path, option in ((html, "--html"), (markdown, "--markdown"), (json_out, "--json"), (vllm_json, "--vllm-json"),
+                         (csv, "--csv"), (jsonl, "--jsonl")):
         check_output_file(path, option)
 
     named = named_runs(runs)
@@ -87,6 +93,7 @@ def report(
         reqs = RunReader(runs[0]).records("speed_request", SpeedRequest)
         write_output(vllm_json, json.dumps(vllm_detailed_result(reqs), indent=1))
         console.print(f"vLLM-style detailed JSON: {for_console(vllm_json)}")
+    write_request_exports([RunReader(p) for p in runs], csv=csv, jsonl=jsonl, console=console)
     if json_out:
         write_output(json_out, json_parts[0] if len(json_parts) == 1 else "[\n" + ",\n".join(json_parts) + "\n]")
         console.print(f"JSON: {for_console(json_out)}")

@@ -11,6 +11,7 @@ from rigbench.analysis import analyze_run
 from rigbench.cli._app import app
 from rigbench.cli._checks import check_run_options
 from rigbench.cli._console import make_console
+from rigbench.cli._export import write_request_exports
 from rigbench.cli._paths import write_output
 from rigbench.cli._progress import RichProgress
 from rigbench.cli._resume import recorded_options, resumed_options
@@ -134,6 +135,39 @@ def run(
                                                    "SECTION.KEY=VALUE (VALUE read as YAML), repeatable: e.g. "
                                                    "--set agent.repeat_limit=5 --set mmlu_pro.shots=3 "
                                                    "--set speed.temperature=0.7 (keys: docs/plans.md).")] = None,
+    rate: Annotated[float | None, typer.Option(help="Offer load at this many requests per second, open loop "
+                                               "(the load suite replaces speed; docs/metrics.md, rate mode).")] = None,
+    arrival: Annotated[str | None, typer.Option(help="Arrival process of --rate: constant, poisson (default) "
+                                                "or gamma.")] = None,
+    burstiness: Annotated[float | None, typer.Option(help="Gamma shape of --arrival gamma (1 is Poisson, "
+                                                     "below 1 burstier).")] = None,
+    duration: Annotated[float | None, typer.Option(help="Offer each rate for this many seconds (else "
+                                                   "--requests).")] = None,
+    requests: Annotated[int | None, typer.Option(help="Requests per rate (default 32; the sweep's saturation "
+                                                 "burst: default 64).")] = None,
+    max_concurrency: Annotated[int | None, typer.Option(help="At most this many requests in flight; later ones "
+                                                        "wait, and the wait counts in their response time.")] = None,
+    sweep: Annotated[bool, typer.Option("--sweep", help="Find the saturation throughput, then measure "
+                                        "--sweep-points rates below it (goodput and knee with --slo).")] = False,
+    sweep_points: Annotated[int | None, typer.Option(help="Rates a sweep measures (default 5).")] = None,
+    slo: Annotated[str | None, typer.Option(help="Latency targets for goodput, e.g. ttft=500ms,itl=50ms,e2e=10s "
+                                            "(TTFT and e2e from the intended start).")] = None,
+    slo_attainment: Annotated[float | None, typer.Option(help="The knee: highest rate where at least this "
+                                                         "fraction met every target (default 0.99).")] = None,
+    input_tokens: Annotated[str | None, typer.Option(help="Load suite: rendered input tokens per request, a count "
+                                                     "or uniform:LO,HI, normal:MEAN,SD, lognormal:MEAN,SD "
+                                                     "(default 128).")] = None,
+    output_tokens: Annotated[str | None, typer.Option(help="Load suite: output tokens per request, as "
+                                                      "--input-tokens (default 64).")] = None,
+    trace: Annotated[Path | None, typer.Option(help="Load suite: replay this trace's arrivals and lengths (JSONL "
+                                               "or CSV; Azure, Mooncake or rigbench columns; docs/metrics.md).")] = None,
+    sessions: Annotated[int | None, typer.Option(help="Load suite: multi-turn sessions started at --rate; each "
+                                                 "turn sends the history plus a new user message.")] = None,
+    turns: Annotated[int | None, typer.Option(help="Turns per session (default 2).")] = None,
+    csv: Annotated[Path | None, typer.Option(help="Also write one CSV row per request (intended start, send, "
+                                             "first token, end, tokens, TTFT, ITL, error).")] = None,
+    jsonl: Annotated[Path | None, typer.Option(help="Also write one JSON line per request (the --csv "
+                                               "fields).")] = None,
 ) -> None:
     """Measure a rig: set up (or attach), check it answers correctly, run the suites, report.
 
@@ -206,6 +240,7 @@ def run(
     if markdown:
         write_output(markdown, render_markdown(analysis))
         console.print(f"Markdown report: {for_console(markdown)}")
+    write_request_exports(reader, csv=csv, jsonl=jsonl, console=console)
     if header.trust is not None and not header.trust.trusted and not allow_untrusted:
         make_console(stderr=True).print("[bold red]The run is UNTRUSTED (reasons above); exiting 1. "
                                    "Pass --allow-untrusted to exit 0 anyway.[/]")

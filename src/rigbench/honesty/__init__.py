@@ -10,6 +10,7 @@ from rigbench.honesty._prefix_cache import (
     PREFIX_CACHE_UNTRUST_SHARE,
     PrefixCacheVerdict,
     judge_prefix_cache,
+    load_prefix_cache_use,
     prefix_cache_use,
 )
 from rigbench.honesty._preflight import PreflightInput, ScenarioLength, parse_command, preflight
@@ -34,6 +35,7 @@ __all__ = [
     "extract_answer",
     "generate_questions",
     "judge_prefix_cache",
+    "load_prefix_cache_use",
     "new_question_seed",
     "parse_command",
     "prefix_cache_use",

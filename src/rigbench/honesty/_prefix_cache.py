@@ -24,9 +24,17 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
-from rigbench.records import CacheSource, ScenarioPrefixCache, SpeedRequest, StreamResult, TelemetryRecord
+from rigbench.records import (
+    CacheSource,
+    LoadRequest,
+    ScenarioPrefixCache,
+    SpeedRequest,
+    StreamResult,
+    TelemetryRecord,
+)
 
-__all__ = ["PREFIX_CACHE_UNTRUST_SHARE", "PrefixCacheVerdict", "judge_prefix_cache", "prefix_cache_use"]
+__all__ = ["PREFIX_CACHE_UNTRUST_SHARE", "PrefixCacheVerdict", "judge_prefix_cache", "load_prefix_cache_use",
+           "prefix_cache_use"]
 
 # A scenario whose prompts had this share (or more) of their not-shared-by-design tokens served from
 # the cache is untrusted: its mean TTFT then leaves out at least that share of the prefill, more than
@@ -65,7 +73,7 @@ def _cached(r: StreamResult) -> tuple[int, int, CacheSource] | None:
     return None
 
 
-def _shared(req: SpeedRequest, prompt_tokens: int) -> int:
+def _shared(req: SpeedRequest | LoadRequest, prompt_tokens: int) -> int:
     bound = req.input_tokens_shared_max
     if bound is None:
         bound = int(UNKNOWN_SHARED_SHARE * prompt_tokens)
@@ -96,6 +104,27 @@ def _from_counters(scenario: str, conc: int, level: Sequence[SpeedRequest],
                                beyond_tokens=max(0, int(hits) - shared))
 
 
+def _row(scenario: str, conc: int, level: Sequence[SpeedRequest | LoadRequest]) -> ScenarioPrefixCache | None:
+    """One level's requests as the server reported their cached tokens (None: none reported)."""
+    seen: list[tuple[SpeedRequest | LoadRequest, int, int, CacheSource]] = []
+    for r in level:
+        got = _cached(r.result) if not getattr(r, "warmup", False) and r.result.ok else None
+        if got is not None:
+            seen.append((r, *got))
+    if not seen:
+        return None
+    prompt = cached = shared = beyond = hits = 0
+    for r, p, c, _ in seen:
+        s = _shared(r, p)
+        prompt, cached, shared = prompt + p, cached + c, shared + s
+        beyond += max(0, c - s)
+        hits += c > s
+    source = Counter(src for *_, src in seen).most_common(1)[0][0]
+    return ScenarioPrefixCache(scenario=scenario, concurrency=conc, source=source, requests=len(seen),
+                               prompt_tokens=prompt, cached_tokens=cached, shared_tokens=shared,
+                               beyond_tokens=beyond, hit_requests=hits)
+
+
 def prefix_cache_use(requests: Iterable[SpeedRequest],
                      telemetry: Iterable[TelemetryRecord] = ()) -> list[ScenarioPrefixCache]:
     """Cached prompt tokens per (scenario, concurrency): from each measured request's own report
@@ -107,27 +136,23 @@ def prefix_cache_use(requests: Iterable[SpeedRequest],
     tel = {(t.scenario, t.concurrency): t for t in telemetry}
     out: list[ScenarioPrefixCache] = []
     for (scenario, conc), level in levels.items():
-        seen: list[tuple[SpeedRequest, int, int, CacheSource]] = []
-        for r in level:
-            got = _cached(r.result) if not r.warmup and r.result.ok else None
-            if got is not None:
-                seen.append((r, *got))
-        if seen:
-            prompt = cached = shared = beyond = hits = 0
-            for r, p, c, _ in seen:
-                s = _shared(r, p)
-                prompt, cached, shared = prompt + p, cached + c, shared + s
-                beyond += max(0, c - s)
-                hits += c > s
-            source = Counter(src for *_, src in seen).most_common(1)[0][0]
-            out.append(ScenarioPrefixCache(scenario=scenario, concurrency=conc, source=source, requests=len(seen),
-                                           prompt_tokens=prompt, cached_tokens=cached, shared_tokens=shared,
-                                           beyond_tokens=beyond, hit_requests=hits))
-        elif (scenario, conc) in tel:
+        row = _row(scenario, conc, level)
+        if row is None and (scenario, conc) in tel:
             row = _from_counters(scenario, conc, level, tel[(scenario, conc)])
-            if row is not None:
-                out.append(row)
+        if row is not None:
+            out.append(row)
     return out
+
+
+def load_prefix_cache_use(requests: Iterable[LoadRequest]) -> list[ScenarioPrefixCache]:
+    """The same per load window (scenario `load <window>`, concurrency 0), from each request's own report.
+    A multi-turn session's turn records its history as shared by design (`input_tokens_shared_max`):
+    resending it is what sessions are for, and a prefix cache may serve it."""
+    windows: dict[str, list[LoadRequest]] = {}
+    for r in requests:
+        windows.setdefault(r.window, []).append(r)
+    rows = [_row(f"load {w}", 0, level) for w, level in windows.items()]
+    return [r for r in rows if r is not None]
 
 
 def _pct(share: float) -> str:
@@ -138,7 +163,8 @@ def _pct(share: float) -> str:
 def _describe(row: ScenarioPrefixCache) -> str:
     which = (f"{row.hit_requests} of {row.requests} requests" if row.hit_requests is not None
              else f"{row.requests} requests, warm-up included")
-    return (f"{row.scenario} c={row.concurrency}: {_pct(row.beyond_share)} of the prompt tokens not shared by design "
+    level = f"{row.scenario} c={row.concurrency}" if row.concurrency else row.scenario
+    return (f"{level}: {_pct(row.beyond_share)} of the prompt tokens not shared by design "
             f"were served from the server's prefix cache ({row.cached_tokens} of {row.prompt_tokens} prompt tokens "
             f"cached, at most {row.shared_tokens} shared by design; {which}; {_SOURCE_TEXT[row.source]}): "
             "TTFT measured a cache hit: prefill time understated")

@@ -23,6 +23,7 @@ from rigbench.plan._options import RunOptions
 from rigbench.rig import check_rig, check_rig_flags, rig_from_flags, size_flag_rig, size_rig
 from rigbench.runner import RunConfig
 from rigbench.sandbox import require_confinement
+from rigbench.suites.load import load_options, load_suites
 
 __all__ = ["CliPlan", "plan_from_options", "run_config_for"]
 
@@ -88,6 +89,7 @@ _FLAG_OF: dict[tuple[str | int, ...], str] = {
     ("bandwidth_gb_s",): "--bandwidth-gbs", ("deadlines", "idle_s"): "--idle-timeout",
     ("deadlines", "total_s"): "--request-timeout", ("rigs", 0, "embedded", "model"): "--model-file",
     ("rigs", 0, "embedded", "extra_args"): "--engine-arg", ("rigs", 0, "endpoint", "base_url"): "--endpoint",
+    ("load", "rate_rps"): "--rate", ("load", "duration_s"): "--duration", ("load",): "load",
 }
 
 
@@ -137,7 +139,7 @@ def _nested(sets: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 # Sections `--set` may change: the suites' settings (the rig and run-level options have their own flags).
-_SET_SECTIONS = ("speed", "mmlu_pro", "packs", "effort", "agent")
+_SET_SECTIONS = ("speed", "mmlu_pro", "packs", "effort", "agent", "load")
 
 
 def plan_from_options(options: RunOptions | Mapping[str, Any]) -> CliPlan:
@@ -163,11 +165,13 @@ def plan_from_options(options: RunOptions | Mapping[str, Any]) -> CliPlan:
         "agent": _given(tool_trials=o.tool_trials, bfcl_per_category=o.bfcl_per_category,
                         bfcl_trials=o.bfcl_trials, bfcl_data_dir=o.bfcl_data, agent_tasks=_names(o.agent_tasks),
                         task_trials=o.task_trials, max_turns=o.max_turns, task_max_tokens=o.task_max_tokens),
+        "load": load_options(o),
     }
     for section, values in _nested(sets).items():
         sections[section].update(values)
     data: dict[str, Any] = {
-        "name": "run", "suites": _names(o.suite) or [], **sections, "seed": o.seed, "sanity": not o.no_sanity,
+        "name": "run", "suites": load_suites(_names(o.suite) or [], sections["load"]), **sections, "seed": o.seed,
+        "sanity": not o.no_sanity,
         "allow_unconfined": o.allow_unconfined, "allow_busy_host": o.allow_busy_host,
         **_given(sanity_max_tokens=o.sanity_max_tokens, sanity_seed=o.sanity_seed, bandwidth_gb_s=o.bandwidth_gbs),
         "deadlines": _given(idle_s=o.idle_timeout, total_s=o.request_timeout),

@@ -16,6 +16,7 @@ from rigbench.records import Frozen
 from rigbench.rig import EmbeddedRig, EndpointSpec, LaunchSpec, RigSpec
 from rigbench.suites import SuiteSettings
 from rigbench.suites.agent import AgentSettings
+from rigbench.suites.load import LoadSettings
 from rigbench.suites.quality import EffortSettings, MMLUProSettings, PackSettings
 from rigbench.suites.speed import SpeedSettings
 
@@ -106,6 +107,7 @@ class Plan(_Model):
     packs: PackSettings = Field(default_factory=PackSettings)
     effort: EffortSettings = Field(default_factory=EffortSettings)
     agent: AgentSettings = Field(default_factory=AgentSettings)
+    load: LoadSettings = Field(default_factory=LoadSettings)  # the load suite: rate, sweep, SLO (docs/plans.md)
     seed: int = 0
     sanity: bool = True  # false: skip the known-answer gate (every run is then untrusted)
     sanity_max_tokens: int = Field(default=1024, ge=8)  # token budget per known-answer question
@@ -125,5 +127,5 @@ class Plan(_Model):
     def suite_settings(self) -> SuiteSettings:
         """Every suite's settings, with `allow_unconfined` given to the suites that run model code."""
         s = SuiteSettings(speed=self.speed, mmlu_pro=self.mmlu_pro, packs=self.packs, effort=self.effort,
-                          agent=self.agent)
+                          agent=self.agent, load=self.load)
         return s.unconfined() if self.allow_unconfined else s

@@ -22,7 +22,7 @@ __all__ = ["CLI_ONLY_OPTIONS", "RunOptions"]
 # `rigbench run` parameters that are not settings of the measured plan: where output goes, how to exit,
 # what to resume or redo, how to spread the run.
 CLI_ONLY_OPTIONS = frozenset({"ctx", "plan", "resume", "retry_failed", "out", "markdown", "label",
-                              "allow_untrusted", "ray", "clients"})
+                              "allow_untrusted", "ray", "clients", "csv", "jsonl"})
 
 
 class RunOptions(Frozen):
@@ -59,9 +59,25 @@ class RunOptions(Frozen):
     request_timeout: float | None = None
     api_key_env: str | None = None
     set_: list[str] = Field(default_factory=list)
+    # the load suite (rate mode): suites/load/_flags.py maps them to its settings
+    rate: float | None = None
+    arrival: str | None = None
+    burstiness: float | None = None
+    duration: float | None = None
+    requests: int | None = None
+    max_concurrency: int | None = None
+    sweep: bool = False
+    sweep_points: int | None = None
+    slo: str | None = None
+    slo_attainment: float | None = None
+    input_tokens: str | None = None
+    output_tokens: str | None = None
+    trace: str | None = None
+    sessions: int | None = None
+    turns: int | None = None
     rig: RigFlags = Field(default_factory=RigFlags)
 
-    @field_validator("bfcl_data", mode="before")
+    @field_validator("bfcl_data", "trace", mode="before")
     @classmethod
     def _path(cls, v: Any) -> Any:
         return str(v) if isinstance(v, Path) else v

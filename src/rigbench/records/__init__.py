@@ -19,6 +19,7 @@ from rigbench.records._base import Frozen, Record
 from rigbench.records._clients import ClientClock, ClientShare
 from rigbench.records._gibberish import GibberishFinding, GibberishKind, GibberishSeverity, OutputScreen
 from rigbench.records._host import EngineLocation, GpuProcess, HostConditions
+from rigbench.records._load import LoadMode, LoadRequest, LoadWindow, SloTargets
 from rigbench.records._preflight import PreflightFinding, PreflightReport, PreflightSeverity, ServingCommand
 from rigbench.records._quality import (
     OFF_LEVELS,
@@ -60,6 +61,9 @@ __all__ = [
     "GpuProcess",
     "GradeResult",
     "HostConditions",
+    "LoadMode",
+    "LoadRequest",
+    "LoadWindow",
     "MMLUProAnswer",
     "MMLUProConfig",
     "OutputScreen",
@@ -80,6 +84,7 @@ __all__ = [
     "ScenarioPrefixCache",
     "SelfCheck",
     "ServingCommand",
+    "SloTargets",
     "SpeedBatch",
     "SpeedRequest",
     "SpeedSkip",

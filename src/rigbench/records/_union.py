@@ -11,6 +11,7 @@ from rigbench.records._base import Record
 from rigbench.records._clients import ClientClock, ClientShare
 from rigbench.records._gibberish import OutputScreen
 from rigbench.records._host import HostConditions
+from rigbench.records._load import LoadRequest, LoadWindow
 from rigbench.records._preflight import PreflightReport
 from rigbench.records._quality import MMLUProAnswer, MMLUProConfig, PackAnswer, PackConfig
 from rigbench.records._sanity import SanityVerdict
@@ -43,7 +44,9 @@ AnyRecord = Annotated[
     | TaskTrialRecord
     | ClientShare
     | ClientClock
-    | HostConditions,
+    | HostConditions
+    | LoadRequest
+    | LoadWindow,
     Field(discriminator="kind"),
 ]
 

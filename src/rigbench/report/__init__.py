@@ -13,6 +13,7 @@ from rigbench.report._honesty import (
     speculation_terminal,
 )
 from rigbench.report._labels import rig_labels, synth_mark, synth_note, synthetic_acceptance
+from rigbench.report._load import load_comparison_markdown, load_comparison_terminal
 from rigbench.report._ls import RunListing, runs_table
 from rigbench.report._run import render_json, render_markdown, render_terminal
 from rigbench.report._speed import speed_markdown, speed_table
@@ -24,6 +25,8 @@ __all__ = [
     "comparison_markdown",
     "comparison_terminal",
     "kv_terminal",
+    "load_comparison_markdown",
+    "load_comparison_terminal",
     "preflight_terminal",
     "render_blog_markdown",
     "render_html",

@@ -13,12 +13,15 @@ from rigbench.report._cells import html_table, section_html
 from rigbench.report._honesty import preflight_section, sanity_section
 from rigbench.report._host import host_section
 from rigbench.report._labels import SYNTH_NOTE, synth_mark, synthetic_acceptance
+from rigbench.report._load import load_html
 from rigbench.report._plots import (
     plot_acceptance,
     plot_accuracy,
     plot_agent_matrix,
     plot_concurrency,
+    plot_goodput,
     plot_latency,
+    plot_rate_latency,
     plot_speedup,
     plot_tok_s,
 )
@@ -158,6 +161,10 @@ def render_html(names: Sequence[str], analyses: Sequence[RunAnalysis], compariso
         notes = [f"{r.scenario} (c={r.concurrency}): TTFT not comparable: {r.ttft_not_comparable}"
                  for r in a.speed.rows if r.ttft_not_comparable] + not_measurable_notes(a.speed)
         parts += [f'<p class="note">{_e(x)}</p>' for x in notes]
+    loads = [(n, a.sections["load"]) for n, a in zip(names, analyses, strict=True) if "load" in a.sections]
+    if loads:
+        parts.append("<h2>Load (rate mode)</h2>")
+        parts += [f"<h3>{_e(n)}</h3>" + load_html(s) for n, s in loads]
     parts += _checks_html(names, analyses)
     # plots
     parts += _suites_html(names, suites)
@@ -169,6 +176,11 @@ def render_html(names: Sequence[str], analyses: Sequence[RunAnalysis], compariso
                                                   [synthetic_acceptance(a.header) for a in analyses[1:]]), "no comparable speed results"))
     parts.append(_plot("Concurrency", plot_concurrency(names, analyses),
                        "one concurrency level per scenario: run with --concurrency 1,2,4,8 for curves"))
+    if loads:
+        parts.append(_plot("Latency by offered rate", plot_rate_latency(names, analyses),
+                           "one rate per run: run with --sweep for rate-latency curves"))
+        parts.append(_plot("Goodput by offered rate", plot_goodput(names, analyses),
+                           "no SLO over several rates: run with --sweep --slo ttft=500ms,itl=50ms"))
     parts.append(_plot("Latency distributions", plot_latency(names, analyses), "no latency data"))
     parts.append(_plot("Acceptance length", plot_acceptance(names, analyses),
                        "no speculative decoding in these runs (no per-request acceptance counts)"))

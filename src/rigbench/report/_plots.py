@@ -16,8 +16,8 @@ from matplotlib.patches import Rectangle
 
 from rigbench.analysis import Comparison, RunAnalysis, Stat
 
-__all__ = ["plot_accuracy", "plot_agent_matrix", "plot_concurrency", "plot_latency", "plot_speedup",
-           "plot_tok_s", "svg"]
+__all__ = ["plot_accuracy", "plot_agent_matrix", "plot_concurrency", "plot_goodput", "plot_latency",
+           "plot_rate_latency", "plot_speedup", "plot_tok_s", "svg"]
 
 _COLORS = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C"]
 
@@ -283,3 +283,69 @@ def plot_agent_matrix(names: Sequence[str], analyses: Sequence[RunAnalysis]) -> 
 
 def _rect(x: float, y: float, color: str) -> Any:
     return Rectangle((x, y), 1, 1, facecolor=color, edgecolor="white")
+
+
+def _load_rates(a: RunAnalysis) -> list[Any]:
+    load = a.sections.get("load")
+    return sorted(load.rates, key=lambda w: w.offered_rate_rps) if load is not None else []
+
+
+def plot_rate_latency(names: Sequence[str], analyses: Sequence[RunAnalysis]) -> str | None:
+    """Rate -> latency curves (p50, p90, p99) of TTFT, ITL and e2e, response times from the intended start
+    (measured, client clock). None unless a run measured two or more rates."""
+    runs = [(n, _load_rates(a)) for n, a in zip(names, analyses, strict=True)]
+    runs = [(n, ws) for n, ws in runs if len(ws) > 1]
+    if not runs:
+        return None
+    fig = _fig(7.5, 7.5)
+    axes = fig.subplots(3, 1)
+    metrics = (("ttft_response_s", "TTFT (response, from intended start)"), ("itl_s", "ITL (per-request mean)"),
+               ("e2e_response_s", "end-to-end (response, from intended start)"))
+    styles = (("median", "-", "p50"), ("p90", "--", "p90"), ("p99", ":", "p99"))
+    for ax, (field, title) in zip(axes, metrics, strict=True):
+        for j, (name, ws) in enumerate(runs):
+            color = _COLORS[j % len(_COLORS)]
+            for attr, style, label in styles:
+                pts = [(w.offered_rate_rps, getattr(getattr(w, field), attr)) for w in ws if getattr(w, field) is not None]
+                pts = [(x, y * 1e3) for x, y in pts if y is not None]
+                if pts:
+                    ax.plot([x for x, _ in pts], [y for _, y in pts], style, marker="o", markersize=3, color=color,
+                            label=f"{name} {label}" if len(runs) > 1 else label)
+        ax.set_title(title + ", measured")
+        ax.set_xlabel("offered rate (req/s)")
+        ax.set_ylabel("ms")
+        ax.grid(alpha=0.3)
+        _legend(ax)
+    return svg(fig)
+
+
+def plot_goodput(names: Sequence[str], analyses: Sequence[RunAnalysis]) -> str | None:
+    """Offered rate -> throughput and goodput under the run's SLO, the knee marked. None without an SLO
+    on two or more rates."""
+    runs = [(n, _load_rates(a), a.sections["load"]) for n, a in zip(names, analyses, strict=True)
+            if "load" in a.sections and a.sections["load"].slo is not None]
+    runs = [(n, ws, s) for n, ws, s in runs if len(ws) > 1]
+    if not runs:
+        return None
+    fig = _fig(7.5, 3.4)
+    ax = fig.subplots()
+    top = 0.0
+    for j, (name, ws, s) in enumerate(runs):
+        color = _COLORS[j % len(_COLORS)]
+        x = [w.offered_rate_rps for w in ws]
+        top = max(top, *x)
+        ax.plot(x, [w.throughput_rps for w in ws], "--", marker="o", markersize=3, color=color,
+                label=f"{name} throughput" if len(runs) > 1 else "throughput")
+        ax.plot(x, [w.slo.goodput_rps for w in ws], "-", marker="o", color=color,
+                label=f"{name} goodput" if len(runs) > 1 else "goodput")
+        if s.knee_rps is not None:
+            ax.axvline(s.knee_rps, color=color, linestyle=":", linewidth=1.5)
+            ax.annotate(f"knee {s.knee_rps:.3g} req/s", (s.knee_rps, 0), xytext=(4, 6), textcoords="offset points",
+                        fontsize="small", color=color)
+    ax.plot([0, top], [0, top], color="#bbb", linewidth=0.8, label="offered")
+    ax.set_xlabel("offered rate (req/s)")
+    ax.set_ylabel("req/s (measured)")
+    ax.set_title("Throughput and goodput (requests meeting every SLO target) by offered rate")
+    ax.grid(alpha=0.3)
+    _legend(ax)
+    return svg(fig)

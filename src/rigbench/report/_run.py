@@ -29,6 +29,7 @@ from rigbench.report._honesty import (
 )
 from rigbench.report._host import host_section
 from rigbench.report._labels import synth_note, synthetic_acceptance
+from rigbench.report._load import load_markdown, load_terminal
 from rigbench.report._quality import render_quality_markdown, render_quality_terminal
 from rigbench.report._speed import latency_markdown, latency_table, speed_markdown, speed_table
 from rigbench.report._stability import stability_section
@@ -133,6 +134,8 @@ def render_terminal(a: RunAnalysis, console: Console) -> None:
         console.print(speed_table(a.speed, compact=console.width < 120))
         if a.speed.rows:
             console.print(latency_table(a.speed))
+    if "load" in a.sections:
+        load_terminal(a.sections["load"], console)
     _honesty_terminal(a, console)
     if "quality" in a.sections:
         render_quality_terminal(console, a.sections["quality"])
@@ -178,6 +181,8 @@ def render_markdown(a: RunAnalysis) -> str:
                 "", speed_markdown(a.speed), ""]
         if a.speed.rows:
             out += ["### Latency percentiles", "", latency_markdown(a.speed), ""]
+    if "load" in a.sections:
+        out += ["## Load (rate mode)", "", load_markdown(a.sections["load"]), ""]
     out += _honesty_markdown(a)
     if "quality" in a.sections:
         out += [render_quality_markdown(a.sections["quality"]), ""]

@@ -32,14 +32,18 @@ version under tests/golden/ and keep the reader loading it):
                  speed window (CPU time of the engine, rigbench and other processes, steal, run queue,
                  CPU clock, other GPU processes). Older runs load without it and report "host
                  conditions: not recorded" (tests/golden/emulator_b, a v3 run; tests/golden/run_v1).
+  7  2026-12-01  rate mode: new record kinds `load_request` (a StreamResult whose scheduled_ns is the
+                 intended start in the arrival schedule, plus slot_ns) and `load_window` (offered
+                 rate, arrival, SLO). Nothing else changed: v1-v6 runs load as they are
+                 (tests/golden/run_v1).
 """
 
 from __future__ import annotations
 
 __all__ = ["FORMAT_VERSION", "HEADER_FILE", "LOG_FILE", "RECORDS_FILE", "SUPPORTED_VERSIONS"]
 
-FORMAT_VERSION = 6
-SUPPORTED_VERSIONS = frozenset({1, 2, 3, 4, 5, 6})
+FORMAT_VERSION = 7
+SUPPORTED_VERSIONS = frozenset({1, 2, 3, 4, 5, 6, 7})
 HEADER_FILE = "run.json"
 RECORDS_FILE = "records.jsonl"
 LOG_FILE = "engine.log"

@@ -9,13 +9,14 @@ from rigbench.suites._context import NullProgress, Progress, Suite, SuiteContext
 from rigbench.suites._settings import SuiteSettings
 from rigbench.suites.agent import AgentSuite
 from rigbench.suites.agent._settings import AGENT_PARTS
+from rigbench.suites.load import LoadSuite
 from rigbench.suites.quality import EffortSweepSuite, MMLUProSuite, PackSuite
 from rigbench.suites.speed import SpeedSuite
 
 __all__ = ["SUITE_NAMES", "BuiltSuites", "NullProgress", "Progress", "Suite", "SuiteContext", "SuiteSettings",
            "build_suites"]
 
-SUITE_NAMES = ("speed", "quality", "mmlu_pro", "packs", "effort", "agent", "agent_probes", "agent_tools", "agent_bfcl", "agent_tasks")
+SUITE_NAMES = ("speed", "load", "quality", "mmlu_pro", "packs", "effort", "agent", "agent_probes", "agent_tools", "agent_bfcl", "agent_tasks")
 
 # Agent parts: CLI name -> the `parts` setting AgentSuite understands.
 _AGENT_PARTS = {"agent_probes": "probes", "agent_tools": "tools", "agent_bfcl": "bfcl", "agent_tasks": "tasks"}
@@ -40,6 +41,12 @@ def build_suites(names: list[str], settings: SuiteSettings | None = None) -> Bui
         if name == "speed":
             suites.append(SpeedSuite(s.speed))
             recorded["speed"] = s.speed.as_dict()
+        elif name == "load":
+            missing = s.load.missing()
+            if missing:
+                raise UsageError(missing + ".")
+            suites.append(LoadSuite(s.load))
+            recorded["load"] = s.load.as_dict()
         elif name in ("quality", "mmlu_pro"):
             suites.append(MMLUProSuite(s.mmlu_pro))
             recorded["mmlu_pro"] = s.mmlu_pro.model_dump(mode="json")

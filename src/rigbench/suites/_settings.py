@@ -9,6 +9,7 @@ from pydantic import Field
 
 from rigbench.records import Frozen
 from rigbench.suites.agent._settings import AgentSettings
+from rigbench.suites.load._settings import LoadSettings
 from rigbench.suites.quality._settings import EffortSettings, MMLUProSettings, PackSettings
 from rigbench.suites.speed._settings import SpeedSettings
 
@@ -23,6 +24,7 @@ class SuiteSettings(Frozen):
     packs: PackSettings = Field(default_factory=PackSettings)
     effort: EffortSettings = Field(default_factory=EffortSettings)
     agent: AgentSettings = Field(default_factory=AgentSettings)
+    load: LoadSettings = Field(default_factory=LoadSettings)
 
     def unconfined(self) -> SuiteSettings:
         """The same settings with model-written code allowed to run unconfined (`--allow-unconfined`,

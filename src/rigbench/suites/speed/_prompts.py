@@ -52,6 +52,7 @@ class ExactPrompt:
     # the opening's per-request tag on, so no two share more than this: the most a prefix cache may
     # honestly reuse (None when the engine cannot count rendered prompts).
     shared_max_tokens: int | None = None
+    body: str = ""  # the filler after the opening (reused by `PromptBuilder.rebuild`)
 
 
 Tokenize = Callable[[str], Awaitable[list[int] | None]]
@@ -66,8 +67,40 @@ class PromptBuilder:
         self._count_chat = count_chat
         self._overhead: int | None = None
 
+    @staticmethod
+    def _head(task: str, seed: int, nonce: str) -> str:
+        return f"[request {nonce}-{seed:08x}] {task}\n\n"
+
+    async def filler_tokens(self, seed: int, n_words: int) -> list[int]:
+        """A stretch of seeded filler in the served model's tokens ([] when the engine cannot tokenize)."""
+        return await self._tokenize(filler_text(seed, n_words)) or []
+
+    async def variant(self, target_tokens: int, base_tokens: int, task: str, seed: int, nonce: str,
+                      filler: list[int], offset: int) -> ExactPrompt:
+        """A prompt of exactly `target_tokens` with its own opening and its own stretch of `filler`
+        (from `offset`): about two calls instead of a fresh build, for windows of thousands of requests.
+        `base_tokens`: a rendered opening's count from an earlier `build` (openings differ by a token or
+        two; the count is re-measured). Falls back to `build` when the stretch cannot hit the target."""
+        head = self._head(task, seed, nonce)
+        take = max(0, target_tokens - base_tokens)
+        if offset + take > len(filler):
+            offset = 0
+        for _ in range(4):
+            if offset + take > len(filler):
+                break
+            text = (await self._detokenize(filler[offset:offset + take])) or "" if take > 0 else ""
+            messages = [{"role": "user", "content": head + text}]
+            measured = await self._count_chat(messages)
+            if measured is None:
+                break
+            if measured == target_tokens:
+                return ExactPrompt(messages, target_tokens, measured, base_tokens, text)
+            take = max(0, take + (target_tokens - measured))
+        return await self.build(task, target_tokens, seed, nonce)
+
     async def build(self, task: str, target_tokens: int, seed: int, nonce: str) -> ExactPrompt:
-        head = f"[request {nonce}-{seed:08x}] {task}\n\n"
+        head = self._head(task, seed, nonce)
+
         def msgs(body: str) -> list[dict[str, Any]]:
             return [{"role": "user", "content": head + body}]
 
@@ -75,7 +108,7 @@ class PromptBuilder:
         if base is None:
             # No way to count: approximate with ~4 characters per token and say so (measured=None).
             text = filler_text(seed, max(1, target_tokens))[: max(0, (target_tokens - 30) * 4)]
-            return ExactPrompt(msgs(text), target_tokens, None, None)
+            return ExactPrompt(msgs(text), target_tokens, None, None, text)
         room = max(0, target_tokens - base)
         filler = filler_text(seed, room + 64)
         tokens = await self._tokenize(filler) or []
@@ -88,4 +121,4 @@ class PromptBuilder:
             if measured == target_tokens:
                 break
             take = max(0, min(len(tokens), take + (target_tokens - measured)))
-        return ExactPrompt(msgs(text), target_tokens, measured, base)
+        return ExactPrompt(msgs(text), target_tokens, measured, base, text)

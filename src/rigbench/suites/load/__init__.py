@@ -1,0 +1,12 @@
+"""The load suite: open-loop request rates (constant, Poisson, gamma arrivals) and saturation sweeps
+with SLO goodput (docs/metrics.md, "Rate mode")."""
+
+from rigbench.suites.load._flags import load_options, load_suites
+from rigbench.suites.load._lengths import LengthDist
+from rigbench.suites.load._schedule import arrival_offsets_s
+from rigbench.suites.load._settings import LoadSettings
+from rigbench.suites.load._suite import LoadSuite, sweep_rates
+from rigbench.suites.load._trace import TRACE_LAYOUTS, TraceRequest, read_trace
+
+__all__ = ["TRACE_LAYOUTS", "LengthDist", "LoadSettings", "LoadSuite", "TraceRequest", "arrival_offsets_s", "load_options",
+           "load_suites", "read_trace", "sweep_rates"]

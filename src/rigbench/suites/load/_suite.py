@@ -1,0 +1,335 @@
+"""The load suite: open-loop request-rate windows, or a saturation sweep with an SLO.
+
+Open loop: a dispatcher sends each request at its scheduled time whether or not earlier ones have
+finished; the only thing that may hold a request back is `max_concurrency`, and then the wait is
+recorded (`LoadRequest.slot_ns`) and counted in its response time. Prompts are built before a
+window starts, so preparing them never delays a send.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import numpy as np
+
+from rigbench.errors import RigError, UsageError
+from rigbench.records import LoadMode, LoadRequest, LoadWindow, StreamResult
+from rigbench.rig.engines import get_adapter
+from rigbench.sizing import fits_in_context
+from rigbench.store import RunReader
+from rigbench.suites._context import SuiteContext
+from rigbench.suites.load._schedule import arrival_offsets_s
+from rigbench.suites.load._settings import LoadSettings
+from rigbench.suites.load._trace import read_trace
+from rigbench.suites.speed import ExactPrompt, PromptBuilder
+
+__all__ = ["LoadSuite", "sweep_rates"]
+
+_perf_ns = time.perf_counter_ns
+_TASK = "Continue this conversation naturally and at length."
+# Rates of a sweep stop this far under the saturation throughput: at saturation itself the queue
+# grows without bound and every latency depends on the window's length, not on the rig.
+SWEEP_TOP = 0.95
+# The schedule's zero is this far after the dispatcher starts, so the first sends are not late.
+_LEAD_NS = 20_000_000
+# Sleep until this close to a send, then yield to the loop until it is due (timer wake-ups are
+# only millisecond-accurate; yielding keeps reading the streams in flight while waiting).
+_SPIN_NS = 2_000_000
+_PREP_PARALLEL = 8
+# The filler load windows cut their prompts from, at most this many words (one /tokenize call).
+_FILLER_WORDS_MAX = 60_000
+
+
+def sweep_rates(saturation_rps: float, points: int) -> list[float]:
+    """`points` rates evenly spaced from low to just under saturation (SWEEP_TOP of it)."""
+    top = saturation_rps * SWEEP_TOP
+    return [top * (k + 1) / points for k in range(points)]
+
+
+async def _sleep_until(due_ns: int) -> None:
+    while True:
+        left = due_ns - _perf_ns()
+        if left <= 0:
+            return
+        await asyncio.sleep((left - _SPIN_NS) / 1e9 if left > _SPIN_NS * 2 else 0)
+
+
+class LoadSuite:
+    name = "load"
+
+    def __init__(self, settings: LoadSettings) -> None:
+        self.settings = settings
+
+    async def run(self, ctx: SuiteContext) -> None:
+        s = self.settings
+        builder = _builder(ctx)
+        if s.trace is not None:
+            await self._trace(ctx, builder)
+            return
+        if s.sessions is not None:
+            assert s.rate_rps is not None
+            await self._sessions(ctx, builder, s.rate_rps, s.sessions)
+            return
+        if not s.sweep:
+            assert s.rate_rps is not None
+            await self._window(ctx, builder, "r0", s.rate_rps)
+            return
+        saturation = await self._saturation(ctx, builder)
+        for k, rate in enumerate(sweep_rates(saturation, s.sweep_points)):
+            await self._window(ctx, builder, f"r{k}", rate)
+
+    def _lengths(self, ctx: SuiteContext, window: str, n: int) -> list[tuple[int, int]]:
+        """(input, output) tokens per request, drawn from the settings' distributions; refused when one
+        does not fit the served context (before anything of the window is sent)."""
+        s = self.settings
+        seed = (ctx.seed * 7919 + sum(map(ord, window)) * 104_729) & 0x7FFFFFFF
+        pairs = list(zip(s.input_tokens.draw(n, seed), s.output_tokens.draw(n, seed + 1), strict=True))
+        ctx_len = ctx.rig.context_length
+        if ctx_len is not None:
+            for i, (inp, out) in enumerate(pairs):
+                if not fits_in_context(inp, out, ctx_len):
+                    raise UsageError(
+                        f"load {window}: request {i} drew {inp} input + {out} output tokens (--input-tokens "
+                        f"{s.input_tokens.describe()}, --output-tokens {s.output_tokens.describe()}), which do not fit "
+                        f"the {ctx_len} tokens the server serves per request; narrow the distributions or serve a "
+                        "longer context.")
+        return pairs
+
+    async def _trace(self, ctx: SuiteContext, builder: PromptBuilder) -> None:
+        s = self.settings
+        assert s.trace is not None
+        if "load/trace" in ctx.done_units:
+            return
+        _, reqs = read_trace(s.trace, s.requests)
+        ctx_len = ctx.rig.context_length
+        if ctx_len is not None:
+            for r in reqs:
+                if not fits_in_context(r.input_tokens, r.output_tokens, ctx_len):
+                    raise UsageError(f"{s.trace}:{r.line}: {r.input_tokens} input + {r.output_tokens} output tokens do "
+                                     f"not fit the {ctx_len} tokens the server serves per request; drop that line, or "
+                                     "serve a longer context.")
+        span = reqs[-1].offset_s - reqs[0].offset_s
+        rate = (len(reqs) - 1) / span if len(reqs) > 1 and span > 0 else None
+        await self._send(ctx, builder, "trace", rate, [r.offset_s for r in reqs],
+                         [(r.input_tokens, r.output_tokens) for r in reqs], mode="trace")
+
+    async def _saturation(self, ctx: SuiteContext, builder: PromptBuilder) -> float:
+        """Every request of the burst at once (as many as the server will take): its completed
+        requests per second set the sweep's top rate."""
+        uid = "load/saturation"
+        if uid in ctx.done_units:
+            reader = RunReader(ctx.writer.dir)
+            window = next(w for w in reader.records("load_window", LoadWindow) if w.unit_id == uid)
+            done = [q for q in reader.records("load_request", LoadRequest) if q.window == "saturation"]
+        else:
+            n = self.settings.requests or 64
+            window, done = await self._send(ctx, builder, "saturation", None, [0.0] * n,
+                                            self._lengths(ctx, "saturation", n), mode="saturation")
+        ok = [q for q in done if q.result.ok]
+        if not ok:
+            first = next((q.result.error for q in done if q.result.error is not None), None)
+            seen = f"{first.kind}: {first.message}" if first is not None else "no request completed"
+            raise RigError(f"the sweep stopped: every one of the {len(done)} saturation requests failed ({seen}). "
+                           "A server that serves nothing has no saturation rate; check it answers one request "
+                           "(`rigbench run --endpoint URL --suite speed`) and try again.")
+        end = max(q.result.done_ns or q.result.sent_ns for q in ok)
+        wall_s = (end - window.started_ns) / 1e9
+        return len(ok) / wall_s
+
+    async def _window(self, ctx: SuiteContext, builder: PromptBuilder, window: str, rate: float) -> None:
+        if f"load/{window}" in ctx.done_units:
+            return
+        s = self.settings
+        seed = (ctx.seed * 1_000_003 + int(rate * 1000) * 7919 + len(window)) & 0x7FFFFFFF
+        offsets = arrival_offsets_s(rate, s.arrival, s.burstiness, seed=seed, duration_s=s.duration_s, count=s.count)
+        await self._send(ctx, builder, window, rate, offsets, self._lengths(ctx, window, len(offsets)), mode="rate")
+
+    async def _send(self, ctx: SuiteContext, builder: PromptBuilder, window: str, rate: float | None,
+                    offsets: list[float], lengths: list[tuple[int, int]],
+                    mode: LoadMode) -> tuple[LoadWindow, list[LoadRequest]]:
+        s = self.settings
+        label = {"rate": f"load {window}: {rate or 0:.3g} req/s {s.arrival}",
+                 "saturation": "load saturation: every request at once",
+                 "trace": f"load trace replay: {s.trace}"}[mode]
+        prompts = await self._prompts(ctx, builder, window, [inp for inp, _ in lengths])
+        bodies = [{"model": ctx.rig.model, "messages": p.messages, "max_tokens": out, "temperature": s.temperature,
+                   "seed": i, **_forced_length_fields(ctx.rig.engine, out)}
+                  for i, (p, (_, out)) in enumerate(zip(prompts, lengths, strict=True))]
+        shape = f"{s.input_tokens.describe()} in / {s.output_tokens.describe()} out" if mode != "trace" else "trace lengths"
+        task = ctx.progress.task(f"{label} ({len(offsets)} requests, {shape})", len(offsets))
+        slots = asyncio.Semaphore(s.max_concurrency) if s.max_concurrency else None
+        results: list[StreamResult | None] = [None] * len(offsets)
+        slot_at: list[int | None] = [None] * len(offsets)
+
+        async def one(i: int, due: int, free_at: int | None) -> None:
+            try:
+                # the self-check judges the client by when it could send (after any concurrency cap);
+                # the record keeps the intended start
+                res = await ctx.client.stream_chat(bodies[i], scheduled_ns=free_at or due)
+            finally:
+                if slots is not None:
+                    slots.release()
+            results[i] = res.model_copy(update={"scheduled_ns": due})
+            ctx.progress.advance(task)
+
+        start = _perf_ns() + _LEAD_NS
+        inflight: list[asyncio.Task[None]] = []
+        for i, off in enumerate(offsets):
+            due = start + int(off * 1e9)
+            await _sleep_until(due)
+            if slots is not None:
+                if slots.locked():
+                    await slots.acquire()
+                    slot_at[i] = _perf_ns()
+                else:
+                    await slots.acquire()
+            inflight.append(asyncio.create_task(one(i, due, slot_at[i])))
+        try:
+            await asyncio.gather(*inflight)
+        finally:
+            for t in inflight:
+                t.cancel()
+        ended = max((r.done_ns or r.sent_ns) for r in results if r is not None)
+        records = []
+        for i, (p, res, (inp, out)) in enumerate(zip(prompts, results, lengths, strict=True)):
+            assert res is not None
+            rec = LoadRequest(unit_id=f"load/{window}/i{i}", window=window, index=i, slot_ns=slot_at[i],
+                              input_tokens_target=inp, output_tokens_target=out,
+                              input_tokens_measured=p.measured_tokens, input_tokens_shared_max=p.shared_max_tokens,
+                              result=res)
+            ctx.writer.append(rec)
+            records.append(rec)
+        record = LoadWindow(unit_id=f"load/{window}", window=window, mode=mode,
+                            arrival=s.arrival if mode == "rate" else None,
+                            burstiness=s.burstiness if mode == "rate" else None, offered_rate_rps=rate,
+                            max_concurrency=s.max_concurrency, requests=len(offsets),
+                            failed=sum(1 for r in records if not r.result.ok), started_ns=start, ended_ns=ended,
+                            slo=s.slo)
+        ctx.writer.append(record)  # last: it marks the window complete for resume
+        ctx.progress.done(task)
+        return record, records
+
+    async def _sessions(self, ctx: SuiteContext, builder: PromptBuilder, rate: float, sessions: int) -> None:
+        """`sessions` sessions start on the arrival schedule (open loop); within one, turn t + 1 is sent as
+        soon as turn t's reply has ended (a user answering at once), with the whole history."""
+        if "load/r0" in ctx.done_units:
+            return
+        s, turns = self.settings, self.settings.turns
+        seed = (ctx.seed * 1_000_003 + int(rate * 1000) * 7919 + 2) & 0x7FFFFFFF
+        offsets = arrival_offsets_s(rate, s.arrival, s.burstiness, seed=seed, count=sessions)
+        lengths = self._lengths(ctx, "r0", sessions * turns)
+        prompts = await self._prompts(ctx, builder, "r0", [inp for inp, _ in lengths])
+        task = ctx.progress.task(f"load r0: {sessions} sessions of {turns} turns, starting at {rate:.3g}/s {s.arrival}",
+                                 sessions * turns)
+        slots = asyncio.Semaphore(s.max_concurrency) if s.max_concurrency else None
+        done: list[LoadRequest] = []
+
+        async def session(k: int, due: int) -> None:
+            history: list[dict[str, Any]] = []
+            shared: int | None = None
+            for t in range(turns):
+                i = k * turns + t
+                inp, out = lengths[i]
+                messages = [*history, *prompts[i].messages]
+                body = {"model": ctx.rig.model, "messages": messages, "max_tokens": out, "temperature": s.temperature,
+                        "seed": i, **_forced_length_fields(ctx.rig.engine, out)}
+                free_at = None
+                if slots is not None:
+                    if slots.locked():
+                        await slots.acquire()
+                        free_at = _perf_ns()
+                    else:
+                        await slots.acquire()
+                try:
+                    res = await ctx.client.stream_chat(body, scheduled_ns=free_at or due)
+                finally:
+                    if slots is not None:
+                        slots.release()
+                res = res.model_copy(update={"scheduled_ns": due})
+                done.append(LoadRequest(
+                    unit_id=f"load/r0/i{i}", window="r0", index=i, slot_ns=free_at, session=k, turn=t,
+                    input_tokens_target=inp, output_tokens_target=out,
+                    input_tokens_measured=prompts[i].measured_tokens if t == 0 else None,
+                    input_tokens_shared_max=prompts[i].shared_max_tokens if t == 0 else shared, result=res))
+                ctx.progress.advance(task)
+                if not res.ok:
+                    return  # a session whose turn failed has no history to go on with
+                history = [*messages, {"role": "assistant", "content": res.content}]
+                p, c = res.prompt_tokens, res.completion_tokens
+                shared = p + c if p is not None and c is not None else None
+                due = res.done_ns or _perf_ns()
+
+        start = _perf_ns() + _LEAD_NS
+        running: list[asyncio.Task[None]] = []
+        for k, off in enumerate(offsets):
+            due = start + int(off * 1e9)
+            await _sleep_until(due)
+            running.append(asyncio.create_task(session(k, due)))
+        try:
+            await asyncio.gather(*running)
+        finally:
+            for r in running:
+                r.cancel()
+        done.sort(key=lambda q: q.index)
+        for q in done:
+            ctx.writer.append(q)
+        ended = max((q.result.done_ns or q.result.sent_ns) for q in done)
+        ctx.writer.append(LoadWindow(
+            unit_id="load/r0", window="r0", mode="rate", arrival=s.arrival, burstiness=s.burstiness,
+            offered_rate_rps=rate, max_concurrency=s.max_concurrency, requests=len(done),
+            failed=sum(1 for q in done if not q.result.ok), started_ns=start, ended_ns=ended, slo=s.slo,
+            sessions=sessions, turns=turns))
+        ctx.progress.done(task)
+
+    async def _prompts(self, ctx: SuiteContext, builder: PromptBuilder, window: str,
+                       targets: list[int]) -> list[ExactPrompt]:
+        """A prompt of each exact input length, each with its own opening and its own stretch of filler
+        (so no prefix is shared beyond the template, and replies can be told apart by prompt): one full
+        build, then per request about two calls on one tokenized filler (`PromptBuilder.variant`)."""
+        if not targets:
+            return []
+        base = (ctx.seed * 7919 + sum(map(ord, window)) * 104_729) & 0xFFFFFF
+        first = await builder.build(_TASK, targets[0], base * 4096, ctx.prompt_nonce)
+        if first.measured_tokens is None or first.shared_max_tokens is None:  # no tokenizer: approximate, say so
+            rest = [await builder.build(_TASK, t, base * 4096 + i, ctx.prompt_nonce)
+                    for i, t in enumerate(targets[1:], start=1)]
+            return [first, *rest]
+        head = first.shared_max_tokens
+        # Stretches of one long filler at seeded offsets: apart for a few hundred requests, mostly apart beyond
+        words = min(_FILLER_WORDS_MAX, max(targets) * len(targets)) + max(targets) + 256
+        filler = await builder.filler_tokens(base, words)
+        room = max(1, len(filler) - max(targets))
+        offsets = np.random.default_rng(base).integers(0, room, size=len(targets))
+        gate = asyncio.Semaphore(_PREP_PARALLEL)
+
+        async def one(i: int, t: int) -> ExactPrompt:
+            async with gate:
+                return await builder.variant(t, head, _TASK, base * 4096 + i, ctx.prompt_nonce, filler,
+                                             int(offsets[i]))
+
+        rest = await asyncio.gather(*(one(i, t) for i, t in enumerate(targets[1:], start=1)))
+        return [first, *rest]
+
+
+def _forced_length_fields(engine: str, max_tokens: int) -> dict[str, Any]:
+    try:
+        return get_adapter(engine).forced_length_fields(max_tokens)
+    except (KeyError, UsageError):  # an endpoint of an engine rigbench has no adapter for
+        return {}
+
+
+def _builder(ctx: SuiteContext) -> PromptBuilder:
+    try:
+        adapter = get_adapter(ctx.rig.engine)
+    except (KeyError, UsageError):
+        adapter = None
+    client, model = ctx.client, ctx.rig.model
+    if adapter is None:
+        async def _none(_: Any) -> None:
+            return None
+
+        return PromptBuilder(_none, _none, _none)
+    return PromptBuilder(lambda text: adapter.tokenize(client, text), lambda toks: adapter.detokenize(client, toks),
+                         lambda messages: adapter.count_chat_tokens(client, model, messages))

@@ -1,0 +1,105 @@
+"""Rate mode end to end against the real embedded llama-server + SmolLM2-135M (issue 20): a short
+Poisson run, and a 3-point sweep with an SLO."""
+
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rigbench.analysis import summarize_load
+from rigbench.records import LoadRequest
+from rigbench.store import RunReader
+
+pytestmark = pytest.mark.live
+
+
+def rigbench(*args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": "200"}
+    return subprocess.run([sys.executable, "-m", "rigbench", *args], capture_output=True, text=True,
+                          timeout=timeout, env=env)
+
+
+def only_run(out: Path) -> Path:
+    runs = [p for p in out.iterdir() if p.is_dir()]
+    assert len(runs) == 1, runs
+    return runs[0]
+
+
+def test_a_short_poisson_run_sends_exact_prompts_on_schedule_and_reports_both_latencies(tmp_path: Path) -> None:
+    table = tmp_path / "requests.csv"
+    # the known-answer gate is skipped to keep this short on a shared box (tests/live/test_run_live.py runs it);
+    # every other trust check runs on the load requests and must pass
+    res = rigbench("run", "--no-sanity", "--allow-untrusted", "--rate", "2", "--requests", "8", "--input-tokens", "64",
+                   "--output-tokens", "16", "--out", str(tmp_path / "runs"), "--csv", str(table))
+    assert res.returncode == 0, res.stdout + res.stderr
+    reader = RunReader(only_run(tmp_path / "runs"))
+    assert reader.header.status == "complete"
+    assert reader.header.trust is not None
+    assert reader.header.trust.reasons == ["the sanity gate was skipped (--no-sanity): answers were not checked"]
+    (traffic,) = reader.raw_records("traffic_check")  # prompt dependence, token counts, prefix cache: all clean
+    assert traffic["reasons"] == [] and traffic["prefix_cache"], traffic
+    reqs = reader.records("load_request", LoadRequest)
+    assert len(reqs) == 8 and all(q.result.ok for q in reqs)
+    for q in reqs:
+        # exact rendered input length, confirmed by the server's own count; forced output length
+        assert q.input_tokens_measured == 64 and q.result.prompt_tokens == 64
+        assert q.result.completion_tokens == 16
+        assert q.result.scheduled_ns is not None and q.result.scheduled_ns <= q.result.sent_ns
+    s = summarize_load(reader)
+    assert s is not None
+    w = s.windows[0]
+    assert w.offered_rate_rps == 2.0 and w.arrival == "poisson" and w.failed == 0
+    assert w.ttft_s is not None and w.ttft_response_s is not None and w.ttft_response_s.median >= w.ttft_s.median
+    assert "Load: schedule and throughput" in res.stdout and "TTFT (response)" in res.stdout
+    assert len(list(csv.DictReader(table.open()))) == 8
+
+
+def test_a_three_point_sweep_with_an_slo_finds_saturation_goodput_and_the_knee(tmp_path: Path) -> None:
+    html = tmp_path / "sweep.html"
+    res = rigbench("run", "--no-sanity", "--allow-untrusted", "--sweep", "--sweep-points", "3", "--requests", "3",
+                   "--input-tokens", "64", "--output-tokens", "4", "--slo", "ttft=5s,e2e=20s",
+                   "--out", str(tmp_path / "runs"))
+    assert res.returncode == 0, res.stdout + res.stderr
+    run_dir = only_run(tmp_path / "runs")
+    s = summarize_load(RunReader(run_dir))
+    assert s is not None and s.saturation is not None and s.slo is not None
+    sat = s.saturation.throughput_rps
+    rates = [w.offered_rate_rps for w in s.rates]
+    assert len(rates) == 3 and rates == sorted(rates)
+    assert all(r is not None and 0 < r < sat for r in rates)
+    assert all(w.failed == 0 and w.slo is not None for w in s.rates)
+    assert "Load: goodput under the SLO (TTFT ≤ 5000 ms, e2e ≤ 20000 ms)" in res.stdout
+    assert s.knee_rps is not None or any("knee lies below" in x for x in s.warnings)
+    assert rigbench("report", str(run_dir), "--html", str(html)).returncode == 0
+    page = html.read_text()
+    assert "<h3>Latency by offered rate</h3><div class=\"plot\"><svg" in page
+    assert "<h3>Goodput by offered rate</h3><div class=\"plot\"><svg" in page
+
+
+def test_two_sessions_resend_their_history_and_a_twenty_line_trace_replays(tmp_path: Path) -> None:
+    traces = Path(__file__).parent.parent / "fixtures" / "traces"
+    res = rigbench("run", "--no-sanity", "--allow-untrusted", "--rate", "1", "--sessions", "2", "--turns", "2",
+                   "--input-tokens", "64", "--output-tokens", "8", "--out", str(tmp_path / "sessions"))
+    assert res.returncode == 0, res.stdout + res.stderr
+    reader = RunReader(only_run(tmp_path / "sessions"))
+    reqs = sorted(reader.records("load_request", LoadRequest), key=lambda q: q.index)
+    assert [(q.session, q.turn) for q in reqs] == [(0, 0), (0, 1), (1, 0), (1, 1)] and all(q.result.ok for q in reqs)
+    for first, second in ((reqs[0], reqs[1]), (reqs[2], reqs[3])):
+        # the second turn carries the first prompt, its reply and a new message: the server counts them all
+        assert (second.result.prompt_tokens or 0) > (first.result.prompt_tokens or 0) + 8 + 32
+    (traffic,) = reader.raw_records("traffic_check")
+    assert traffic["reasons"] == [], traffic  # llama.cpp reusing the history is sharing by design
+
+    res = rigbench("run", "--no-sanity", "--allow-untrusted", "--trace", str(traces / "mooncake_sample.jsonl"),
+                   "--out", str(tmp_path / "trace"))
+    assert res.returncode == 0, res.stdout + res.stderr
+    reqs = RunReader(only_run(tmp_path / "trace")).records("load_request", LoadRequest)
+    assert len(reqs) == 20 and all(q.result.ok for q in reqs)
+    for q in reqs:  # the trace's lengths, exact on the rendered prompt and forced on the output
+        assert q.input_tokens_measured == q.input_tokens_target == q.result.prompt_tokens
+        assert q.result.completion_tokens == q.output_tokens_target
