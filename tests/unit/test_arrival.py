@@ -68,6 +68,19 @@ def test_many_steps_per_read_at_a_fixed_period_is_a_flush() -> None:
     assert "at a near-fixed 100 ms period" in p.detail
 
 
+def test_a_fast_stream_read_in_pairs_at_2_ms_is_not_a_flush() -> None:
+    # A healthy 1 ms/token server on a loaded host: writes or reads pair up, two steps every 2 ms,
+    # as regular as a clock. Seen flagged "buffered" in the prefix-cache tests under load; a period
+    # this short moves TTFT by under 2 ms and is no proxy's doing.
+    reads = [(2.0 + 2.0 * i, 2) for i in range(32)]
+    p = stream_arrival(_stream(reads))
+    assert p.steps_per_read == pytest.approx(2.0) and p.period_s == pytest.approx(0.002)
+    assert p.kind == "streamed" and not p.buffered
+    # ...while the same shape at a 25 ms period is a flush
+    slow = stream_arrival(_stream([(25.0 * (i + 1), 2) for i in range(32)]))
+    assert slow.kind == "flushed"
+
+
 def test_the_row_finding_names_the_cause_and_the_figures() -> None:
     whole = [stream_arrival(_stream([(2200.0 + i, 64)])) for i in range(12)]
     s = summarize_arrival(whole)
@@ -101,7 +114,7 @@ def test_llamacpp_speculation_bursts_are_explained_by_its_reported_steps() -> No
     (predicted_n - draft_n_accepted), one per read: not flagged."""
     rng = random.Random(2)
     bursts = [rng.randint(1, 6) for _ in range(20)]
-    reads = [(50.0 + 15.0 * i, k) for i, k in enumerate(bursts)]
+    reads = [(50.0 + 30.0 * i, k) for i, k in enumerate(bursts)]
     n = sum(bursts)
     spec = stream_arrival(_stream(reads, timings={"predicted_n": n, "draft_n": 100, "draft_n_accepted": n - 20,
                                                   "predicted_ms": 300.0}))

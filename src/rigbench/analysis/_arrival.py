@@ -45,6 +45,10 @@ FLUSH_STEPS_PER_READ = 2.0
 # within PERIOD_TOLERANCE of one gap.
 PERIOD_SHARE = 0.6
 PERIOD_TOLERANCE = 0.25
+# A flush period shorter than this is not called buffering: it moves TTFT by less than one period,
+# and it is what a fast server and a loaded host produce by themselves (a 1 ms-per-token stream
+# whose writes or reads pair up under load reads as "2 steps per read every 2 ms").
+FLUSH_MIN_PERIOD_S = 0.02
 # Content spread over less than this share of the server's own decode time was held back, once the
 # server decoded long enough for the comparison to mean something.
 COMPRESSED_SHARE = 0.25
@@ -160,7 +164,7 @@ def stream_arrival(res: StreamResult) -> ArrivalPattern:
         detail = (f"{steps} steps within {span_s * 1e3:.1f} ms after {first_s:.2f} s, though the server reports "
                   f"{server_decode_s:.2f} s of decoding")
     elif (per_read >= FLUSH_STEPS_PER_READ and share is not None and share >= PERIOD_SHARE and period is not None
-          and (read_late_s is None or read_late_s < PERIOD_TOLERANCE * period)):
+          and period >= FLUSH_MIN_PERIOD_S and (read_late_s is None or read_late_s < PERIOD_TOLERANCE * period)):
         kind = "flushed"
         detail = (f"{per_read:.1f} steps per read at a near-fixed {period * 1e3:.0f} ms period "
                   f"({share:.0%} of gaps)")
