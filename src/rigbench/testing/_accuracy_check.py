@@ -26,8 +26,13 @@ machine from the question:
 Figures behind the bounds (the 2-core shared box, 2026-12-01, docs/benchmarks.md): kernel arrival
 minus the emulator's write p99 0.04-0.09 ms at 1 and 64 streams on both loops while the machine
 was busy; a healthy client's own lateness after run-queue time p50 0.02-0.3 ms; a client that
-sleeps 2 ms before each read: at least 2 ms on every read by construction, so its median is
-above the 1 ms bound whatever the machine does.
+sleeps 2 ms before each read: at least 2 ms raw on every read by construction.
+
+Known weakness: the run-queue time is read at the callbacks, so the time taken out of a read's
+lateness runs from the last sample *before* its arrival: an upper bound of the machine's share.
+On a heavily loaded box that can excuse too much: in the 10-run record
+(benchmarks/results/timing_10x_2core_20261201.log) the 2 ms sleeper at 1 stream on asyncio
+passed once (run 4). Healthy cells never failed there.
 """
 
 from __future__ import annotations
