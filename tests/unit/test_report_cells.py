@@ -194,7 +194,8 @@ def test_a_speed_comparison_marks_the_same_cells_everywhere() -> None:
     assert sec.head[4] == "SYNTHETIC ratio B/A" and sec.head[5] == "Welch p"
     md = section_markdown(sec, heading=None)
     assert "| **1.96×±0.05** | <0.001 | differs |" in md  # the synthetic ratio stands out, p as on the terminal
-    assert "- fingerprint differences:" in md and "\n  - endpoint: " in md  # the differences nest under it
+    assert "- fingerprint differences:" in md and "\n  - argv: " in md  # the differences nest under it
+    assert "52739" not in md and "endpoint" not in md  # the servers' ports are no difference between the rigs
     parser = _Cells()
     parser.feed(section_html(sec))
     assert {"1.96×±0.05", "differs"} <= parser.bold

@@ -22,8 +22,10 @@ from rigbench.report import (
     render_json,
     render_markdown,
     render_terminal,
+    report_title,
     rig_labels,
     runs_table,
+    shift_headings,
     speedup_table,
     suite_comparison_terminal,
     vllm_detailed_result,
@@ -48,8 +50,11 @@ def report(
                                              "send, first token, end, tokens, TTFT, ITL, error).")] = None,
     jsonl: Annotated[Path | None, typer.Option(help="Write one JSON line per request of every run (the --csv "
                                                "fields).")] = None,
+    paths: Annotated[bool, typer.Option("--paths", help="Keep home-directory and temporary paths and local "
+                                        "ports in the Markdown and HTML reports (hidden by default).")] = False,
 ) -> None:
-    """Re-render saved runs (complete or not) in the terminal, and optionally as Markdown/JSON."""
+    """Re-render saved runs (complete or not) in the terminal, and optionally as Markdown, HTML, JSON
+    or vLLM-style JSON."""
     console = make_console()
     # lazy: start-up; cli._plan loads rigbench.plan and every suite (~0.3 s)
     from rigbench.cli._plan import across_runs, named_runs
@@ -67,9 +72,12 @@ def report(
         a = analyze_run(RunReader(run_dir))
         analyses.append(a)
         render_terminal(a, console)
-        md_parts.append(render_markdown(a))
+        md_parts.append(render_markdown(a, paths=paths))
         json_parts.append(render_json(a))
     names = rig_labels([n for n, _ in named], [a.header for a in analyses])
+    if len(runs) > 1:  # each run one level below the document's H1, under its label
+        md_parts = [shift_headings(render_markdown(a, paths=paths, title=f"{n}: {report_title([a.header])}"), 1)
+                    for n, a in zip(names, analyses, strict=True)]
     comparisons, revisions = across_runs(names, runs, analyses) if len(runs) > 1 else ([], [])
     suites = [compare_suites(RunReader(runs[0]), RunReader(p)) for p in runs[1:]]
     if len(runs) > 1:  # across the runs: speed-up, then quality and agent, each against the first
@@ -79,12 +87,12 @@ def report(
         for name, sc in zip(names[1:], suites, strict=True):
             suite_comparison_terminal(sc, console, baseline=names[0], other=name)
         # the blog-ready comparison first, then each run in full
-        md_parts.insert(0, render_blog_markdown(names, analyses, comparisons, revisions, suites))
+        md_parts.insert(0, render_blog_markdown(names, analyses, comparisons, revisions, suites, paths=paths))
     if html:
         # lazy: start-up; render_html loads matplotlib (~0.6 s)
         from rigbench.report import render_html
 
-        write_output(html, render_html(names, analyses, comparisons, revisions, suites))
+        write_output(html, render_html(names, analyses, comparisons, revisions, suites, paths=paths))
         console.print(f"HTML report: {for_console(html)}")
     if markdown:
         write_output(markdown, "\n\n".join(md_parts))

@@ -110,8 +110,10 @@ def _plot(title: str, svg: str | None, missing: str) -> str:
 
 
 def render_html(names: Sequence[str], analyses: Sequence[RunAnalysis], comparisons: Sequence[Comparison] = (),
-                revisions: Sequence[Revision] = (), suites: Sequence[SuiteComparison] = ()) -> str:
-    """The whole report page for one or more analysed runs (the first is the baseline)."""
+                revisions: Sequence[Revision] = (), suites: Sequence[SuiteComparison] = (), *,
+                paths: bool = False) -> str:
+    """The whole report page for one or more analysed runs (the first is the baseline). `paths`: keep
+    home-directory and temporary paths and local ports (hidden by default)."""
     title = "rigbench: " + (names[0] if len(names) == 1 else f"{len(names)} runs, baseline {names[0]}")
     parts = [f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title>'
              '<meta name="viewport" content="width=device-width,initial-scale=1">'
