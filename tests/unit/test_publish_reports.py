@@ -93,3 +93,12 @@ def test_the_bandwidth_source_is_not_said_twice(source: str, basis: str) -> None
     md = roofline_markdown(roofline(10**9, 100.0, bandwidth_source=source, bandwidth_basis=basis))  # type: ignore[arg-type]
     assert "probed: probed" not in md
     assert f"({source})" in md if source.startswith(basis) else f"({basis}: {source})" in md
+
+
+def test_check_says_one_slot_not_one_slots() -> None:
+    from rigbench.honesty import PreflightInput, preflight
+
+    one = {f.id: f for f in preflight("llama-server -m m.gguf -np 1", PreflightInput(concurrency=[4])).findings}
+    assert "1 slot (" in one["concurrency_over_slots"].evidence and "1 slots" not in one["concurrency_over_slots"].problem
+    two = {f.id: f for f in preflight("llama-server -m m.gguf -np 2", PreflightInput(concurrency=[4])).findings}
+    assert "2 slots (" in two["concurrency_over_slots"].evidence  # control: the plural stays

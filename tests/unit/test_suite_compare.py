@@ -70,4 +70,5 @@ def test_report_a_b_puts_the_comparison_in_terminal_markdown_and_html(tmp_path: 
     assert "\n### Task packs: B = emulator_b vs A = emulator_a" in md.read_text()
     html = page.read_text()
     assert "<h2>Quality and agent across runs</h2>" in html and "<b>CHANGED</b>" in html
-    assert html.index("Quality and agent across runs") < html.index("<h2>Plots</h2>")
+    # the answer and the plots first, then the tables across runs
+    assert html.index("<h2>Plots</h2>") < html.index("Quality and agent across runs") < html.index("<h2>Fingerprints</h2>")

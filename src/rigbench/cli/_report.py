@@ -28,6 +28,7 @@ from rigbench.report import (
     shift_headings,
     speedup_table,
     suite_comparison_terminal,
+    summary_terminal,
     vllm_detailed_result,
 )
 from rigbench.store import RunReader
@@ -72,6 +73,7 @@ def report(
         a = analyze_run(RunReader(run_dir))
         analyses.append(a)
         render_terminal(a, console)
+        console.print()
         md_parts.append(render_markdown(a, paths=paths))
         json_parts.append(render_json(a))
     names = rig_labels([n for n, _ in named], [a.header for a in analyses])
@@ -88,23 +90,25 @@ def report(
             suite_comparison_terminal(sc, console, baseline=names[0], other=name)
         # the blog-ready comparison first, then each run in full
         md_parts.insert(0, render_blog_markdown(names, analyses, comparisons, revisions, suites, paths=paths))
+    files: list[tuple[str, str]] = []
     if html:
         # lazy: start-up; render_html loads matplotlib (~0.6 s)
         from rigbench.report import render_html
 
         write_output(html, render_html(names, analyses, comparisons, revisions, suites, paths=paths))
-        console.print(f"HTML report: {for_console(html)}")
+        files.append(("HTML report", str(html)))
     if markdown:
         write_output(markdown, "\n\n".join(md_parts))
-        console.print(f"Markdown report: {for_console(markdown)}")
+        files.append(("Markdown report", str(markdown)))
     if vllm_json:
         reqs = RunReader(runs[0]).records("speed_request", SpeedRequest)
         write_output(vllm_json, json.dumps(vllm_detailed_result(reqs), indent=1))
-        console.print(f"vLLM-style detailed JSON: {for_console(vllm_json)}")
+        files.append(("vLLM-style detailed JSON", str(vllm_json)))
     write_request_exports([RunReader(p) for p in runs], csv=csv, jsonl=jsonl, console=console)
     if json_out:
         write_output(json_out, json_parts[0] if len(json_parts) == 1 else "[\n" + ",\n".join(json_parts) + "\n]")
-        console.print(f"JSON: {for_console(json_out)}")
+        files.append(("JSON", str(json_out)))
+    summary_terminal(console, names, analyses, files)
 
 
 @app.command("ls")

@@ -19,6 +19,7 @@ from rigbench.report._publish import report_title
 from rigbench.report._run import render_json, render_markdown, render_terminal, shift_headings
 from rigbench.report._speed import speed_markdown, speed_table
 from rigbench.report._suite_compare import suite_comparison_markdown, suite_comparison_terminal
+from rigbench.report._summary import summary_terminal
 from rigbench.report._vllm_export import vllm_detailed_result
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "speedup_table",
     "suite_comparison_markdown",
     "suite_comparison_terminal",
+    "summary_terminal",
     "synth_mark",
     "synth_note",
     "synthetic_acceptance",

@@ -132,21 +132,27 @@ def render_terminal(a: RunAnalysis, console: Console) -> None:
                       f"{s['healthy_to_first_completion_s']:.2f} s, total {s['spawn_to_first_completion_s']:.2f} s"
                       f"{_compile_note(s)}")
     if a.speed:
+        console.print()
         console.print(speed_table(a.speed, compact=console.width < 120))
         if a.speed.rows:
+            console.print()
             console.print(latency_table(a.speed))
     if "load" in a.sections:
         load_terminal(a.sections["load"], console)
+    console.print()
     _honesty_terminal(a, console)
     if "quality" in a.sections:
+        console.print()
         render_quality_terminal(console, a.sections["quality"])
     if "agent" in a.sections:
+        console.print()
         render_agent_terminal(console, a.sections["agent"])
     fp = Table(title="Fingerprint", show_header=False, title_justify="left")
     fp.add_column(style="bold")
     fp.add_column(overflow="fold")
     for k, v in run_fingerprint_rows(a):
         fp.add_row(k, Text(visible(v)))
+    console.print()
     console.print(fp)
     console.print(f"[dim]run directory: {for_console(a.run_dir)}[/]")
 
