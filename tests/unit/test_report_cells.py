@@ -236,5 +236,6 @@ def test_the_html_report_shows_each_runs_gate_as_the_terminal_does() -> None:
     from rigbench.report import render_html
 
     page = render_html(["nodraft"], [analyze_run(RunReader(NODRAFT))])
-    assert "<h2>Checks</h2><h3>nodraft</h3>" in page.replace("\n", "")
-    assert "<h4>Sanity gate: FAILED, 0/10 known-answer questions (greedy, seed 0)</h4>" in page
+    details = page[page.index("<h2>nodraft: details</h2>"):page.index("<h2>Warnings</h2>")]
+    assert "<h3>Sanity gate: FAILED, 0/10 known-answer questions (greedy, seed 0)</h3>" in details
+    assert details.count("Sanity gate: FAILED") == 1  # as a table, not again in the terminal block

@@ -37,9 +37,9 @@ def check(
             try:
                 levels.append(int(part))
             except ValueError as e:
-                raise UsageError(f"--concurrency {item!r}: expected comma-separated positive integers, e.g. 1,4,8.") from e
+                raise UsageError(f"--concurrency {item}: expected comma-separated positive integers, e.g. 1,4,8.") from e
             if levels[-1] < 1:
-                raise UsageError(f"--concurrency {item!r}: levels must be 1 or more; got {levels[-1]}.")
+                raise UsageError(f"--concurrency {item}: a concurrency level is a positive number of requests in flight; got {levels[-1]}.")
     scen = []
     for s in scenario or []:
         try:

@@ -21,6 +21,7 @@ from rigbench.records import SpeedRequest
 from rigbench.report._blog import _NOTE, _grid, _revision_note
 from rigbench.report._cells import Cell, html_table, section_html
 from rigbench.report._fmt import fmt_stat
+from rigbench.report._honesty import preflight_section, sanity_section
 from rigbench.report._host import host_section
 from rigbench.report._labels import SYNTH_NOTE, synth_mark, synthetic_acceptance
 from rigbench.report._load import load_html
@@ -223,7 +224,10 @@ def _terminal_sections(a: RunAnalysis) -> str:
         s = a.startup
         console.print(f"startup: spawn → healthy {s['spawn_to_healthy_s']:.2f} s, healthy → first completion "
                       f"{s['healthy_to_first_completion_s']:.2f} s, total {s['spawn_to_first_completion_s']:.2f} s")
-    _honesty_terminal(a, console)
+    # preflight and the known-answer gate are drawn as HTML tables beside this block
+    tabled = {"preflight", "sanity"}
+    _honesty_terminal(a.model_copy(update={"sections": {k: v for k, v in a.sections.items() if k not in tabled}}),
+                      console)
     body = console.export_html(inline_styles=True, code_format="{code}")
     return f'<pre class="term">{body}</pre>' if body.strip() else ""
 
@@ -283,7 +287,9 @@ def render_html(names: Sequence[str], analyses: Sequence[RunAnalysis], compariso
         body = _terminal_sections(a)
         # sections drawn as tables: host conditions and series stability, then rate mode's load
         secs = ([host_section(a.sections["host"])] if a.speed and "host" in a.sections else []) + (
-            [stability_section(a.sections["stability"])] if "stability" in a.sections else [])
+            [stability_section(a.sections["stability"])] if "stability" in a.sections else []) + (
+            [preflight_section(a.sections["preflight"])] if "preflight" in a.sections else []) + (
+            [sanity_section(*a.sections["sanity"])] if "sanity" in a.sections else [])
         body = "".join(section_html(sec) for sec in secs) + (
             "<h3>Load (rate mode)</h3>" + load_html(a.sections["load"]) if "load" in a.sections else "") + body
         if a.speed and (a.speed.rows or a.speed.skipped):
