@@ -120,6 +120,17 @@ def test_kv_model_file_that_is_not_a_model_is_one_line(tmp_path: Path) -> None:
                    "--head-dim", "128", "--window", "-1"), "--window", "-1")
 
 
+def test_kv_takes_the_model_file_as_model_file_and_says_model_is_deprecated(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.gguf"
+    junk.write_bytes(b"not a gguf at all" * 10)
+    new = refused(invoke("kv", "--budget-gib", "8", "--context", "4096", "--model-file", str(junk)), str(junk))
+    assert "deprecated" not in new
+    old = refused(invoke("kv", "--budget-gib", "8", "--context", "4096", "--model", str(junk)), str(junk))
+    assert "--model is deprecated here, use --model-file" in old
+    refused(invoke("kv", "--budget-gib", "8", "--context", "4096", "--model", str(junk), "--model-file", str(junk)),
+            "give the model once")
+
+
 def test_roofline_above_the_ceiling_is_said_to_be_a_finding_about_the_inputs() -> None:
     res = invoke("roofline", "--weights-gb", "59.6", "--bandwidth-gbs", "273", "--tok-s", "400")
     assert res.code == 0 and res.traceback is None
@@ -384,3 +395,12 @@ def test_the_probes_accepted_cases_are_refused(tmp_path: Path) -> None:
             "--concurrency", "'1,,2'")
     res = invoke("ls", str(tmp_path / "none"))  # control: a directory that does not exist yet is "no runs"
     assert res.code == 0 and "no runs" in res.stdout
+
+def test_check_takes_concurrency_as_a_comma_list_like_run() -> None:
+    res = invoke("check", "--concurrency", "1,4", "--", "llama-server", "-m", "m.gguf", "-np", "1")
+    assert res.code == 0, res.stderr
+    assert "concurrency levels [4]" in " ".join(res.stdout.split())
+    repeated = invoke("check", "--concurrency", "1", "--concurrency", "4", "--", "llama-server", "-m", "m.gguf",
+                      "-np", "1")
+    assert "concurrency levels [4]" in " ".join(repeated.stdout.split())  # the old form still works
+    refused(invoke("check", "--concurrency", "1,x", "--", "llama-server", "-m", "m.gguf"), "--concurrency", "1,x")

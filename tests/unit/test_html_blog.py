@@ -74,11 +74,10 @@ def test_html_is_self_contained_with_warnings_first_and_plots(tmp_path: Path) ->
     assert page.startswith("<!DOCTYPE html>") and "<script" not in page
     assert "http://" not in page.replace("http://www.w3.org/", "") and "https://" not in page
     assert page.count("<svg") >= 3  # throughput, speed-up, latency
-    assert page.index("re-measured") < page.index("<h2>Runs</h2>")
+    assert page.index("re-measured") < page.index("<h2>Headline figures</h2>")
     assert "Fingerprints" in page and analyses[0].source_data_id in page
-    # what is not there says so, instead of an empty plot
-    assert "no quality (MMLU-Pro) results" in page
-    assert "no speculative decoding in these runs" in page
+    # what is not there is left out, instead of an empty plot or a section saying "none"
+    assert "Accuracy by subject" not in page and "Acceptance length" not in page and "Agent probes" not in page
 
 
 def test_acceptance_histogram_is_drawn_for_speculative_runs() -> None:
@@ -108,36 +107,39 @@ def _h200_page() -> tuple[list[str], str]:
 
 def test_untrusted_runs_open_with_one_collapsed_block_each_not_a_wall_of_banners() -> None:
     names, page = _h200_page()
-    top = page[: page.index("<h2>Runs</h2>")]
+    top = page[: page.index("<h2>Headline figures</h2>")]
+    # the first screen: each run's verdict with at most three reasons, the rest counted
+    assert "<details" not in top and top.count('class="warn') <= 1  # only the synthetic-acceptance banner
+    assert top.count("and 7 more (below)") == 3
+    warnings = page[page.index("<h2>Warnings</h2>"):page.index("<h2>Fingerprints</h2>")]
     # three untrusted runs, ten failed gate questions each: one <details> per run, counts first
-    assert top.count("<details") == 3 and " open" not in top
+    assert warnings.count("<details") == 3 and " open" not in warnings
     for n in names:
-        assert f"<summary><b>{n}</b>: UNTRUSTED: 10 reasons" in top
+        assert f"<summary><b>{n}</b>: UNTRUSTED: 10 reasons" in warnings
     # every finding is still there, on demand: 3 x 10 gate answers, 3 x 2 prompt-length notes, and the
     # 2 repetition outliers the stability check finds in the first run
-    assert top.count("<li") == 38
-    assert top.count("Outliers:") == 2
-    assert top.count('class="warn') <= 4  # 3 blocks + 1 synthetic-acceptance banner
+    assert warnings.count("<li") == 38
+    assert warnings.count("Outliers:") == 2
 
 
 def test_short_rig_labels_replace_run_ids_in_headers_and_legends() -> None:
     names, page = _h200_page()
     assert names == ["h200-nodraft", "h200-depth4", "h200-depth15"]
-    # the full run id appears once per run (in the Runs table), never as a heading or legend entry
+    # the full run id appears once per run (under its fingerprint), never as a heading or legend entry
     for rid in ("20261129-191407-h200-nodraft-5101", "20261129-191906-h200-depth4-1c8a"):
         assert page.count(rid) == 1
-    assert "<h3>h200-depth4 [synthetic L=3.4]</h3>" in page
+    assert "<h2>h200-depth4: details</h2><h3>Speed [synthetic L=3.4]</h3>" in page
     legend = page[page.index("<h3>Throughput by scenario"):page.index("<h3>Speed-up</h3>")]
     assert "h200-depth4" in legend and "20261129" not in legend
 
 
 def test_synthetic_acceptance_is_flagged_in_red_wherever_its_speed_up_appears() -> None:
     _, page = _h200_page()
-    grid = page[page.index("<h2>Speed-up vs"):page.index("<h2>Speed</h2>")]
+    grid = page[page.index("<h2>Speed-up vs"):page.index("<h2>Speed, run by run</h2>")]
     assert '<th class="synth">h200-depth4 speed-up (synthetic L=3.4)</th>' in grid
     assert grid.count('<td class="num synth">') == 8  # 4 scenarios x 2 synthetic runs
     assert '<p class="synth">' in grid and "SYNTHETIC ACCEPTANCE" in grid
-    plot = page[page.index("<h3>Speed-up</h3>"):page.index("<h3>Concurrency</h3>")]
+    plot = page[page.index("<h3>Speed-up</h3>"):page.index("<h3>TTFT and ITL")]
     assert "SYNTHETIC L=3.4" in plot
 
 

@@ -67,7 +67,8 @@ def test_report_a_b_puts_the_comparison_in_terminal_markdown_and_html(tmp_path: 
     res = _cli("report", str(A), str(B), "--markdown", str(md), "--html", str(page))
     assert res.returncode == 0, res.stderr
     assert "2 runs against emulator_a" in res.stdout and "MMLU-Pro: B = emulator_b" in res.stdout
-    assert "**Task packs: B = emulator_b vs A = emulator_a" in md.read_text()
+    assert "\n### Task packs: B = emulator_b vs A = emulator_a" in md.read_text()
     html = page.read_text()
     assert "<h2>Quality and agent across runs</h2>" in html and "<b>CHANGED</b>" in html
-    assert html.index("Quality and agent across runs") < html.index("<h2>Plots</h2>")
+    # the answer and the plots first, then the tables across runs
+    assert html.index("<h2>Plots</h2>") < html.index("Quality and agent across runs") < html.index("<h2>Fingerprints</h2>")

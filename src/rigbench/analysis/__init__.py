@@ -45,6 +45,7 @@ from rigbench.analysis._roofline import (
 )
 from rigbench.analysis._run import RunAnalysis, analyze_run
 from rigbench.analysis._selfcheck import CPU_FRACTION_MAX, LOOP_LAG_P99_MAX_S
+from rigbench.analysis._session import hide_session_details, session_neutral
 from rigbench.analysis._speculation import SpeculationFit, fit_speculation
 from rigbench.analysis._speed import ScenarioSpeed, SpeedSummary, latency_finding, summarize_speed
 from rigbench.analysis._stability import (
@@ -127,6 +128,7 @@ __all__ = [
     "find_revisions",
     "fingerprint_differences",
     "fit_speculation",
+    "hide_session_details",
     "knee_rate",
     "kv_architecture_from_path",
     "kv_capacity",
@@ -140,6 +142,7 @@ __all__ = [
     "request_rows",
     "request_timing",
     "roofline",
+    "session_neutral",
     "sessions_from_pool",
     "speed_stability",
     "split_reasoning",

@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from rigbench.analysis._session import session_neutral
 from rigbench.analysis._speed import ScenarioSpeed, summarize_speed
 from rigbench.analysis._stats import Stat
 from rigbench.analysis._verdict import DEFAULT_MARGIN, Verdict, ratio_tost, repetitions_needed, three_way
@@ -130,7 +131,8 @@ def fingerprint_differences(a: dict[str, Any], b: dict[str, Any]) -> list[Finger
     for fields, matters in ((MATTERING_FIELDS, True), (INFORMATIONAL_FIELDS, False)):
         for f in fields:
             va, vb = _get(a, f), _get(b, f)
-            if va is None or vb is None or va == vb:
+            # the port a server happened to get, or its temporary directory, is no difference of rig
+            if va is None or vb is None or session_neutral(va) == session_neutral(vb):
                 continue
             out.append(FingerprintDifference(field=f, baseline=va, other=vb, matters=matters))
     # a model known on one side only by its hash is still the same question

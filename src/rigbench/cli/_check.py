@@ -19,7 +19,8 @@ __all__ = ["check"]
 def check(
     ctx: typer.Context,
     tools: Annotated[bool, typer.Option(help="The workload sends tools (agent suites).")] = False,
-    concurrency: Annotated[list[int] | None, typer.Option(help="Client concurrency levels (repeatable).")] = None,
+    concurrency: Annotated[list[str] | None, typer.Option(help="Client concurrency levels, comma-separated as in "
+                                                          "`run` (e.g. 1,4,8; repeating the option works too).")] = None,
     scenario: Annotated[list[str] | None, typer.Option(help="NAME:INPUT:OUTPUT tokens (repeatable).")] = None,
     stop: Annotated[list[str] | None, typer.Option(help="Stop strings the client will send (repeatable).")] = None,
 ) -> None:
@@ -30,9 +31,15 @@ def check(
     argv = list(ctx.args)
     if not argv:
         raise UsageError("give the engine command line after `--`, e.g. `rigbench check -- vllm serve MODEL ...`.")
-    bad = [c for c in concurrency or [] if c < 1]
-    if bad:
-        raise UsageError(f"--concurrency {bad[0]}: a concurrency level is a positive number of requests in flight.")
+    levels: list[int] = []
+    for item in concurrency or []:
+        for part in item.split(","):
+            try:
+                levels.append(int(part))
+            except ValueError as e:
+                raise UsageError(f"--concurrency {item}: expected comma-separated positive integers, e.g. 1,4,8.") from e
+            if levels[-1] < 1:
+                raise UsageError(f"--concurrency {item}: a concurrency level is a positive number of requests in flight; got {levels[-1]}.")
     scen = []
     for s in scenario or []:
         try:
@@ -40,7 +47,7 @@ def check(
             scen.append(ScenarioLength(name=name, input_tokens=int(i), output_tokens=int(o)))
         except ValueError as e:
             raise UsageError(f"--scenario {s!r}: expected NAME:INPUT_TOKENS:OUTPUT_TOKENS.") from e
-    report = preflight(argv, PreflightInput(uses_tools=tools, concurrency=concurrency or [], scenarios=scen,
+    report = preflight(argv, PreflightInput(uses_tools=tools, concurrency=levels, scenarios=scen,
                                             stop=stop or []))
     preflight_terminal(report, make_console())
     if report.errors:

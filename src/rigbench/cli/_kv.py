@@ -27,8 +27,12 @@ __all__ = ["kv"]
 def kv(
     budget_gib: Annotated[float | None, typer.Option("--budget-gib", help="Memory given to the KV cache, GiB "
                                                     "(not needed with --server-pool alone).")] = None,
-    context: Annotated[int, typer.Option(help="Tokens per session (prompt + output).")] = 0,
-    model: Annotated[Path | None, typer.Option(help="A .gguf, a config.json or a model directory.")] = None,
+    context: Annotated[int, typer.Option(help="Tokens per session (prompt + output). Required.",
+                                         show_default=False)] = 0,
+    model_file: Annotated[Path | None, typer.Option("--model-file", help="A .gguf, a config.json or a model "
+                                                    "directory.")] = None,
+    model: Annotated[Path | None, typer.Option("--model", hidden=True, help="Deprecated: --model-file (in "
+                                               "`run`, --model is the served model name).")] = None,
     layers: Annotated[int | None, typer.Option(help="Attention layers.")] = None,
     kv_heads: Annotated[int | None, typer.Option(help="KV heads (GQA).")] = None,
     head_dim: Annotated[int | None, typer.Option(help="Head dimension.")] = None,
@@ -46,6 +50,13 @@ def kv(
 ) -> None:
     """Tokens of KV cache and concurrent sessions at a context length, from the model's attention shape."""
     check_finite(budget_gib, "--budget-gib", high=1e9)  # a billion GiB: far above any machine
+    if model is not None:
+        if model_file is not None:
+            raise UsageError("give the model once: --model-file (--model is its deprecated old name).")
+        typer.echo("rigbench kv: --model is deprecated here, use --model-file (in `run`, --model is the served "
+                   "model name).", err=True)
+        model_file, model = model, None
+    model = model_file
     if context < 1:
         raise UsageError(f"--context must be a positive number of tokens per session; got {context}.")
     for value, option in ((layers, "--layers"), (kv_heads, "--kv-heads"), (head_dim, "--head-dim"),
@@ -73,7 +84,7 @@ def kv(
         arch = KVArchitecture.with_pattern(layers=layers, kv_heads=kv_heads, head_dim=head_dim, window=window,
                                            local_per_global=local_per_global)
     else:
-        raise UsageError("give --model, or all of --layers, --kv-heads and --head-dim (or --server-pool alone).")
+        raise UsageError("give --model-file, or all of --layers, --kv-heads and --head-dim (or --server-pool alone).")
     if budget_gib is None:
         raise UsageError("--budget-gib is needed to estimate from the architecture (e.g. --budget-gib 1).")
     acc = VLLMAccounting(block_size=block_size, max_num_batched_tokens=max_num_batched_tokens,

@@ -22,10 +22,13 @@ from rigbench.report import (
     render_json,
     render_markdown,
     render_terminal,
+    report_title,
     rig_labels,
     runs_table,
+    shift_headings,
     speedup_table,
     suite_comparison_terminal,
+    summary_terminal,
     vllm_detailed_result,
 )
 from rigbench.store import RunReader
@@ -48,8 +51,11 @@ def report(
                                              "send, first token, end, tokens, TTFT, ITL, error).")] = None,
     jsonl: Annotated[Path | None, typer.Option(help="Write one JSON line per request of every run (the --csv "
                                                "fields).")] = None,
+    paths: Annotated[bool, typer.Option("--paths", help="Keep home-directory and temporary paths and local "
+                                        "ports in the Markdown and HTML reports (hidden by default).")] = False,
 ) -> None:
-    """Re-render saved runs (complete or not) in the terminal, and optionally as Markdown/JSON."""
+    """Re-render saved runs (complete or not) in the terminal, and optionally as Markdown, HTML, JSON
+    or vLLM-style JSON."""
     console = make_console()
     # lazy: start-up; cli._plan loads rigbench.plan and every suite (~0.3 s)
     from rigbench.cli._plan import across_runs, named_runs
@@ -67,9 +73,13 @@ def report(
         a = analyze_run(RunReader(run_dir))
         analyses.append(a)
         render_terminal(a, console)
-        md_parts.append(render_markdown(a))
+        console.print()
+        md_parts.append(render_markdown(a, paths=paths))
         json_parts.append(render_json(a))
     names = rig_labels([n for n, _ in named], [a.header for a in analyses])
+    if len(runs) > 1:  # each run one level below the document's H1, under its label
+        md_parts = [shift_headings(render_markdown(a, paths=paths, title=f"{n}: {report_title([a.header])}"), 1)
+                    for n, a in zip(names, analyses, strict=True)]
     comparisons, revisions = across_runs(names, runs, analyses) if len(runs) > 1 else ([], [])
     suites = [compare_suites(RunReader(runs[0]), RunReader(p)) for p in runs[1:]]
     if len(runs) > 1:  # across the runs: speed-up, then quality and agent, each against the first
@@ -79,24 +89,26 @@ def report(
         for name, sc in zip(names[1:], suites, strict=True):
             suite_comparison_terminal(sc, console, baseline=names[0], other=name)
         # the blog-ready comparison first, then each run in full
-        md_parts.insert(0, render_blog_markdown(names, analyses, comparisons, revisions, suites))
+        md_parts.insert(0, render_blog_markdown(names, analyses, comparisons, revisions, suites, paths=paths))
+    files: list[tuple[str, str]] = []
     if html:
         # lazy: start-up; render_html loads matplotlib (~0.6 s)
         from rigbench.report import render_html
 
-        write_output(html, render_html(names, analyses, comparisons, revisions, suites))
-        console.print(f"HTML report: {for_console(html)}")
+        write_output(html, render_html(names, analyses, comparisons, revisions, suites, paths=paths))
+        files.append(("HTML report", str(html)))
     if markdown:
         write_output(markdown, "\n\n".join(md_parts))
-        console.print(f"Markdown report: {for_console(markdown)}")
+        files.append(("Markdown report", str(markdown)))
     if vllm_json:
         reqs = RunReader(runs[0]).records("speed_request", SpeedRequest)
         write_output(vllm_json, json.dumps(vllm_detailed_result(reqs), indent=1))
-        console.print(f"vLLM-style detailed JSON: {for_console(vllm_json)}")
+        files.append(("vLLM-style detailed JSON", str(vllm_json)))
     write_request_exports([RunReader(p) for p in runs], csv=csv, jsonl=jsonl, console=console)
     if json_out:
         write_output(json_out, json_parts[0] if len(json_parts) == 1 else "[\n" + ",\n".join(json_parts) + "\n]")
-        console.print(f"JSON: {for_console(json_out)}")
+        files.append(("JSON", str(json_out)))
+    summary_terminal(console, names, analyses, files)
 
 
 @app.command("ls")

@@ -151,8 +151,12 @@ def _slot_checks(cmd: ServingCommand | None, engine: Engine | None, inp: Preflig
         return []
     return [PreflightFinding(
         id="concurrency_over_slots", severity="warn",
-        problem=f"client concurrency above the server's {slots} slots: the extra requests queue, so their "
+        problem=f"client concurrency above the server's {_slots(slots)}: the extra requests queue, so their "
                 "latency includes waiting and aggregate tok/s stops scaling for a reason that is not the model.",
-        evidence=f"{slots} slots ({how}); concurrency levels {over}",
+        evidence=f"{_slots(slots)} ({how}); concurrency levels {over}",
         fix=f"start llama-server with -np {max(over)} (and -c scaled to keep per-slot context), or cap "
             f"concurrency at {slots}")]
+
+
+def _slots(n: int) -> str:
+    return f"{n} slot" if n == 1 else f"{n} slots"

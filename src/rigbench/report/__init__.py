@@ -15,9 +15,11 @@ from rigbench.report._honesty import (
 from rigbench.report._labels import rig_labels, synth_mark, synth_note, synthetic_acceptance
 from rigbench.report._load import load_comparison_markdown, load_comparison_terminal
 from rigbench.report._ls import RunListing, runs_table
-from rigbench.report._run import render_json, render_markdown, render_terminal
+from rigbench.report._publish import report_title
+from rigbench.report._run import render_json, render_markdown, render_terminal, shift_headings
 from rigbench.report._speed import speed_markdown, speed_table
 from rigbench.report._suite_compare import suite_comparison_markdown, suite_comparison_terminal
+from rigbench.report._summary import summary_terminal
 from rigbench.report._vllm_export import vllm_detailed_result
 
 __all__ = [
@@ -33,9 +35,11 @@ __all__ = [
     "render_json",
     "render_markdown",
     "render_terminal",
+    "report_title",
     "rig_labels",
     "roofline_terminal",
     "runs_table",
+    "shift_headings",
     "speculation_markdown",
     "speculation_terminal",
     "speed_markdown",
@@ -43,6 +47,7 @@ __all__ = [
     "speedup_table",
     "suite_comparison_markdown",
     "suite_comparison_terminal",
+    "summary_terminal",
     "synth_mark",
     "synth_note",
     "synthetic_acceptance",

@@ -14,6 +14,7 @@ from rigbench.analysis import Comparison, Revision, RunAnalysis, SuiteComparison
 from rigbench.outside import visible
 from rigbench.report._fmt import fmt_margin, fmt_stat
 from rigbench.report._labels import SYNTH_NOTE, synthetic_acceptance
+from rigbench.report._publish import hide_session_details, report_title
 from rigbench.report._suite_compare import suite_comparison_markdown
 
 __all__ = ["render_blog_markdown", "speedup_markdown", "speedup_table"]
@@ -73,7 +74,7 @@ def speedup_markdown(names: Sequence[str], analyses: Sequence[RunAnalysis],
     lines += ["| " + " | ".join(c.replace("|", "\\|").replace(" synthetic", " **synthetic**") for c in row) + " |"
               for row in rows]
     synth = [n for n, a in zip(names, analyses, strict=True) if synthetic_acceptance(a.header) is not None]
-    return "\n".join([*lines, "", _NOTE] + (["", f"**{', '.join(synth)}: {SYNTH_NOTE}**"] if synth else []))
+    return "\n".join([*lines, "", _NOTE] + (["", f"**{', '.join(synth)}:** {SYNTH_NOTE}"] if synth else []))
 
 
 def speedup_table(names: Sequence[str], analyses: Sequence[RunAnalysis],
@@ -126,9 +127,11 @@ def _findings_markdown(name: str, warnings: Sequence[str]) -> str:
 
 def render_blog_markdown(names: Sequence[str], analyses: Sequence[RunAnalysis],
                          comparisons: Sequence[Comparison], revisions: Sequence[Revision] = (),
-                         suites: Sequence[SuiteComparison] = ()) -> str:
-    """One Markdown document over several runs, ready to paste into a write-up."""
-    out = ["## Results", ""]
+                         suites: Sequence[SuiteComparison] = (), *, paths: bool = False) -> str:
+    """One Markdown document over several runs, ready to paste into a write-up: an H1 naming model,
+    engine and machine, then `## Results`. Each run's own report follows it one level down
+    (`render_markdown(...)` through `shift_headings`). `paths`: keep private paths and ports."""
+    out = [f"# {report_title([a.header for a in analyses])}", "", "## Results", ""]
     for rev in revisions:
         out += [f"> {_revision_note(rev)}", ""]
     for n, a in zip(names, analyses, strict=True):
@@ -137,14 +140,17 @@ def render_blog_markdown(names: Sequence[str], analyses: Sequence[RunAnalysis],
     diffs = {d.field for c in comparisons for d in c.differences}
     if diffs:
         out += [f"What differs between the rigs (from their fingerprints): {', '.join(sorted(diffs))}.", ""]
+    elif len(analyses) > 1:
+        out += ["The rigs' fingerprints do not differ (ports and temporary paths aside).", ""]
     out += [speedup_markdown(names, analyses, comparisons), ""]
     for name, sc in zip(names[1:], suites, strict=False):
         if not sc.empty:
-            out += [suite_comparison_markdown(sc, baseline=names[0], other=name), ""]
+            out += [suite_comparison_markdown(sc, baseline=names[0], other=name, heading="###"), ""]
     out += ["| rig | run | status | verdict | source data |", "|---|---|---|---|---|"]
     for n, a in zip(names, analyses, strict=True):
         t = a.header.trust
         verdict = "not assessed" if t is None else ("trusted" if t.trusted else "UNTRUSTED")
         out.append(f"| {n} | {a.header.run_id} | {a.status} | {verdict} | `{a.source_data_id}` |")
     out += ["", "Source data: " + ", ".join(f"`{a.source_data_id}`" for a in analyses), ""]
-    return "\n".join(out)
+    text = "\n".join(out)
+    return text if paths else hide_session_details(text)

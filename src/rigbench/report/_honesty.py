@@ -19,6 +19,7 @@ from rigbench.analysis import (
     SpeculationFit,
     SpeedupPrediction,
     TimingCrossCheck,
+    session_neutral,
 )
 from rigbench.records import OutputScreen, PreflightReport, SanityVerdict, TrafficCheck
 from rigbench.report._cells import (
@@ -123,8 +124,8 @@ def sanity_terminal(v: SanityVerdict, screen: OutputScreen | None, console: Cons
     section_terminal(console, sanity_section(v, screen), notes_indent="")
 
 
-def sanity_markdown(v: SanityVerdict, screen: OutputScreen | None = None) -> str:
-    return section_markdown(sanity_section(v, screen), heading=None)
+def sanity_markdown(v: SanityVerdict, screen: OutputScreen | None = None, *, heading: str | None = None) -> str:
+    return section_markdown(sanity_section(v, screen), heading=heading)
 
 
 # -- preflight -----------------------------------------------------------------------------------
@@ -148,8 +149,8 @@ def preflight_terminal(r: PreflightReport, console: Console) -> None:
     section_terminal(console, preflight_section(r), layout="cards", notes_indent="")
 
 
-def preflight_markdown(r: PreflightReport) -> str:
-    return section_markdown(preflight_section(r), heading=None)
+def preflight_markdown(r: PreflightReport, *, heading: str | None = None) -> str:
+    return section_markdown(preflight_section(r), heading=heading)
 
 
 # -- roofline and speed-up -----------------------------------------------------------------------
@@ -158,7 +159,8 @@ def preflight_markdown(r: PreflightReport) -> str:
 def _roofline_rows(r: Roofline) -> list[tuple[str, str]]:
     rows = [("weights", f"{r.weights_bytes / 1e9:.2f} GB"),
             ("memory bandwidth", f"{r.bandwidth_gb_s:g} GB/s ("
-             + (r.bandwidth_source if r.bandwidth_basis == "given" else f"{r.bandwidth_basis}: {r.bandwidth_source}")
+             + (r.bandwidth_source if r.bandwidth_basis == "given" or r.bandwidth_source.startswith(r.bandwidth_basis)
+              else f"{r.bandwidth_basis}: {r.bandwidth_source}")
              + ")"),
             ("decode ceiling (1 stream)", f"{r.ceiling_tok_s:.2f} tok/s")]
     if r.measured_tok_s is not None:
@@ -183,8 +185,8 @@ def roofline_terminal(r: Roofline, console: Console) -> None:
     section_terminal(console, roofline_section(r), layout="pairs")
 
 
-def roofline_markdown(r: Roofline) -> str:
-    return section_markdown(roofline_section(r), heading=None, align=False)
+def roofline_markdown(r: Roofline, *, heading: str | None = None) -> str:
+    return section_markdown(roofline_section(r), heading=heading, align=False)
 
 
 _SPEC_HEAD = ["scenario", "prefill share p", "acceptance L", "predicted, c = 0", "predicted, c", "measured"]
@@ -318,8 +320,9 @@ def telemetry_terminal(ts: Sequence[ScenarioTelemetry], checks: Sequence[TimingC
         section_terminal(console, sec, layout="simple")
 
 
-def telemetry_markdown(ts: Sequence[ScenarioTelemetry], checks: Sequence[TimingCrossCheck]) -> str:
-    return "\n\n".join(section_markdown(sec, heading=None, align=False) for sec in telemetry_sections(ts, checks))
+def telemetry_markdown(ts: Sequence[ScenarioTelemetry], checks: Sequence[TimingCrossCheck],
+                       *, heading: str | None = None) -> str:
+    return "\n\n".join(section_markdown(sec, heading=heading, align=False) for sec in telemetry_sections(ts, checks))
 
 
 # -- comparisons ---------------------------------------------------------------------------------
@@ -368,7 +371,8 @@ def _argv_diff(a: list[str], b: list[str]) -> str:
 
 def _difference(d: Any) -> str:
     if d.field == "argv" and isinstance(d.baseline, list) and isinstance(d.other, list):
-        return f"argv: {_argv_diff(d.baseline, d.other)}"
+        # the ports the servers happened to get are no difference between the rigs
+        return f"argv: {_argv_diff(session_neutral(d.baseline), session_neutral(d.other))}"
     return f"{d.field}: {d.baseline!r} → {d.other!r}"
 
 

@@ -1,15 +1,26 @@
 """The HTML report: one self-contained file (inline CSS and SVG, no script, no external URL), so it
-opens offline and can be mailed or archived as is. Warnings first, then tables, plots, fingerprints.
+opens offline and can be mailed or archived as is. The answer first (what was measured, the verdict
+and why, headline figures), then plots, tables across runs, each run's details, warnings (collapsed)
+and fingerprints. Sections with nothing to show are left out.
 """
 
 from __future__ import annotations
 
+import io
+import re
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
-from rigbench.analysis import Comparison, Revision, RunAnalysis, SuiteComparison
+from rich.console import Console
+
+from rigbench.analysis import Comparison, Revision, RunAnalysis, SuiteComparison, request_timing
+from rigbench.errors import RigbenchError
 from rigbench.outside import for_html
+from rigbench.records import SpeedRequest
 from rigbench.report._blog import _NOTE, _grid, _revision_note
-from rigbench.report._cells import html_table, section_html
+from rigbench.report._cells import Cell, html_table, section_html
+from rigbench.report._fmt import fmt_stat
 from rigbench.report._honesty import preflight_section, sanity_section
 from rigbench.report._host import host_section
 from rigbench.report._labels import SYNTH_NOTE, synth_mark, synthetic_acceptance
@@ -20,12 +31,14 @@ from rigbench.report._plots import (
     plot_agent_matrix,
     plot_concurrency,
     plot_goodput,
-    plot_latency,
+    plot_latency_cdf,
     plot_rate_latency,
     plot_speedup,
     plot_tok_s,
+    plot_tokens_over_time,
 )
-from rigbench.report._run import _trust_line, run_fingerprint_rows
+from rigbench.report._publish import hide_session_details, machine_name, model_name, report_title
+from rigbench.report._run import _honesty_terminal, _trust_line, run_fingerprint_rows
 from rigbench.report._speed import (
     LATENCY_HEAD,
     LATENCY_KEY,
@@ -35,6 +48,7 @@ from rigbench.report._speed import (
 )
 from rigbench.report._stability import stability_section
 from rigbench.report._suite_compare import NOT_SIGNIFICANT_NOTE, suite_comparison_sections
+from rigbench.store import RunReader
 
 __all__ = ["render_html"]
 
@@ -52,6 +66,10 @@ table{border-collapse:collapse;margin:.6em 0;font-size:13px} th,td{border:1px so
 details.warn summary{cursor:pointer} details.warn ul{margin:.3em 0 .2em 1.2em;padding:0}
 details.warn .first{color:#666;font-weight:normal} .bad-item{color:#8b1c13}
 .synth,td.synth,th.synth{color:#c0392b;font-weight:600} .note.sub{margin-left:1.5em}
+ul.verdict{padding-left:1.2em} ul.verdict ul{margin:.1em 0 .3em 0;color:#444} .good{color:#1e7b34;font-weight:600}
+span.bad{color:#b0281a;font-weight:600;background:none;border:0}
+pre.term{font:12px/1.35 ui-monospace,Menlo,Consolas,monospace;background:#fafafa;border:1px solid #eee;
+  padding:.6em;overflow-x:auto;white-space:pre}
 """
 
 
@@ -87,19 +105,6 @@ def _suites_html(names: Sequence[str], suites: Sequence[SuiteComparison]) -> lis
     return out
 
 
-def _checks_html(names: Sequence[str], analyses: Sequence[RunAnalysis]) -> list[str]:
-    """Each run's preflight and known-answer gate, as the terminal and Markdown reports show them."""
-    out = []
-    for name, a in zip(names, analyses, strict=True):
-        secs = ([host_section(a.sections["host"])] if a.speed and "host" in a.sections else []) + (
-            [stability_section(a.sections["stability"])] if "stability" in a.sections else []) + (
-            [preflight_section(a.sections["preflight"])] if "preflight" in a.sections else []) + (
-            [sanity_section(*a.sections["sanity"])] if "sanity" in a.sections else [])
-        if secs:
-            out += [f"<h3>{_e(name)}</h3>", *(section_html(sec, level=4) for sec in secs)]
-    return ["<h2>Checks</h2>", *out] if out else []
-
-
 def _clip(text: str, n: int) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
@@ -109,88 +114,210 @@ def _plot(title: str, svg: str | None, missing: str) -> str:
     return f"<h3>{_e(title)}</h3>{body}"
 
 
+def _headline(names: Sequence[str], analyses: Sequence[RunAnalysis]) -> str:
+    """Per run and scenario: decode tok/s, TTFT and ITL at the lowest concurrency, aggregate tok/s at
+    the highest, and decode efficiency against the roofline (all medians over requests)."""
+    rows: list[list[str | Cell]] = []
+    for n, a in zip(names, analyses, strict=True):
+        if a.speed is None or not a.speed.rows:
+            rows.append([n, Cell("no speed results", "muted"), "", "", "", "", ""])
+            continue
+        rl = a.sections.get("roofline")
+        eff = {(r.scenario, r.concurrency): r.efficiency for r in (getattr(rl, "rows", None) or [])}
+        for sc in dict.fromkeys(r.scenario for r in a.speed.rows):
+            rs = sorted((r for r in a.speed.rows if r.scenario == sc), key=lambda r: r.concurrency)
+            lo, hi = rs[0], rs[-1]
+            e = eff.get((lo.scenario, lo.concurrency))
+            rows.append([n, sc, fmt_stat(lo.decode_tok_s, digits=1), "n/c" if lo.ttft_not_comparable
+                         else fmt_stat(lo.ttft_s, digits=0, scale=1e3), fmt_stat(lo.itl_mean_s, digits=1, scale=1e3),
+                         f"{fmt_stat(hi.aggregate_tok_s, digits=0)} (c={hi.concurrency})",
+                         "–" if e is None else f"{e:.0%}"])
+    head = ["run", "scenario", "decode tok/s", "TTFT ms", "ITL ms", "aggregate tok/s at top c",
+            "of roofline"]
+    return ("<h2>Headline figures</h2>" + html_table(head, rows, numeric_from=2)
+            + '<p class="note">Measured by rigbench\'s client; median ± standard deviation over requests (warm-up '
+              "excluded). Decode tok/s, TTFT and ITL at the lowest concurrency; aggregate = a batch\'s tokens / "
+              "its wall time; of roofline = median decode tok/s / the estimated decode ceiling.</p>")
+
+
+def _summary(names: Sequence[str], analyses: Sequence[RunAnalysis]) -> str:
+    """What was measured and the verdict with its reasons: the first screen."""
+    rows = []
+    for n, a in zip(names, analyses, strict=True):
+        fp = a.header.fingerprint or {}
+        version = fp.get("engine_version")
+        rows.append([n, model_name(fp), f"{fp.get('engine') or '?'} {version or '(version unknown)'}",
+                     machine_name(fp), a.header.created_at[:16].replace("T", " "), a.status])
+    out = ["<h2>What was measured</h2>",
+           html_table(["run", "model", "engine", "machine", "date (UTC)", "status"], rows, numeric_from=99)]
+    out.append("<h2>Verdict</h2><ul class=\"verdict\">")
+    for n, a in zip(names, analyses, strict=True):
+        trust, _ = _trust_line(a)
+        reasons = [w.removeprefix("UNTRUSTED: ") for w in a.warnings if w.startswith(("UNTRUSTED", "DAMAGED"))]
+        failed = [w for w in a.warnings if w.startswith(("this run failed", "this run did not finish"))]
+        why = [*failed, *reasons][:3]
+        more = len(failed) + len(reasons) - len(why)
+        cls = "good" if trust == "trusted" and not failed else "bad"
+        out.append(f'<li><b>{_e(n)}</b>: <span class="{cls}">{_e(trust)}</span>'
+                   + ("<ul>" + "".join(f"<li>{_e(_clip(w, 160))}</li>" for w in why)
+                      + (f"<li>and {more} more (below)</li>" if more else "") + "</ul>" if why else "") + "</li>")
+    out.append("</ul>")
+    return "".join(out)
+
+
+def _request_series(names: Sequence[str], analyses: Sequence[RunAnalysis]) -> tuple[list[Any], list[Any]]:
+    """Per run: the measured requests' TTFT and per-request ITL, and the median-length request's
+    tokens over time (first scenario at its lowest concurrency)."""
+    cdf: list[Any] = []
+    over_time: list[Any] = []
+    for n, a in zip(names, analyses, strict=True):
+        try:
+            reqs = [r for r in RunReader(Path(a.run_dir)).records("speed_request", SpeedRequest) if not r.warmup]
+        except (OSError, RigbenchError):
+            reqs = []
+        timings = [(r, request_timing(r.result, output_tokens_target=r.output_tokens_target)) for r in reqs
+                   if r.result.chunk_ns]
+        cdf.append((n, [t.ttft_s for _, t in timings if t.ttft_s is not None],
+                    [t.itl_mean_s for _, t in timings if t.itl_mean_s is not None]))
+        if not timings:
+            over_time.append((n, "", [], []))
+            continue
+        first = min(timings, key=lambda x: (x[0].scenario != timings[0][0].scenario, x[0].concurrency))[0]
+        same = sorted((t for r, t in timings if r.scenario == first.scenario and r.concurrency == first.concurrency
+                       and t.wall_s is not None), key=lambda t: t.wall_s or 0.0)
+        pick = next(r for r, t in timings if same and t is same[len(same) // 2])
+        per_chunk = max(1.0, (request_timing(pick.result).output_tokens or 0) / len(pick.result.chunk_ns))
+        t = [(c - pick.result.sent_ns) / 1e9 for c in pick.result.chunk_ns]
+        over_time.append((n, f"{pick.scenario} c={pick.concurrency}, median request", [0.0, *t],
+                          [0.0, *(per_chunk * (k + 1) for k in range(len(t)))]))
+    return cdf, over_time
+
+
+def _speed_side_by_side(names: Sequence[str], analyses: Sequence[RunAnalysis]) -> str:
+    """One table: each scenario and concurrency, the runs on adjacent rows."""
+    keys = list(dict.fromkeys((r.scenario, r.concurrency) for a in analyses for r in (a.speed.rows if a.speed else [])))
+    if not keys:
+        return ""
+    by_run = [{(r.scenario, r.concurrency): r for r in (a.speed.rows if a.speed else [])} for a in analyses]
+    rows: list[list[str | Cell]] = []
+    for sc, c in keys:
+        for n, rs in zip(names, by_run, strict=True):
+            r = rs.get((sc, c))
+            if r is None:
+                rows.append([sc, str(c), n, Cell("not measured", "muted"), "", "", "", "", ""])
+                continue
+            rows.append([sc, str(c), n, str(r.requests - r.failed), fmt_stat(r.e2e_tok_s, digits=1),
+                         fmt_stat(r.decode_tok_s, digits=1),
+                         "n/c" if r.ttft_not_comparable else fmt_stat(r.ttft_s, digits=0, scale=1e3),
+                         fmt_stat(r.itl_mean_s, digits=1, scale=1e3), fmt_stat(r.aggregate_tok_s, digits=0)])
+    head = ["scenario", "c", "run", "n", "e2e tok/s", "decode tok/s", "TTFT ms", "ITL ms", "aggregate tok/s"]
+    return ("<h2>Speed, run by run</h2>" + html_table(head, rows, numeric_from=3)
+            + f'<p class="note">Median ± standard deviation over requests (warm-up excluded). {_e(LATENCY_KEY)}</p>')
+
+
+def _terminal_sections(a: RunAnalysis) -> str:
+    """Every section the terminal report shows between the speed tables and the fingerprint
+    (startup, preflight, roofline, telemetry, client vs server, sanity, traffic, and any added
+    later), drawn by the terminal's own code into preformatted HTML with inline colours."""
+    console = Console(record=True, width=110, file=io.StringIO(), force_terminal=True, color_system="truecolor")
+    if a.startup:
+        s = a.startup
+        console.print(f"startup: spawn → healthy {s['spawn_to_healthy_s']:.2f} s, healthy → first completion "
+                      f"{s['healthy_to_first_completion_s']:.2f} s, total {s['spawn_to_first_completion_s']:.2f} s")
+    # preflight and the known-answer gate are drawn as HTML tables beside this block
+    tabled = {"preflight", "sanity"}
+    _honesty_terminal(a.model_copy(update={"sections": {k: v for k, v in a.sections.items() if k not in tabled}}),
+                      console)
+    body = console.export_html(inline_styles=True, code_format="{code}")
+    return f'<pre class="term">{body}</pre>' if body.strip() else ""
+
+
 def render_html(names: Sequence[str], analyses: Sequence[RunAnalysis], comparisons: Sequence[Comparison] = (),
-                revisions: Sequence[Revision] = (), suites: Sequence[SuiteComparison] = ()) -> str:
-    """The whole report page for one or more analysed runs (the first is the baseline)."""
-    title = "rigbench: " + (names[0] if len(names) == 1 else f"{len(names)} runs, baseline {names[0]}")
+                revisions: Sequence[Revision] = (), suites: Sequence[SuiteComparison] = (), *,
+                paths: bool = False) -> str:
+    """The whole report page for one or more analysed runs (the first is the baseline). `paths`: keep
+    home-directory and temporary paths and local ports (hidden by default). The answer first (what
+    was measured, the verdict and why, the headline figures), then plots, tables side by side, every
+    section of the terminal report, the warnings per run (collapsed) and the fingerprints."""
+    title = report_title([a.header for a in analyses])
     parts = [f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title>'
              '<meta name="viewport" content="width=device-width,initial-scale=1">'
              f"<style>{_CSS}</style></head><body><h1>{_e(title)}</h1>"]
-    # warnings first: nothing below should be read without them
-    warn = [_findings(n, a) for n, a in zip(names, analyses, strict=True) if a.warnings]
+    parts.append(_summary(names, analyses))
     synth = [n for n, a in zip(names, analyses, strict=True) if synthetic_acceptance(a.header) is not None]
     if synth:
-        warn.append(f'<div class="warn bad"><b>{_e(", ".join(synth))}</b>: {_e(SYNTH_NOTE)}</div>')
+        parts.append(f'<div class="warn bad"><b>{_e(", ".join(synth))}</b>: {_e(SYNTH_NOTE)}</div>')
     for c in comparisons:
         blocking = [d for d in c.differences if d.matters]
         if blocking:
             fields = ", ".join(f"{d.field} ({d.baseline} vs {d.other})" for d in blocking)
             other = names[1 + list(comparisons).index(c)] if len(names) > len(comparisons) else c.other_run
-            warn.append(f'<div class="warn">{_e(other)} differs from the baseline in what is measured, '
-                        f"not only in flags: {_e(fields)}</div>")
+            parts.append(f'<div class="warn">{_e(other)} differs from the baseline in what is measured, '
+                         f"not only in flags: {_e(fields)}</div>")
     for r in revisions:
-        warn.append(f'<div class="warn">{_e(_revision_note(r))}</div>')
-    parts.append("".join(warn) or '<p class="note">No warnings.</p>')
-    # runs
-    rows = []
-    for n, a in zip(names, analyses, strict=True):
-        trust, _ = _trust_line(a)
-        rows.append([n + synth_mark(a.header), a.header.run_id, a.status, trust, a.header.created_at[:16],
-                     a.source_data_id])
-    parts.append("<h2>Runs</h2>" + html_table(["rig", "run", "status", "verdict", "started", "source data"], rows,
-                                          numeric_from=99))
-    # seed-style tables
+        parts.append(f'<div class="warn">{_e(_revision_note(r))}</div>')
+    parts.append(_headline(names, analyses))
+    # plots: the ones with nothing to draw are left out
+    cdf, over_time = _request_series(names, analyses)
+    plots = [("Throughput by scenario (median, whisker ± std)", plot_tok_s(names, analyses)),
+             ("Speed-up", plot_speedup(names, comparisons, [synthetic_acceptance(a.header) for a in analyses[1:]])
+              if len(analyses) > 1 else None),
+             ("TTFT and ITL over requests (CDF)", plot_latency_cdf(cdf)),
+             ("Tokens over time, one request", plot_tokens_over_time(over_time)),
+             ("Concurrency", plot_concurrency(names, analyses)),
+             ("Latency by offered rate", plot_rate_latency(names, analyses)),
+             ("Goodput by offered rate", plot_goodput(names, analyses)),
+             ("Acceptance length", plot_acceptance(names, analyses)),
+             ("Accuracy by subject", plot_accuracy(names, analyses)),
+             ("Agent probes", plot_agent_matrix(names, analyses))]
+    shown = [_plot(t, svg, "") for t, svg in plots if svg]
+    if shown:
+        parts += ["<h2>Plots</h2>", *shown]
+    # tables across runs
     if len(analyses) > 1:
         head, grid = _grid(names, analyses, comparisons)
-        synth = [n for n, a in zip(names, analyses, strict=True) if synthetic_acceptance(a.header) is not None]
-        note = f'<p class="note">{_e(_NOTE)}</p>' + (
-            f'<p class="synth">{_e(", ".join(synth))}: {_e(SYNTH_NOTE)}</p>' if synth else "")
-        parts.append(f"<h2>Speed-up vs {_e(names[0])}</h2>"
-                     + (html_table(head, grid, flag="synthetic") + note if grid
-                        else '<p class="missing">no speed results in the baseline run</p>'))
-    parts.append("<h2>Speed</h2>")
-    for n, a in zip(names, analyses, strict=True):
-        if a.speed is None:
-            parts.append(f'<h3>{_e(n)}</h3><p class="missing">no speed results</p>')
-            continue
-        head, rows, dropped = speed_columns(a.speed)
-        parts.append(f"<h3>{_e(n)}{_e(synth_mark(a.header))}</h3>" + html_table(head, rows)
-                     + (f'<p class="note">Not shown: {_e("; ".join(dropped))}.</p>' if dropped else "")
-                     + "<h4>Latency percentiles</h4>" + html_table(LATENCY_HEAD, latency_cells(a.speed))
-                     + f'<p class="note">{_e(LATENCY_KEY)}</p>')
-        notes = [f"{r.scenario} (c={r.concurrency}): TTFT not comparable: {r.ttft_not_comparable}"
-                 for r in a.speed.rows if r.ttft_not_comparable] + not_measurable_notes(a.speed)
-        parts += [f'<p class="note">{_e(x)}</p>' for x in notes]
-    loads = [(n, a.sections["load"]) for n, a in zip(names, analyses, strict=True) if "load" in a.sections]
-    if loads:
-        parts.append("<h2>Load (rate mode)</h2>")
-        parts += [f"<h3>{_e(n)}</h3>" + load_html(s) for n, s in loads]
-    parts += _checks_html(names, analyses)
-    # plots
+        if grid:
+            note = f'<p class="note">{_e(_NOTE)}</p>' + (
+                f'<p class="synth">{_e(", ".join(synth))}: {_e(SYNTH_NOTE)}</p>' if synth else "")
+            parts.append(f"<h2>Speed-up vs {_e(names[0])}</h2>" + html_table(head, grid, flag="synthetic") + note)
+    parts.append(_speed_side_by_side(names, analyses))
     parts += _suites_html(names, suites)
-    parts.append("<h2>Plots</h2>")
-    parts.append(_plot("Throughput by scenario and configuration", plot_tok_s(names, analyses),
-                       "no speed results to plot"))
-    if len(analyses) > 1:
-        parts.append(_plot("Speed-up", plot_speedup(names, comparisons,
-                                                  [synthetic_acceptance(a.header) for a in analyses[1:]]), "no comparable speed results"))
-    parts.append(_plot("Concurrency", plot_concurrency(names, analyses),
-                       "one concurrency level per scenario: run with --concurrency 1,2,4,8 for curves"))
-    if loads:
-        parts.append(_plot("Latency by offered rate", plot_rate_latency(names, analyses),
-                           "one rate per run: run with --sweep for rate-latency curves"))
-        parts.append(_plot("Goodput by offered rate", plot_goodput(names, analyses),
-                           "no SLO over several rates: run with --sweep --slo ttft=500ms,itl=50ms"))
-    parts.append(_plot("Latency distributions", plot_latency(names, analyses), "no latency data"))
-    parts.append(_plot("Acceptance length", plot_acceptance(names, analyses),
-                       "no speculative decoding in these runs (no per-request acceptance counts)"))
-    parts.append(_plot("Accuracy by subject", plot_accuracy(names, analyses), "no quality (MMLU-Pro) results"))
-    parts.append(_plot("Agent probes", plot_agent_matrix(names, analyses), "no agent results"))
-    # fingerprints
+    # every section the terminal shows, per run
+    for n, a in zip(names, analyses, strict=True):
+        body = _terminal_sections(a)
+        # sections drawn as tables: host conditions and series stability, then rate mode's load
+        secs = ([host_section(a.sections["host"])] if a.speed and "host" in a.sections else []) + (
+            [stability_section(a.sections["stability"])] if "stability" in a.sections else []) + (
+            [preflight_section(a.sections["preflight"])] if "preflight" in a.sections else []) + (
+            [sanity_section(*a.sections["sanity"])] if "sanity" in a.sections else [])
+        body = "".join(section_html(sec) for sec in secs) + (
+            "<h3>Load (rate mode)</h3>" + load_html(a.sections["load"]) if "load" in a.sections else "") + body
+        if a.speed and (a.speed.rows or a.speed.skipped):
+            head, rows, dropped = speed_columns(a.speed)
+            notes = [f"{r.scenario} (c={r.concurrency}): TTFT not comparable: {r.ttft_not_comparable}"
+                     for r in a.speed.rows if r.ttft_not_comparable] + not_measurable_notes(a.speed)
+            body = (f"<h3>Speed{_e(synth_mark(a.header))}</h3>" + html_table(head, rows)
+                    + (f'<p class="note">Every row: {_e("; ".join(dropped))}.</p>' if dropped else "")
+                    + "".join(f'<p class="note">{_e(x)}</p>' for x in notes)
+                    + ("<h3>Latency percentiles</h3>" + html_table(LATENCY_HEAD, latency_cells(a.speed))
+                       + f'<p class="note">{_e(LATENCY_KEY)}</p>' if a.speed.rows else "") + body)
+        if body:
+            parts.append(f"<h2>{_e(n)}: details</h2>{body}")
+    # warnings, collapsed, per run
+    warn = [_findings(n, a) for n, a in zip(names, analyses, strict=True) if a.warnings]
+    if warn:
+        parts += ["<h2>Warnings</h2>", *warn]
     parts.append("<h2>Fingerprints</h2>")
     for n, a in zip(names, analyses, strict=True):
-        fp_rows = [[k, v] for k, v in run_fingerprint_rows(a)]
-        parts.append(f"<h3>{_e(n)}</h3>" + html_table(["", ""], fp_rows, numeric_from=99, cls="fp"))
+        fp_rows = [[k, _short_hashes(v)] for k, v in run_fingerprint_rows(a)]
+        parts.append(f"<h3>{_e(n)}</h3>" + html_table(["", ""], [["run", a.header.run_id], *fp_rows],
+                                                         numeric_from=99, cls="fp"))
     parts.append('<p class="note">Source data: '
                  + ", ".join(f"<code>{_e(a.source_data_id)}</code>" for a in analyses) + "</p></body></html>")
-    return "\n".join(parts)
+    page = "\n".join(parts)
+    return page if paths else hide_session_details(page)
+
+
+def _short_hashes(text: str) -> str:
+    """64-hex digests cut to 16: enough to tell files apart, short enough to read."""
+    return re.sub(r"\b([0-9a-f]{16})[0-9a-f]{48}\b", r"\1…", text)

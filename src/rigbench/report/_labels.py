@@ -12,6 +12,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from rigbench.analysis import hide_session_details
 from rigbench.store import RunHeader
 
 __all__ = ["SYNTH_NOTE", "rig_labels", "synth_mark", "synth_note", "synthetic_acceptance"]
@@ -71,12 +72,46 @@ def _derived(h: RunHeader) -> str:
     return "-".join(parts)
 
 
+def _flags(h: RunHeader) -> dict[str, str]:
+    """The launch command's flags and their values (a bare flag: 'on'), session details hidden."""
+    argv = [hide_session_details(str(x)) for x in (h.fingerprint or {}).get("argv") or []]
+    out: dict[str, str] = {}
+    for i, arg in enumerate(argv):
+        if arg.startswith("-"):
+            name, _, value = arg.partition("=")
+            nxt = argv[i + 1] if i + 1 < len(argv) else ""
+            out[name] = value or (nxt if nxt and not nxt.startswith("-") else "on")
+    return out
+
+
+def _what_differs(headers: Sequence[RunHeader]) -> list[str]:
+    """Per run, what sets it apart from the others that share its label: engine version, the flags
+    whose values differ, else its start time."""
+    fps = [h.fingerprint or {} for h in headers]
+    versions = [str(f.get("engine_version") or "?") for f in fps]
+    if len(set(versions)) == len(versions):
+        return versions
+    flags = [_flags(h) for h in headers]
+    names = sorted({k for f in flags for k in f if len({g.get(k, "off") for g in flags}) > 1})
+    labels = [" ".join(f"{k.lstrip('-')}={f.get(k, 'off')}" for k in names) for f in flags]
+    if names and len(set(labels)) == len(labels):
+        return labels
+    return [h.created_at[5:16].replace("T", " ") for h in headers]
+
+
 def rig_labels(names: Sequence[str], headers: Sequence[RunHeader]) -> list[str]:
-    """One short, distinct label per run: plan rig names as given, run ids shortened."""
+    """One short, distinct label per run: plan rig names as given, run ids shortened; runs that
+    would share a label get what differs between them (a version, a flag's value, else the time)."""
     out = [_derived(h) if n in (h.run_id, "") or _RUN_ID.match(n) else n for n, h in zip(names, headers, strict=True)]
+    for label in dict.fromkeys(out):
+        idx = [i for i, x in enumerate(out) if x == label]
+        if len(idx) > 1:
+            for i, extra in zip(idx, _what_differs([headers[i] for i in idx]), strict=True):
+                out[i] = f"{label} ({extra})"
+    dup = {label for label in out if out.count(label) > 1}  # still equal (same flags, same minute): number them
     seen: dict[str, int] = {}
     for i, label in enumerate(out):
-        if out.count(label) > 1:
+        if label in dup:
             seen[label] = seen.get(label, 0) + 1
-            out[i] = f"{label}#{seen[label]}"
+            out[i] = f"{label} [{seen[label]}]"
     return out

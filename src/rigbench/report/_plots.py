@@ -17,7 +17,7 @@ from matplotlib.patches import Rectangle
 from rigbench.analysis import Comparison, RunAnalysis, Stat
 
 __all__ = ["plot_accuracy", "plot_agent_matrix", "plot_concurrency", "plot_goodput", "plot_latency",
-           "plot_rate_latency", "plot_speedup", "plot_tok_s", "svg"]
+           "plot_latency_cdf", "plot_rate_latency", "plot_speedup", "plot_tok_s", "plot_tokens_over_time", "svg"]
 
 _COLORS = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C"]
 
@@ -346,6 +346,45 @@ def plot_goodput(names: Sequence[str], analyses: Sequence[RunAnalysis]) -> str |
     ax.set_xlabel("offered rate (req/s)")
     ax.set_ylabel("req/s (measured)")
     ax.set_title("Throughput and goodput (requests meeting every SLO target) by offered rate")
+    ax.grid(alpha=0.3)
+    _legend(ax)
+    return svg(fig)
+
+
+def plot_latency_cdf(series: Sequence[tuple[str, Sequence[float], Sequence[float]]]) -> str | None:
+    """TTFT and per-request ITL as empirical CDFs over the measured requests, one line per run:
+    (name, TTFT seconds, ITL seconds)."""
+    if not any(t or i for _, t, i in series):
+        return None
+    fig = _fig(7.5, 3.0)
+    ax1, ax2 = fig.subplots(1, 2)
+    for j, (name, ttft, itl) in enumerate(series):
+        for ax, values in ((ax1, ttft), (ax2, itl)):
+            if values:
+                xs = sorted(v * 1e3 for v in values)
+                ax.step(xs, [(k + 1) / len(xs) for k in range(len(xs))], where="post", label=name,
+                        color=_COLORS[j % len(_COLORS)])
+    for ax, what in ((ax1, "TTFT"), (ax2, "ITL, per-request mean")):
+        ax.set_xlabel(f"{what}, ms (measured)")
+        ax.set_ylabel("fraction of requests")
+        ax.set_ylim(0, 1.02)
+        ax.grid(alpha=0.3)
+    _legend(ax2)
+    return svg(fig)
+
+
+def plot_tokens_over_time(series: Sequence[tuple[str, str, Sequence[float], Sequence[float]]]) -> str | None:
+    """Tokens received over time for one request per run: (name, which request, seconds since sent,
+    cumulative output tokens)."""
+    series = [s for s in series if s[2]]
+    if not series:
+        return None
+    fig = _fig(7.5, 3.0)
+    ax = fig.add_subplot()
+    for j, (name, which, t, tokens) in enumerate(series):
+        ax.step(t, tokens, where="post", label=f"{name}: {which}", color=_COLORS[j % len(_COLORS)])
+    ax.set_xlabel("seconds since the request was sent (measured)")
+    ax.set_ylabel("output tokens received")
     ax.grid(alpha=0.3)
     _legend(ax)
     return svg(fig)

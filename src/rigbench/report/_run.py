@@ -30,11 +30,12 @@ from rigbench.report._honesty import (
 from rigbench.report._host import host_section
 from rigbench.report._labels import synth_note, synthetic_acceptance
 from rigbench.report._load import load_markdown, load_terminal
+from rigbench.report._publish import hide_session_details, report_title
 from rigbench.report._quality import render_quality_markdown, render_quality_terminal
 from rigbench.report._speed import latency_markdown, latency_table, speed_markdown, speed_table
 from rigbench.report._stability import stability_section
 
-__all__ = ["render_json", "render_markdown", "render_terminal"]
+__all__ = ["render_json", "render_markdown", "render_terminal", "shift_headings"]
 
 # UNTRUSTED reasons listed in the terminal's header panel before the rest are counted (a failed gate
 # gives one per question: ten red lines would push every table off the screen).
@@ -131,21 +132,27 @@ def render_terminal(a: RunAnalysis, console: Console) -> None:
                       f"{s['healthy_to_first_completion_s']:.2f} s, total {s['spawn_to_first_completion_s']:.2f} s"
                       f"{_compile_note(s)}")
     if a.speed:
+        console.print()
         console.print(speed_table(a.speed, compact=console.width < 120))
         if a.speed.rows:
+            console.print()
             console.print(latency_table(a.speed))
     if "load" in a.sections:
         load_terminal(a.sections["load"], console)
+    console.print()
     _honesty_terminal(a, console)
     if "quality" in a.sections:
+        console.print()
         render_quality_terminal(console, a.sections["quality"])
     if "agent" in a.sections:
+        console.print()
         render_agent_terminal(console, a.sections["agent"])
     fp = Table(title="Fingerprint", show_header=False, title_justify="left")
     fp.add_column(style="bold")
     fp.add_column(overflow="fold")
     for k, v in run_fingerprint_rows(a):
         fp.add_row(k, Text(visible(v)))
+    console.print()
     console.print(fp)
     console.print(f"[dim]run directory: {for_console(a.run_dir)}[/]")
 
@@ -161,13 +168,16 @@ def _compile_note(s: dict[str, Any]) -> str:
     return f" — {what}{secs}"
 
 
-def render_markdown(a: RunAnalysis) -> str:
+def render_markdown(a: RunAnalysis, *, paths: bool = False, title: str | None = None) -> str:
+    """One run as a post: an H1 naming model, engine and machine, `##` sections, `###` below them.
+    `paths`: keep home-directory and temporary paths and local ports (hidden by default).
+    `title`: the H1 (a report of several runs gives each run its label and shifts it a level down)."""
     trust, _ = _trust_line(a)
-    out = [f"# rigbench run {for_markdown(a.header.run_id)}", "",
-           f"Status: **{a.status}** · verdict: **{trust}** · source data: `{a.source_data_id}` · "
+    out = [f"# {for_markdown(title or report_title([a.header]))}", "",
+           f"Run `{a.header.run_id}` · status {a.status} · verdict {trust} · source data `{a.source_data_id}` · "
            f"rigbench {a.header.rigbench_version} · started {a.header.created_at}", ""]
     if synthetic_acceptance(a.header) is not None:
-        out += ["> **" + synth_note(a.header) + "**", ""]
+        out += ["> **Synthetic acceptance.** " + synth_note(a.header), ""]
     if a.warnings:
         out += ["> " + for_markdown(w) for w in a.warnings] + [""]
     if a.startup:
@@ -185,12 +195,24 @@ def render_markdown(a: RunAnalysis) -> str:
         out += ["## Load (rate mode)", "", load_markdown(a.sections["load"]), ""]
     out += _honesty_markdown(a)
     if "quality" in a.sections:
-        out += [render_quality_markdown(a.sections["quality"]), ""]
+        out += ["## Quality", "", render_quality_markdown(a.sections["quality"]), ""]
     if "agent" in a.sections:
         out += [render_agent_markdown(a.sections["agent"]), ""]
     out += ["## Fingerprint", "", "| | |", "|---|---|"]
     out += [f"| {k} | {_md_escape(v)} |" for k, v in run_fingerprint_rows(a)]
     out += ["", f"Source data: `{a.source_data_id}`", ""]
+    text = "\n".join(out)
+    return text if paths else hide_session_details(text)
+
+
+def shift_headings(markdown: str, by: int) -> str:
+    """Every ATX heading `by` levels deeper (outside code blocks), to nest a document in another."""
+    out, fenced = [], False
+    for line in markdown.split("\n"):
+        if line.startswith("```"):
+            fenced = not fenced
+        out.append("#" * by + line if not fenced and line.startswith("#") and line.lstrip("#").startswith(" ")
+                   else line)
     return "\n".join(out)
 
 
@@ -225,23 +247,23 @@ def _honesty_terminal(a: RunAnalysis, console: Console) -> None:
 def _honesty_markdown(a: RunAnalysis) -> list[str]:
     out: list[str] = []
     if a.speed and "host" in a.sections:
-        out += [section_markdown(host_section(a.sections["host"])), ""]
+        out += [section_markdown(host_section(a.sections["host"]), heading="##"), ""]
     if "stability" in a.sections:
-        out += [section_markdown(stability_section(a.sections["stability"])), ""]
+        out += [section_markdown(stability_section(a.sections["stability"]), heading="##"), ""]
     if "preflight" in a.sections:
-        out += [preflight_markdown(a.sections["preflight"]), ""]
+        out += [preflight_markdown(a.sections["preflight"], heading="##"), ""]
     if "sanity" in a.sections:
-        out += [sanity_markdown(*a.sections["sanity"]), ""]
+        out += [sanity_markdown(*a.sections["sanity"], heading="##"), ""]
     if "traffic" in a.sections:
-        out += [f"**{traffic_text(a.sections['traffic'])}.**", ""]
+        out += ["## Traffic check", "", traffic_text(a.sections["traffic"]).removeprefix("traffic check: ") + ".", ""]
     if "roofline" in a.sections:
         rl = a.sections["roofline"]
-        out += [roofline_markdown(rl.roofline) + f"\n\nMeasured on {rl.scenario} (median decode tok/s)."
+        out += [roofline_markdown(rl.roofline, heading="##") + f"\n\nMeasured on {rl.scenario} (median decode tok/s)."
                 + (f" Decode efficiency per row (median per-request decode tok/s / ceiling): {_eff(rl)}."
                    if rl.rows else "")
-                if rl.roofline is not None else f"Decode roofline: {rl.unavailable}", ""]
+                if rl.roofline is not None else f"## Decode roofline\n\nNot available: {rl.unavailable}", ""]
     if "telemetry" in a.sections:
-        out += [telemetry_markdown(*a.sections["telemetry"]), ""]
+        out += [telemetry_markdown(*a.sections["telemetry"], heading="##"), ""]
     return out
 
 

@@ -137,14 +137,27 @@ def speed_table(summary: SpeedSummary, *, compact: bool = False) -> Table:
     return t
 
 
+def _caption(summary: SpeedSummary, drop: set[str]) -> str | None:
+    """The values of the columns left out because every row has the same one, in one line."""
+    same = (["concurrency 1 (aggregate tok/s = e2e)"] if "agg" in drop else []) + (
+        ["1.00 tokens per chunk"] if "tpc" in drop else []) + (
+        ['token counts from "usage" (server-reported)'] if "tokens" in drop else [])
+    return "Every row: " + "; ".join(same) + "." if same else None
+
+
 def speed_markdown(summary: SpeedSummary) -> str:
-    lines = ["| " + " | ".join(SPEED_HEAD) + " |", "|" + "|".join(["---"] * 2 + ["---:"] * (len(SPEED_HEAD) - 2)) + "|"]
-    lines += ["| " + " | ".join(for_markdown(c) for c in row) + " |" for row in speed_cells(summary)]
+    """The columns every row shares move into one caption line above the table."""
+    head, rows, _ = speed_columns(summary)
+    caption = _caption(summary, _redundant(summary))
+    lines = ([caption, ""] if caption else []) + [
+        "| " + " | ".join(head) + " |", "|" + "|".join(["---"] * 2 + ["---:"] * (len(head) - 2)) + "|"]
+    lines += ["| " + " | ".join(for_markdown(c) for c in row) + " |" for row in rows]
     notes = [f"- {for_markdown(r.scenario)} (c={r.concurrency}): *TTFT not comparable: {r.ttft_not_comparable}."
              for r in summary.rows if r.ttft_not_comparable]
     notes += [f"- {for_markdown(n)}." for n in not_measurable_notes(summary)]
-    notes.append(f"- {PROVENANCE_KEY}.")
-    notes += [f"- {for_markdown(r.scenario)} (c={r.concurrency}): **{for_markdown(r.provenance.flag)}**."
+    if "token counts from" in head:
+        notes.append(f"- {PROVENANCE_KEY}.")
+    notes += [f"- {for_markdown(r.scenario)} (c={r.concurrency}): {for_markdown(r.provenance.flag)}."
               for r in summary.rows if r.provenance is not None and r.provenance.flag]
     return "\n".join(lines + ["", _SPEED_KEY] + (["", *notes] if notes else []))
 

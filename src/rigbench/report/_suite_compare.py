@@ -126,8 +126,8 @@ def suite_comparison_terminal(c: SuiteComparison, console: Console, *, baseline:
         console.print(f"[dim]{_NS}[/]")
 
 
-def suite_comparison_markdown(c: SuiteComparison, *, baseline: str, other: str) -> str:
-    parts = [section_markdown(sec, heading=None) for sec in _sections(c, baseline, other)]
+def suite_comparison_markdown(c: SuiteComparison, *, baseline: str, other: str, heading: str | None = None) -> str:
+    parts = [section_markdown(sec, heading=heading) for sec in _sections(c, baseline, other)]
     if parts:
         parts.append(_NS)
     return "\n\n".join(parts)

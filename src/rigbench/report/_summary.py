@@ -1,0 +1,46 @@
+"""The few lines a terminal report ends on, so that the answer is on screen when the tables have
+scrolled away: each run's verdict and headline figures, and where the files are."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.console import Console
+from rich.text import Text
+
+from rigbench.analysis import RunAnalysis
+from rigbench.outside import visible
+from rigbench.report._fmt import fmt_stat
+
+__all__ = ["summary_terminal"]
+
+
+def _headline(a: RunAnalysis) -> list[str]:
+    """Per scenario at its lowest concurrency: decode tok/s and TTFT (medians over requests)."""
+    if a.speed is None or not a.speed.rows:
+        return ["no speed results"]
+    parts = []
+    for sc in dict.fromkeys(r.scenario for r in a.speed.rows):
+        r = min((r for r in a.speed.rows if r.scenario == sc), key=lambda r: r.concurrency)
+        ttft = "n/c" if r.ttft_not_comparable else fmt_stat(r.ttft_s, digits=0, scale=1e3) + " ms"
+        parts.append(f"{sc} (c={r.concurrency}): decode {fmt_stat(r.decode_tok_s, digits=1)} tok/s, TTFT {ttft}")
+    return parts
+
+
+def summary_terminal(console: Console, names: Sequence[str], analyses: Sequence[RunAnalysis],
+                     files: Sequence[tuple[str, str]] = ()) -> None:
+    """`files`: (what, path) of the reports written."""
+    console.rule("Summary", align="left")
+    for n, a in zip(names, analyses, strict=True):
+        t = a.header.trust
+        verdict, style = (("not assessed", "yellow") if t is None else ("trusted", "green") if t.trusted
+                          else ("UNTRUSTED", "bold red"))
+        reasons = sum(1 for w in a.warnings if w.startswith(("UNTRUSTED", "DAMAGED")))
+        line = Text.assemble((visible(n), "bold"), f" ({a.status}): ", (verdict, style),
+                             f" ({reasons} reason{'s' if reasons != 1 else ''}, listed above)" if reasons else "")
+        console.print(line, highlight=False)
+        for figures in _headline(a):
+            console.print(Text("  " + visible(figures)), highlight=False)
+        console.print(Text(f"  run directory: {visible(a.run_dir)}", style="dim"), highlight=False)
+    for what, path in files:
+        console.print(Text(f"{what}: {visible(path)}"), highlight=False)
