@@ -55,8 +55,12 @@ class BufferingProxy:
         return f"http://{self.host}:{self.port}/v1"
 
     async def start(self) -> BufferingProxy:
+        # A fresh upstream connection per request, as nginx does by default (no upstream keep-alive):
+        # a pooled connection the server has already closed failed a request now and then with
+        # "Server disconnected" (seen in CI on /tokenize), which is the proxy's fault, not the rig's.
         self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, sock_read=600),
-                                              auto_decompress=False)
+                                              auto_decompress=False,
+                                              connector=aiohttp.TCPConnector(force_close=True))
         app = web.Application(client_max_size=64 * 2**20)
         app.router.add_route("*", "/{tail:.*}", self._handle)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
