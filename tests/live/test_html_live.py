@@ -70,7 +70,7 @@ async def load_in_browser(page: Path, user_data: Path) -> dict[str, Any]:
                     events.append(json.loads((await asyncio.wait_for(ws.receive(), 60)).data))
                 await asyncio.sleep(0.5)
                 found = await call("Runtime.evaluate", returnByValue=True, expression=(
-                    "(() => { const h = [...document.querySelectorAll('h2')].find(e => e.textContent === 'Runs');"
+                    "(() => { const h = [...document.querySelectorAll('h2')].find(e => e.textContent === 'Headline figures');"
                     " return h ? h.getBoundingClientRect().top + window.scrollY : null; })()"))
                 runs_y = found.get("result", {}).get("value")
                 metrics = await call("Page.getLayoutMetrics")
@@ -122,14 +122,17 @@ def test_html_report_loads_offline_without_errors(tmp_path: Path) -> None:
     page = out.read_text()
     assert "<script" not in page and "http://" not in page.replace("http://www.w3.org/", "")
     assert page.count("<svg") >= 4  # throughput, speed-up, concurrency, latency (+ agent probes)
-    # warnings come before the first table, one collapsed block per run with its count first
-    assert page.index("UNTRUSTED") < page.index("<table")
-    top = page[: page.index("<h2>Runs</h2>")]
-    assert top.count("<details") == 2 and "<summary><b>base</b>: UNTRUSTED: " in top
-    # plan rig names label every header; the run ids appear once each, in the Runs table
-    assert "<h3>base</h3>" in page and "<h3>again</h3>" in page
+    # the answer first: what was measured, then the verdict with its reasons, then headline figures,
+    # all before the first plot; the full warnings further down, one collapsed block per run
+    assert page.index("<h2>What was measured</h2>") < page.index("<h2>Verdict</h2>") < page.index("<svg")
+    assert page.index("UNTRUSTED") < page.index("<h2>Headline figures</h2>") < page.index("<svg")
+    warnings = page[page.index("<h2>Warnings</h2>"): page.index("<h2>Fingerprints</h2>")]
+    assert warnings.count("<details") == 2 and " open" not in warnings and "<b>base</b>: UNTRUSTED: " in warnings
+    # plan rig names label the runs' sections, never a run number
+    assert "<h2>base: details</h2>" in page and "<h2>again: details</h2>" in page
+    assert not re.search(r"[a-z]#\d\b", page)  # never "llamacpp#1" (CSS colours start after a colon)
     got = asyncio.run(load_in_browser(out, tmp_path / "chromium-profile"))
-    # collapsed findings: the first table starts within the first screen, not after a wall of banners
+    # the headline figures start within the first screen, not after a wall of banners
     assert got["runs_table_y"] is not None and got["runs_table_y"] < 800, got["runs_table_y"]
     assert [u for u in got["requests"] if not u.startswith(("file:", "data:"))] == []
     assert got["exceptions"] == []
