@@ -67,8 +67,8 @@ class LoadedPlan(NamedTuple):
 # hash, so a plan directory started before they existed still resumes.
 _ADDED_LATER: dict[type[BaseModel], frozenset[str]] = {
     Plan: frozenset({"mmlu_pro", "packs", "effort", "agent", "sanity_max_tokens", "sanity_seed", "bandwidth_gb_s",
-                     "allow_busy_host"}),
-    SpeedSettings: frozenset({"temperature"}),
+                     "allow_busy_host", "load"}),
+    SpeedSettings: frozenset({"temperature", "max_requests"}),
     EmbeddedRig: frozenset({"port", "kind"}),  # kind: always "embedded", added with RunConfig.rig
 }
 
