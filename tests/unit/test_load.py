@@ -250,10 +250,10 @@ def test_html_report_draws_rate_latency_curves_and_goodput_with_the_knee(tmp_pat
     assert curves.startswith('<div class="plot"><svg') and "p99" in curves
     assert goodput.startswith('<div class="plot"><svg') and "knee 2 req/s" in goodput
     assert "r1 (knee)" in page and "Load: goodput under the SLO (TTFT ≤ 100 ms)" in page
-    # one rate: no curve to draw, and the page says how to get one
+    # one rate: no curve to draw, so the plot is left out (the report leaves out what has nothing to show)
     one = _synthetic_run(tmp_path / "one", [(1.0, [fast] * 10)], SloTargets(ttft_s=0.1))
     page = render_html(["one"], [analyze_run(one)])
-    assert "one rate per run: run with --sweep for rate-latency curves" in page
+    assert "<h3>Latency by offered rate</h3>" not in page and "<h3>Goodput by offered rate</h3>" not in page
 
 
 def test_compare_puts_two_sweeps_side_by_side_at_the_baselines_offered_rates(tmp_path: Path) -> None:
