@@ -222,15 +222,25 @@ def load_oracle() -> Oracle:
     oracle = data / "oracle"
     _unpack(oracle, data)
     absent = _absent_imports(oracle / "bfcl_eval")
-    if not any(isinstance(f, _StubFinder) for f in sys.meta_path):
-        sys.meta_path.append(_StubFinder(absent))  # last: a real module always wins
+    finder = _StubFinder(absent)
+    sys.meta_path.append(finder)  # last: a real module always wins
     if str(oracle) not in sys.path:
         sys.path.insert(0, str(oracle))
-    runner = importlib.import_module("bfcl_eval.eval_checker.eval_runner")
-    mapping = importlib.import_module("bfcl_eval.constants.model_config").MODEL_CONFIG_MAPPING
-    handler_cls = importlib.import_module("bfcl_eval.model_handler.api_inference.openai_completion").OpenAICompletionsHandler
+    try:
+        runner = importlib.import_module("bfcl_eval.eval_checker.eval_runner")
+        mapping = importlib.import_module("bfcl_eval.constants.model_config").MODEL_CONFIG_MAPPING
+        handler_cls = importlib.import_module(
+            "bfcl_eval.model_handler.api_inference.openai_completion").OpenAICompletionsHandler
+        enums = importlib.import_module("bfcl_eval.constants.enums")
+    finally:
+        # The stand-ins serve bfcl-eval's imports only: left in place they would answer every later
+        # `import pandas` in this process (pyarrow's parquet reader then failed in test_mmlu).
+        sys.meta_path.remove(finder)
+        for name, mod in list(sys.modules.items()):
+            if isinstance(mod, _StubModule):
+                del sys.modules[name]
     family = [k for k, c in mapping.items() if c.model_handler is handler_cls and c.is_fc_model]
     if len(family) != 1:
         raise RuntimeError(f"expected one OpenAI-completions FC model in BFCL {BFCL_VERSION}'s config, found {family}")
     handler = runner.get_handler(family[0])
-    return Oracle(runner, handler, family[0], importlib.import_module("bfcl_eval.constants.enums"), sorted(absent))
+    return Oracle(runner, handler, family[0], enums, sorted(absent))
