@@ -31,6 +31,7 @@ from typing import NamedTuple
 import psutil
 
 from rigbench.records import EngineLocation, GpuProcess, HostConditions
+from rigbench.rig._background import stop_task
 
 __all__ = ["EngineRef", "HostWatch", "HostWindow", "cpu_stat", "locate_engine"]
 
@@ -316,13 +317,7 @@ class HostWindow:
 
     async def __aexit__(self, *exc: object) -> None:
         if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                me = asyncio.current_task()
-                if me is not None and me.cancelling():
-                    raise  # the run itself was cancelled (Ctrl-C): go on stopping
+            await stop_task(self._task)
             self._task = None
         self._sample()
         end = self._snapshot()

@@ -19,6 +19,7 @@ import aiohttp
 from rigbench.client import ChatClient
 from rigbench.errors import UsageError
 from rigbench.records import Phase, TelemetryRecord, TelemetrySample
+from rigbench.rig._background import stop_task
 from rigbench.rig.engines import EngineAdapter, canonical_values, get_adapter, parse_prometheus
 
 __all__ = ["TelemetrySampler"]
@@ -98,15 +99,7 @@ class TelemetrySampler:
 
     async def __aexit__(self, *exc: object) -> None:
         if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                # the sampler's own task, as asked; but a cancel of the run itself (Ctrl-C)
-                # landing here must go on, or the run would carry on as if never interrupted
-                me = asyncio.current_task()
-                if me is not None and me.cancelling():
-                    raise
+            await stop_task(self._task)
             self._task = None
         await self.scrape("after")
 
