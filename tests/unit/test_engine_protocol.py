@@ -18,6 +18,7 @@ from rigbench.client import ChatClient
 from rigbench.errors import UsageError
 from rigbench.honesty import PreflightInput, ScenarioLength, parse_command, preflight
 from rigbench.records import PreflightFinding, ServingCommand
+from rigbench.rig import RigFlags
 from rigbench.rig._launch_spec import command_for
 from rigbench.rig._rig import LaunchedRig, _crash_hint
 from rigbench.rig._spec_rig import launched_rig
@@ -144,6 +145,9 @@ class ToyEngine:
         if spec.depth is not None:
             argv += ["--lookahead", str(spec.depth)]
         return LaunchCommand(argv, {"TOY_HOST": spec.host})
+
+    def rig_from_run_flags(self, flags: RigFlags) -> None:
+        return None
 
     def crash_hint(self, exit_code: int | None, log_text: str) -> str:
         return "\n  cause: the toy ran out of batteries" if "battery" in log_text else ""

@@ -242,7 +242,6 @@ ENGINE_NAMES_LEFT: dict[str, int] = {
     "cli/_kv.py": 12,
     "cli/_progress.py": 1,
     "cli/_report.py": 10,
-    "cli/_run.py": 16,
     "cli/_setup.py": 29,
     "honesty/_prefix_cache.py": 4,
     "honesty/_preflight.py": 5,
@@ -254,7 +253,6 @@ ENGINE_NAMES_LEFT: dict[str, int] = {
     "rig/__init__.py": 21,  # its re-exports: each import path from an engine package names it
     "rig/_open.py": 3,
     "rig/_process.py": 2,
-    "rig/_run_flags.py": 18,
     "rig/_spec_rig.py": 6,
     "testing/_server.py": 6,
 }

@@ -19,7 +19,7 @@ from rigbench.honesty import PreflightInput
 from rigbench.plan import EmbeddedRig, PlanError, load_plan, run_config_for
 from rigbench.plan._index import read_plan_index
 from rigbench.records import PreflightFinding, ServingCommand
-from rigbench.rig import EndpointSpec, port_in_use
+from rigbench.rig import EndpointSpec, RigFlags, port_in_use
 from rigbench.rig._launch_spec import ContainerLaunch
 from rigbench.rig.engines import (
     EngineSpec,
@@ -394,6 +394,9 @@ class EmulatorEngine:
         argv = [*(spec.executable or [sys.executable, "-m", "rigbench.testing"]), "--host", spec.host,
                 "--port", str(spec.port or self.default_port), "--script-json", spec.script.model_dump_json()]
         return LaunchCommand(argv + list(spec.extra_args), {})
+
+    def rig_from_run_flags(self, flags: RigFlags) -> None:
+        return None
 
     def crash_hint(self, exit_code: int | None, log_text: str) -> str:
         return ""

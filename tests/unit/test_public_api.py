@@ -54,7 +54,7 @@ PUBLIC: dict[str, list[str]] = {
         "prefix_cache_use", "preflight", "run_sanity_gate", "screen_outputs", "screen_text",
     ],
     "rigbench.plan": [
-        "CLI_ONLY_OPTIONS", "CliPlan", "EmbeddedRig", "LoadedPlan", "Plan", "PlanError", "PlanIndex", "PlanRig",
+        "CliPlan", "EmbeddedRig", "LoadedPlan", "Plan", "PlanError", "PlanIndex", "PlanRig",
         "PlanRigEntry", "ResolvedRig", "RigResources", "RunOptions", "SpeedPlan", "execute_plan", "expand_rigs",
         "is_plan_dir", "load_plan", "open_index", "plan_from_options", "plan_runs",
         "read_plan_index", "run_config_for", "write_plan_index",
@@ -81,7 +81,7 @@ PUBLIC: dict[str, list[str]] = {
     ],
     "rigbench.rig": [
         "AttachedRig", "EMBEDDED_MODEL", "EmbeddedRig", "EndpointSpec", "EngineBinary", "EngineProcess",
-        "EngineRef", "Fingerprint", "HostInfo", "HostWatch", "HostWindow", "HubFile", "LLAMA_CPP_VERSION",
+        "EngineRef", "Fingerprint", "Flag", "HostInfo", "HostWatch", "HostWindow", "HubFile", "LLAMA_CPP_VERSION",
         "LaunchSpec", "LaunchedRig", "LlamaCppConfig", "LocalFile", "MemoryBandwidth", "ModelInfo",
         "ModelSource", "RigFlags", "RigInfo", "RigSpec", "TelemetrySampler", "VLLMLaunch", "WheelFile",
         "build_llama_server", "cache_dir", "check_rig", "check_rig_flags", "check_traffic", "describe_rig",
@@ -91,10 +91,10 @@ PUBLIC: dict[str, list[str]] = {
         "size_flag_rig", "size_rig", "vllm_serve_argv",
     ],
     "rigbench.rig.engines": [
-        "ENGINE_NAMES", "Engine", "EngineAdapter", "EngineName", "EngineSpec", "FlagReading",
+        "ENGINE_NAMES", "ENTRY_POINT_GROUP", "Engine", "EngineAdapter", "EngineName", "EngineSpec", "FlagReading",
         "FlagSyntax", "LaunchCommand", "LlamaCppAdapter", "MetricSample", "OllamaAdapter",
         "PreflightInput", "SGLangAdapter", "ScenarioLength", "VLLMAdapter", "canonical_values",
-        "detect_engine", "get_adapter", "get_engine", "int_flag", "known_engines", "parse_flags",
+        "detect_engine", "engine_problem", "engine_problems", "engine_source", "get_adapter", "get_engine", "int_flag", "known_engines", "parse_flags",
         "parse_prometheus", "register_engine", "speculative_from_argv", "unregister_engine",
     ],
     "rigbench.runner": [

@@ -9,10 +9,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from rigbench.cli._paths import check_output_dir, check_output_file
 from rigbench.errors import RigbenchError, UsageError
+
+if TYPE_CHECKING:
+    from rigbench.cli._run_args import RunArgs
 
 __all__ = ["EFFORT_LEVELS", "check_finite", "check_run_options"]
 
@@ -59,47 +62,47 @@ _LOAD_FLAGS = ("rate", "arrival", "burstiness", "duration", "requests", "max_con
                "turns")
 
 
-def check_load_options(o: dict[str, Any]) -> None:
+def check_load_options(o: RunArgs) -> None:
     """The load flags where they cannot apply: a plan (its `load:` key), and client actors (not built)."""
-    given = [f"--{k.replace('_', '-')}" for k in _LOAD_FLAGS if o.get(k) is not None] + (["--sweep"] if o.get("sweep") else [])
+    given = [f"--{k.replace('_', '-')}" for k in _LOAD_FLAGS if getattr(o, k) is not None] + (["--sweep"] if o.sweep else [])
     if not given:
         return
-    if o.get("plan") is not None:
-        raise UsageError(f"{given[0]} sets a single run's load; for the plan {o['plan']} write it in the plan's "
+    if o.plan is not None:
+        raise UsageError(f"{given[0]} sets a single run's load; for the plan {o.plan} write it in the plan's "
                          "`load:` key (e.g. `load: {rate_rps: 5, duration_s: 30}`; docs/plans.md).")
-    if o.get("ray") is not None or (o.get("clients") or 1) > 1:
+    if o.ray is not None or o.clients > 1:
         raise UsageError(f"{given[0]} with --ray/--clients: splitting one arrival schedule across client actors is "
                          "not built yet. Offer the load from this process (drop --ray and --clients); one process "
                          "holds about 1,000 req/s (docs/benchmarks.md).")
 
 
-def check_run_options(o: dict[str, Any]) -> None:
+def check_run_options(o: RunArgs) -> None:
     """Every numeric and list option of `rigbench run`, and the output paths."""
-    check_output_dir(Path(o["out"]), "--out")
-    check_output_file(o.get("markdown"), "--markdown")
-    if o.get("endpoint") is not None and not str(o["endpoint"]).strip():
+    check_output_dir(o.out, "--out")
+    check_output_file(o.markdown, "--markdown")
+    if o.rig.endpoint is not None and not o.rig.endpoint.strip():
         # an empty URL is not "no endpoint": it must not quietly launch the embedded rig instead
         raise UsageError("--endpoint is empty; give the server's OpenAI base URL (e.g. http://host:8000/v1), or "
                          "leave --endpoint out to launch the embedded rig.")
-    check_output_file(o.get("csv"), "--csv")
-    check_output_file(o.get("jsonl"), "--jsonl")
+    check_output_file(o.csv, "--csv")
+    check_output_file(o.jsonl, "--jsonl")
     check_load_options(o)
-    if o.get("plan") is not None:
+    if o.plan is not None:
         return  # a plan's settings are checked when it loads
-    names = [s.strip() for s in str(o.get("suite", "")).split(",") if s.strip()]
+    names = [s.strip() for s in o.suite.split(",") if s.strip()]
     if not names:
-        raise UsageError(f"--suite {o.get('suite')!r} names no suite; give one or more, e.g. speed or speed,agent.")
-    if o.get("scenarios") is not None and not [s for s in o["scenarios"].split(",") if s.strip()]:
-        raise UsageError(f"--scenarios {o['scenarios']!r} names no scenario; leave it out to run all four.")
-    _positive_int(o.get("ctx_per_slot"), "--ctx-per-slot")
-    _positive_int(o.get("threads"), "--threads")
-    _positive_int(o.get("draft_max"), "--draft-max")
-    _positive_int(o.get("port"), "--port", high=65535)
-    check_finite(o.get("spec_synth_len"), "--spec-synth-len")
-    check_finite(o.get("bandwidth_gbs"), "--bandwidth-gbs")
-    check_finite(o.get("idle_timeout"), "--idle-timeout")
-    check_finite(o.get("request_timeout"), "--request-timeout")
-    levels = o.get("effort_levels")
+        raise UsageError(f"--suite {o.suite!r} names no suite; give one or more, e.g. speed or speed,agent.")
+    if o.scenarios is not None and not [s for s in o.scenarios.split(",") if s.strip()]:
+        raise UsageError(f"--scenarios {o.scenarios!r} names no scenario; leave it out to run all four.")
+    _positive_int(o.rig.ctx_per_slot, "--ctx-per-slot")
+    _positive_int(o.rig.threads, "--threads")
+    _positive_int(o.rig.draft_max, "--draft-max")
+    _positive_int(o.rig.port, "--port", high=65535)
+    check_finite(o.rig.spec_synth_len, "--spec-synth-len")
+    check_finite(o.bandwidth_gbs, "--bandwidth-gbs")
+    check_finite(o.idle_timeout, "--idle-timeout")
+    check_finite(o.request_timeout, "--request-timeout")
+    levels = o.effort_levels
     if levels is not None:
         got = [x.strip() for x in levels.split(",") if x.strip()]
         bad = [x for x in got if x not in EFFORT_LEVELS]

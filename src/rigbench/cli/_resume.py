@@ -8,15 +8,15 @@ rig, endpoint, model or setting and merge its numbers into this run).
 
 from __future__ import annotations
 
-import inspect
 import json
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import typer
+from pydantic import BaseModel
 
 from rigbench.cli._console import make_console
+from rigbench.cli._typed import options_from_params, params_of
 from rigbench.client import redact_url
 from rigbench.errors import UsageError
 from rigbench.outside import for_console
@@ -28,12 +28,14 @@ __all__ = ["NOT_SETTINGS", "recorded_options", "refuse_damaged", "resumed_option
 NOT_SETTINGS = frozenset({"ctx", "plan", "resume", "out", "markdown", "allow_untrusted", "allow_busy_host", "label", "api_key_env",
                           "port", "retry_failed"})
 
+M = TypeVar("M", bound=BaseModel)
+
 
 def _jsonable(name: str, value: Any) -> Any:
     if isinstance(value, Path):
         return str(value)
-    if isinstance(value, tuple | list):
-        return [_jsonable(name, v) for v in value]
+    if isinstance(value, tuple | list):  # a repeatable option not given is recorded as null, as ever
+        return [_jsonable(name, v) for v in value] or None
     if name == "endpoint" and isinstance(value, str):
         return redact_url(value).rstrip("/")
     if value is None or isinstance(value, str | int | float | bool):
@@ -57,46 +59,39 @@ def _say_if_complete(reader: RunReader, options: dict[str, Any]) -> None:
         raise typer.Exit(0)
 
 
-def recorded_options(options: dict[str, Any]) -> dict[str, Any]:
+def recorded_options(options: BaseModel) -> dict[str, Any]:
     """The settings part of `run`'s options, as stored in run.json (credentials removed)."""
-    return {k: _jsonable(k, v) for k, v in options.items() if k not in NOT_SETTINGS}
+    return {k: _jsonable(k, v) for k, v in params_of(options).items() if k not in NOT_SETTINGS}
 
 
-def resumed_options(ctx: Any, options: dict[str, Any], resume: Path,
-                    command: Callable[..., Any]) -> dict[str, Any] | None:
+def resumed_options(ctx: Any, options: M, resume: Path) -> M | None:
     """`options` with every setting taken from the run being resumed; None for a run that did not record
     them (an older rigbench, or a plan's rig: the runner then compares the resolved plan instead).
 
     Raises UsageError when the command line sets an option to another value than the run has, and
     typer.Exit(0) after saying so when the run is already complete.
     """
+    given = params_of(options)
     reader = RunReader(resume)
     refuse_damaged(reader)
     recorded = (reader.header.plan or {}).get("cli_options")
     if not isinstance(recorded, dict):
-        _say_if_complete(reader, options)
+        _say_if_complete(reader, given)
         return None
-    for name, value in options.items():
+    for name, value in given.items():
         if name in NOT_SETTINGS or name not in recorded:
             continue
         source = ctx.get_parameter_source(name)
         if getattr(source, "name", None) not in ("COMMANDLINE", "ENVIRONMENT"):
             continue
-        given = _jsonable(name, value)
-        if given != recorded[name]:
+        now = _jsonable(name, value)
+        if now != recorded[name]:
             flag = "--" + name.rstrip("_").replace("_", "-")  # set_ is --set
             raise UsageError(
                 f"cannot resume {resume}: it was started with {flag} {json.dumps(recorded[name])} and this command "
-                f"gives {flag} {json.dumps(given)}. A resumed run measures the same rig with the same settings: "
+                f"gives {flag} {json.dumps(now)}. A resumed run measures the same rig with the same settings: "
                 f"run `rigbench run --resume {resume}` without {flag} (its settings come from its run.json), "
                 "or start a new run.")
-    _say_if_complete(reader, options)  # after the comparison: a finished run refuses changed options too
-    params = inspect.signature(command).parameters
-    merged = dict(options)
-    for name, value in recorded.items():
-        if name not in merged or name in NOT_SETTINGS:
-            continue
-        ann = str(params[name].annotation) if name in params else ""
-        merged[name] = Path(value) if isinstance(value, str) and "Path" in ann and "list" not in ann else value
-    merged["ctx"] = None
-    return merged
+    _say_if_complete(reader, given)  # after the comparison: a finished run refuses changed options too
+    merged = {**given, **{k: v for k, v in recorded.items() if k in given and k not in NOT_SETTINGS}}
+    return options_from_params(type(options), merged)

@@ -5,10 +5,9 @@ from rigbench.plan._execute import execute_plan, open_index, plan_runs
 from rigbench.plan._index import PlanIndex, PlanRigEntry, is_plan_dir, read_plan_index, write_plan_index
 from rigbench.plan._load import LoadedPlan, PlanError, ResolvedRig, expand_rigs, load_plan
 from rigbench.plan._models import EmbeddedRig, Plan, PlanRig, RigResources, SpeedPlan
-from rigbench.plan._options import CLI_ONLY_OPTIONS, RunOptions
+from rigbench.plan._options import RunOptions
 
 __all__ = [
-    "CLI_ONLY_OPTIONS",
     "CliPlan",
     "EmbeddedRig",
     "LoadedPlan",

@@ -23,7 +23,7 @@ from rigbench.rig._models import (
 from rigbench.rig._open import RigSpec, check_rig, describe_rig, open_rig, size_rig
 from rigbench.rig._process import EngineProcess, free_port, port_in_use
 from rigbench.rig._rig import AttachedRig, LaunchedRig
-from rigbench.rig._run_flags import RigFlags, check_rig_flags, rig_from_flags, size_flag_rig
+from rigbench.rig._run_flags import Flag, RigFlags, check_rig_flags, rig_from_flags, size_flag_rig
 from rigbench.rig._spec_rig import launched_rig
 from rigbench.rig._telemetry import TelemetrySampler
 from rigbench.rig._traffic import check_traffic, requests_from_records
@@ -48,6 +48,7 @@ __all__ = [
     "EngineProcess",
     "EngineRef",
     "Fingerprint",
+    "Flag",
     "HostInfo",
     "HostWatch",
     "HostWindow",

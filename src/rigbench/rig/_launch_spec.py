@@ -18,7 +18,7 @@ from pydantic import PlainValidator, SerializeAsAny, ValidationError, field_vali
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from rigbench.errors import UsageError
-from rigbench.rig.engines._registry import get_engine, known_engines
+from rigbench.rig.engines._registry import engine_problem, get_engine, known_engines
 from rigbench.rig.engines._spec import EngineSpec, LaunchCommand, Spec
 
 __all__ = [
@@ -90,9 +90,9 @@ def launch_spec_types() -> dict[str, type[Spec]]:
 
 def _kinds_known() -> str:
     engines = ", ".join(e.name for e in known_engines())
-    return (f"the engines registered now are {engines} (another is added with "
-            "rigbench.rig.engines.register_engine: docs/engines.md); `command` or `container` start a "
-            "command line given verbatim")
+    return (f"the engines registered now are {engines} (another is added by installing a package that "
+            "declares one, or with rigbench.rig.engines.register_engine: docs/engines.md); `command` or "
+            "`container` start a command line given verbatim")
 
 
 def _kind_error(message: str, kind: Any) -> ValidationError:
@@ -114,6 +114,8 @@ def _validate_launch_spec(value: Any) -> Spec:
     kind = value.get("kind")
     if kind is None:
         raise _kind_error(f"a launch spec needs a `kind`; {_kinds_known()}", kind)
+    if isinstance(kind, str) and kind not in types and engine_problem(kind):
+        raise _kind_error(str(engine_problem(kind)), kind)
     if not isinstance(kind, str) or kind not in types:
         raise _kind_error(f"unknown launch kind {kind!r}; {_kinds_known()}", kind)
     return types[kind].model_validate(value)

@@ -1,10 +1,11 @@
-"""`rigbench run`'s rig flags and the rig spec they make (the one place that picks the engine for them).
+"""`rigbench run`'s rig flags and the rig spec they make: an endpoint to attach to, or what the named
+engine makes of them.
 
-The flags name an engine to launch (the embedded llama.cpp rig by default, or vLLM) or an endpoint
-to attach to; they become the same rig section a plan file writes (`embedded:`, `launch:`,
-`endpoint:`), validated by the plan's models. Each engine reads the flags in its own package
-(`rig/engines/<engine>/_run_flags.py`); a launch from flags is sized for the run's speed shapes and
-concurrency (`size_flag_rig`), as the embedded rig sizes itself.
+The flags become the same rig section a plan file writes (`embedded:`, `launch:`, `endpoint:`),
+validated by the plan's models. Each engine reads the flags itself (`Engine.rig_from_run_flags`, in
+its package), so an installed engine is launched by `--engine NAME` with no code here; a spec made
+from flags is sized for the run's speed shapes and concurrency (`size_flag_rig`, the spec's own
+`sized_for_run`), as the embedded rig sizes itself.
 """
 
 from __future__ import annotations
@@ -14,41 +15,37 @@ from typing import Any
 
 from rigbench.errors import UsageError
 from rigbench.rig._launch_spec import EndpointSpec
-from rigbench.rig.engines._llamacpp._run_flags import embedded_from_run_flags
-from rigbench.rig.engines._run_flags import RigFlags
-from rigbench.rig.engines._vllm import VLLMLaunch
-from rigbench.rig.engines._vllm._run_flags import launch_from_run_flags, size_for_run
+from rigbench.rig.engines._registry import get_engine
+from rigbench.rig.engines._run_flags import Flag, RigFlags
+from rigbench.rig.engines._spec import EngineSpec
 
-__all__ = ["RigFlags", "check_rig_flags", "rig_from_flags", "size_flag_rig"]
-
-# the engines `rigbench run --engine` launches; any other is started by the user (--endpoint) or a plan
-_FLAG_ENGINES = ("llamacpp", "llama.cpp", "vllm")
+__all__ = ["Flag", "RigFlags", "check_rig_flags", "rig_from_flags", "size_flag_rig"]
 
 
 def check_rig_flags(f: RigFlags) -> None:
-    """Flags that cannot go together, and an engine `rigbench run` does not launch."""
-    if f.endpoint and (f.model_file or f.llama_server or f.draft_model):
-        raise UsageError("--endpoint attaches to a running server; --model-file/--llama-server/--draft-model "
-                         "only apply when rigbench launches the server. Use one or the other.")
-    engine = f.engine or "llamacpp"
-    if engine not in _FLAG_ENGINES:
-        raise UsageError(f"--engine {engine!r}: rigbench launches llamacpp or vllm. For SGLang or Ollama, start the "
-                         "server yourself and attach with --endpoint, or use a plan rig (docs/plans.md).")
+    """Flags that cannot go together, and an engine that is not known."""
+    launch_only = f.launch_only_given()
+    if f.endpoint and launch_only:
+        raise UsageError(f"--endpoint attaches to a running server; {'/'.join(launch_only)} only apply when rigbench "
+                         "launches the server. Use one or the other.")
+    if not f.endpoint:
+        get_engine(f.engine)  # unknown: the error lists the engines there are
 
 
 def rig_from_flags(f: RigFlags) -> dict[str, Any]:
-    """The plan rig section the flags make: `launch:` (vLLM), `endpoint:`, or `embedded:` (llama.cpp)."""
+    """The plan rig section the flags make: `endpoint:`, or the engine's (`launch:` or `embedded:`)."""
     check_rig_flags(f)
-    if f.engine == "vllm" and not f.endpoint:
-        return {"launch": launch_from_run_flags(f)}
-    if f.vllm_python or f.kv_cache_gib:
-        raise UsageError("--vllm-python and --kv-cache-gib apply to --engine vllm only.")
     if f.endpoint:
         return {"endpoint": EndpointSpec(base_url=f.endpoint, model=f.model)}
-    return {"embedded": embedded_from_run_flags(f)}
+    engine = get_engine(f.engine)
+    section = engine.rig_from_run_flags(f)
+    if section is None:
+        raise UsageError(f"--engine {f.engine!r}: `rigbench run` does not launch {engine.name}. Start the server "
+                         "yourself and attach with --endpoint, or launch it from a plan rig (docs/plans.md).")
+    return section
 
 
 def size_flag_rig(spec: Any, shapes: Iterable[tuple[int, int]], concurrency: Iterable[int]) -> Any:
-    """A vLLM launch from flags, sized for the validated speed settings as the embedded rig is; any
-    other spec as it is."""
-    return size_for_run(spec, shapes, concurrency) if isinstance(spec, VLLMLaunch) else spec
+    """A launch spec made from flags, sized for the validated speed settings by its engine's spec (the
+    embedded rig sizes itself later, as a plan's does); any other spec as it is."""
+    return spec.sized_for_run(shapes, concurrency) if isinstance(spec, EngineSpec) else spec

@@ -8,7 +8,11 @@ from rigbench.rig.engines._ollama import OllamaAdapter
 from rigbench.rig.engines._prometheus import MetricSample, canonical_values, parse_prometheus
 from rigbench.rig.engines._registry import (
     ENGINE_NAMES,
+    ENTRY_POINT_GROUP,
     EngineName,
+    engine_problem,
+    engine_problems,
+    engine_source,
     get_adapter,
     get_engine,
     known_engines,
@@ -22,6 +26,7 @@ from rigbench.rig.engines._vllm import VLLMAdapter
 
 __all__ = [
     "ENGINE_NAMES",
+    "ENTRY_POINT_GROUP",
     "Engine",
     "EngineAdapter",
     "EngineName",
@@ -38,6 +43,9 @@ __all__ = [
     "VLLMAdapter",
     "canonical_values",
     "detect_engine",
+    "engine_problem",
+    "engine_problems",
+    "engine_source",
     "get_adapter",
     "get_engine",
     "int_flag",

@@ -21,6 +21,7 @@ from pydantic import Field
 from rigbench.client import ChatClient
 from rigbench.records import Frozen, PreflightFinding, ServingCommand
 from rigbench.rig.engines._flags import FlagReading, FlagSyntax
+from rigbench.rig.engines._run_flags import RigFlags
 from rigbench.rig.engines._spec import EngineSpec, LaunchCommand
 
 __all__ = ["Engine", "EngineAdapter", "MetricNames", "PreflightInput", "ScenarioLength"]
@@ -151,6 +152,12 @@ class Engine(Protocol):
 
     def crash_hint(self, exit_code: int | None, log_text: str) -> str:
         """For an engine that died while starting: the likely cause and what avoids it ("" if unknown)."""
+        ...
+
+    def rig_from_run_flags(self, flags: RigFlags) -> dict[str, Any] | None:
+        """The plan rig section (`{"launch": spec}`, or `{"embedded": {...}}`) that `rigbench run --engine
+        NAME` makes of the run's rig flags, refusing a flag it cannot honour (UsageError); None: `rigbench
+        run` does not launch this engine (the user starts it and attaches, or writes a plan rig)."""
         ...
 
     # -- its command line, as preflight reads it ------------------------------------------------

@@ -12,6 +12,7 @@ from rigbench.records import PreflightFinding, ServingCommand
 from rigbench.rig.engines._base import PreflightInput
 from rigbench.rig.engines._flags import FlagReading, FlagSyntax
 from rigbench.rig.engines._http import get_json, post_json, probe_json, require_json
+from rigbench.rig.engines._run_flags import RigFlags
 from rigbench.rig.engines._spec import EngineSpec, LaunchCommand, finish_argv
 
 __all__ = ["OLLAMA", "OllamaAdapter", "OllamaEngine", "OllamaLaunch", "ollama_command"]
@@ -128,6 +129,9 @@ class OllamaEngine:
 
     def command(self, spec: OllamaLaunch) -> LaunchCommand:
         return ollama_command(spec)
+
+    def rig_from_run_flags(self, flags: RigFlags) -> None:
+        return None  # started by the user (attach with --endpoint) or by a plan rig's `launch:`
 
     def crash_hint(self, exit_code: int | None, log_text: str) -> str:
         return ""

@@ -14,6 +14,7 @@ from rigbench.rig.engines._base import PreflightInput
 from rigbench.rig.engines._flags import FlagReading, FlagSyntax, int_flag
 from rigbench.rig.engines._http import post_json, probe_json, require_json
 from rigbench.rig.engines._reasoning import template_reasoning_fields
+from rigbench.rig.engines._run_flags import RigFlags
 from rigbench.rig.engines._spec import EngineSpec, LaunchCommand, Spec, finish_argv, opt
 
 __all__ = ["SGLANG", "SGLangAdapter", "SGLangEngine", "SGLangLaunch", "SGLangSpeculative", "sglang_command"]
@@ -194,6 +195,9 @@ class SGLangEngine:
 
     def command(self, spec: SGLangLaunch) -> LaunchCommand:
         return sglang_command(spec)
+
+    def rig_from_run_flags(self, flags: RigFlags) -> None:
+        return None  # started by the user (attach with --endpoint) or by a plan rig's `launch:`
 
     def crash_hint(self, exit_code: int | None, log_text: str) -> str:
         return ""

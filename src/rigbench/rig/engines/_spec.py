@@ -8,7 +8,8 @@ repeating a flag the typed fields already set.
 from __future__ import annotations
 
 import shlex
-from typing import Any, NamedTuple
+from collections.abc import Iterable
+from typing import Any, NamedTuple, Self
 
 from pydantic import Field, field_validator
 
@@ -38,6 +39,12 @@ class EngineSpec(Spec):
     def served_name(self) -> str | None:
         """The model name requests use, where the spec sets it (None: the first one the server lists)."""
         return None
+
+    def sized_for_run(self, shapes: Iterable[tuple[int, int]], concurrency: Iterable[int]) -> Self:
+        """This spec, made from `rigbench run` flags, with what the flags left out sized for the run's
+        (input, output) token shapes and concurrency levels; a plan's spec is taken as written. Default:
+        as it is."""
+        return self
 
 
 class LaunchCommand(NamedTuple):

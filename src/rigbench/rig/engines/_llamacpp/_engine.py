@@ -8,12 +8,15 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from rigbench.client import ChatClient
+from rigbench.errors import UsageError
 from rigbench.records import PreflightFinding, ServingCommand
 from rigbench.rig._cpu import affinity_threads
 from rigbench.rig.engines._base import PreflightInput
 from rigbench.rig.engines._flags import FlagReading, FlagSyntax, int_flag
 from rigbench.rig.engines._http import get_json, post_json, probe_json, require_json
 from rigbench.rig.engines._llamacpp._crash import classify_crash
+from rigbench.rig.engines._llamacpp._run_flags import embedded_from_run_flags
+from rigbench.rig.engines._run_flags import RigFlags
 from rigbench.rig.engines._spec import EngineSpec, LaunchCommand, finish_argv, opt
 
 __all__ = ["LLAMACPP", "LlamaCppAdapter", "LlamaCppEngine", "LlamaCppLaunch", "llamacpp_command", "server_argv"]
@@ -247,6 +250,12 @@ class LlamaCppEngine:
 
     def command(self, spec: LlamaCppLaunch) -> LaunchCommand:
         return llamacpp_command(spec)
+
+    def rig_from_run_flags(self, flags: RigFlags) -> dict[str, Any]:
+        """The embedded rig, with the flags given."""
+        if flags.vllm_python or flags.kv_cache_gib:
+            raise UsageError("--vllm-python and --kv-cache-gib apply to --engine vllm only.")
+        return {"embedded": embedded_from_run_flags(flags)}
 
     def crash_hint(self, exit_code: int | None, log_text: str) -> str:
         crash = classify_crash(exit_code, log_text)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import re
 import signal
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from rigbench.client import ChatClient
 from rigbench.records import PreflightFinding, ServingCommand
@@ -16,7 +16,9 @@ from rigbench.rig.engines._flags import FlagReading, FlagSyntax, int_flag
 from rigbench.rig.engines._http import get_json, has_metric_prefix, post_json, probe_json, require_json
 from rigbench.rig.engines._prometheus import parse_prometheus
 from rigbench.rig.engines._reasoning import template_reasoning_fields
+from rigbench.rig.engines._run_flags import RigFlags
 from rigbench.rig.engines._spec import EngineSpec, LaunchCommand, finish_argv, opt
+from rigbench.sizing import context_per_slot, slots_for
 
 __all__ = [
     "VLLM",
@@ -148,6 +150,15 @@ class VLLMLaunch(EngineSpec):
     def served_name(self) -> str | None:
         return self.served_model_name
 
+    def sized_for_run(self, shapes: Iterable[tuple[int, int]], concurrency: Iterable[int]) -> Self:
+        """Context and sequences for the validated speed settings, as the embedded rig sizes itself."""
+        return self.model_copy(update={
+            "max_model_len": self.max_model_len or context_per_slot(shapes, floor=_FLOOR, unknown_need=_UNKNOWN_NEED),
+            "max_num_seqs": slots_for(concurrency)})
+
+
+# vLLM on a CPU: its KV pool is small (1 GiB by default), so a tighter floor.
+_FLOOR, _UNKNOWN_NEED = 2048, 1792
 
 VLLM_API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
 
@@ -372,6 +383,12 @@ class VLLMEngine:
 
     def command(self, spec: VLLMLaunch) -> LaunchCommand:
         return vllm_command(spec)
+
+    def rig_from_run_flags(self, flags: RigFlags) -> dict[str, Any]:
+        # function-level: the flags' reading finds vLLM (_env), which imports this module
+        from rigbench.rig.engines._vllm._run_flags import launch_from_run_flags
+
+        return {"launch": launch_from_run_flags(flags)}
 
     def crash_hint(self, exit_code: int | None, log_text: str) -> str:
         return ""

@@ -1,28 +1,15 @@
-"""`rigbench run --engine vllm`: the vLLM launch spec its flags make, sized for the run."""
+"""`rigbench run --engine vllm`: the vLLM launch spec its flags make (sized for the run by `VLLMLaunch.sized_for_run`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from pathlib import Path
 
 from rigbench.errors import UsageError
 from rigbench.rig.engines._run_flags import RigFlags
 from rigbench.rig.engines._vllm._engine import VLLMLaunch
 from rigbench.rig.engines._vllm._env import find_vllm, vllm_serve_argv
-from rigbench.sizing import context_per_slot, slots_for
 
-__all__ = ["launch_from_run_flags", "size_for_run"]
-
-# vLLM on a CPU: its KV pool is small (1 GiB by default), so a tighter floor.
-_FLOOR, _UNKNOWN_NEED = 2048, 1792
-
-
-def size_for_run(spec: VLLMLaunch, shapes: Iterable[tuple[int, int]], concurrency: Iterable[int]) -> VLLMLaunch:
-    """Context and sequences for the validated speed settings, as the embedded rig sizes itself."""
-    return spec.model_copy(update={
-        "max_model_len": spec.max_model_len or context_per_slot(shapes, floor=_FLOOR, unknown_need=_UNKNOWN_NEED),
-        "max_num_seqs": slots_for(concurrency)})
-
+__all__ = ["launch_from_run_flags"]
 
 def launch_from_run_flags(f: RigFlags) -> VLLMLaunch:
     """`rigbench run --engine vllm`: the VLLMLaunch spec (model converted and vLLM found when it starts)."""
