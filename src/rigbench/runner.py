@@ -15,7 +15,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from rigbench._version import __version__
 from rigbench.analysis import assess_host, fingerprint_differences, latency_finding, summarize_speed
@@ -128,44 +128,10 @@ async def execute_run(cfg: RunConfig, progress: Progress | None = None,
     prog = progress or NullProgress()
     plan = cfg.recorded()
     max_conc = check_concurrency(cfg.speed.concurrency if cfg.speed is not None else [1])
-    if cfg.resume is not None:
-        reader = RunReader(cfg.resume)
-        if reader.damage:
-            raise UsageError(f"cannot resume {cfg.resume}: it is damaged: {'; '.join(reader.damage)}. Measure the "
-                             "rig again in a new run.")
-        _refuse_changed_plan(cfg.resume, reader.header.plan, plan)  # a finished run too: same refusal
-        if reader.header.status == "complete" and not cfg.retry_failed:
-            return reader.header  # nothing to measure: the run and its source-data id stay as they are
-        lock = RunLock(cfg.resume)  # before reading what is done: no other process appends from here on
-        try:
-            reader = RunReader(cfg.resume)
-            done = _done_units(reader, retry_failed=cfg.retry_failed)
-            if cfg.retry_failed:
-                failed = _failed_units(reader)
-                prog.note(f"--retry-failed: redoing {len(failed)} unit(s) with a failed request"
-                          + (f" ({', '.join(sorted(failed)[:5])}{', ...' if len(failed) > 5 else ''})" if failed
-                             else ": none failed"))
-            if reader.header.status == "complete" and not (cfg.retry_failed and _failed_units(reader)):
-                lock.release()  # finished (perhaps by the writer we waited for), nothing to redo: untouched
-                return reader.header
-            prior = (reader.header.status, reader.header.error)
-            header = reader.header.model_copy(update={"status": "running", "finished_at": None, "error": None,
-                                                      "source_data_id": None})
-            writer = RunWriter(cfg.resume, header, resume=True, lock=lock)
-        except BaseException:
-            lock.release()
-            raise
-        if writer.took_over:
-            prog.note(writer.took_over)
-        run_dir = cfg.resume
-    else:
-        run_id = cfg.run_id or new_run_id(cfg.label)
-        run_dir = cfg.out_dir / run_id
-        header = RunHeader(run_id=run_id, created_at=now_utc(), rigbench_version=__version__, command=cfg.command,
-                           plan=plan)
-        writer = RunWriter(run_dir, header)
-        done = set()
-        prior = ("failed", None)
+    opened = _open_run(cfg, plan, prog)
+    if isinstance(opened, RunHeader):
+        return opened  # nothing to measure: the run and its source-data id stay as they are
+    writer, done, prior, run_dir = opened
     rig: LaunchedRig | AttachedRig
     status = "failed"
     error: str | None = None
@@ -198,30 +164,8 @@ async def execute_run(cfg: RunConfig, progress: Progress | None = None,
                                               cfg.sanity_seed)
             else:
                 reasons.append("the sanity gate was skipped (--no-sanity): answers were not checked")
-            # who uses the host's CPU around each measured window: the engine is found once
-            host = HostWatch(locate_engine(pid=rig.process.pid) if isinstance(rig, LaunchedRig)
-                             else locate_engine(base_url=rig.base_url))
-            # Long-lived objects (rig, client, settings) leave the collector's view, so the
-            # collections that run during measurement are short (the self-check times them).
-            gc.collect()
-            gc.freeze()
-            for suite in cfg.suites:
-                ctx = SuiteContext(client=rig.client, writer=suite_writer, rig=info,
-                                   settings=cfg.suite_settings.get(suite.name, {}), progress=prog,
-                                   done_units=done, seed=cfg.seed, host=host)
-                try:
-                    # measures rigbench's own overhead (client CPU, loop lag, send lag) per suite
-                    async with SelfCheckMonitor(suite.name, emit=writer.append):
-                        await suite.run(ctx)
-                except Exception as e:  # e.g. a connection reset while building prompts
-                    if isinstance(suite_writer, _WriterWatch):
-                        suite_writer.raise_if_engine_died(e)
-                    raise
-            reasons += _rejections(RunReader(run_dir))
-            reasons += _screen_outputs(RunReader(run_dir), writer)
-            reasons += await _traffic_check(RunReader(run_dir), writer, rig.client, info, done)
-            reasons += _buffered_latency(RunReader(run_dir))
-            reasons += _host_check(RunReader(run_dir), cfg.allow_busy_host)
+            await _run_suites(cfg, rig, info, writer, suite_writer, prog, done)
+            reasons += await _after_suites(cfg, run_dir, writer, rig, info, done)
             trust = TrustVerdict(trusted=not reasons, reasons=reasons)
             status = "complete"
         finally:
@@ -247,6 +191,87 @@ async def execute_run(cfg: RunConfig, progress: Progress | None = None,
     finally:
         header = writer.finish(status, trust=trust, error=error)  # type: ignore[arg-type]
     return header
+
+
+class _Opened(NamedTuple):
+    writer: RunWriter
+    done: set[str]  # units measured already (a resume)
+    prior: tuple[str, str | None]  # the run's status and error before this session (left as they were on _WrongRig)
+    run_dir: Path
+
+
+def _open_run(cfg: RunConfig, plan: dict[str, Any], prog: Progress) -> _Opened | RunHeader:
+    """The run's writer: a new run directory, or the run being resumed (its lock taken, what is done
+    read); the run's header when a resume has nothing to measure (finished, nothing to redo)."""
+    if cfg.resume is None:
+        run_id = cfg.run_id or new_run_id(cfg.label)
+        header = RunHeader(run_id=run_id, created_at=now_utc(), rigbench_version=__version__, command=cfg.command,
+                           plan=plan)
+        return _Opened(RunWriter(cfg.out_dir / run_id, header), set(), ("failed", None), cfg.out_dir / run_id)
+    reader = RunReader(cfg.resume)
+    if reader.damage:
+        raise UsageError(f"cannot resume {cfg.resume}: it is damaged: {'; '.join(reader.damage)}. Measure the "
+                         "rig again in a new run.")
+    _refuse_changed_plan(cfg.resume, reader.header.plan, plan)  # a finished run too: same refusal
+    if reader.header.status == "complete" and not cfg.retry_failed:
+        return reader.header
+    lock = RunLock(cfg.resume)  # before reading what is done: no other process appends from here on
+    try:
+        reader = RunReader(cfg.resume)
+        done = _done_units(reader, retry_failed=cfg.retry_failed)
+        if cfg.retry_failed:
+            failed = _failed_units(reader)
+            prog.note(f"--retry-failed: redoing {len(failed)} unit(s) with a failed request"
+                      + (f" ({', '.join(sorted(failed)[:5])}{', ...' if len(failed) > 5 else ''})" if failed
+                         else ": none failed"))
+        if reader.header.status == "complete" and not (cfg.retry_failed and _failed_units(reader)):
+            lock.release()  # finished (perhaps by the writer we waited for), nothing to redo: untouched
+            return reader.header
+        prior = (reader.header.status, reader.header.error)
+        header = reader.header.model_copy(update={"status": "running", "finished_at": None, "error": None,
+                                                  "source_data_id": None})
+        writer = RunWriter(cfg.resume, header, resume=True, lock=lock)
+    except BaseException:
+        lock.release()
+        raise
+    if writer.took_over:
+        prog.note(writer.took_over)
+    return _Opened(writer, done, prior, cfg.resume)
+
+
+async def _run_suites(cfg: RunConfig, rig: LaunchedRig | AttachedRig, info: Any, writer: RunWriter,
+                      suite_writer: RunWriter, prog: Progress, done: set[str]) -> None:
+    """Each suite in turn, its own overhead measured, host use watched around each measured window."""
+    # who uses the host's CPU around each measured window: the engine is found once
+    host = HostWatch(locate_engine(pid=rig.process.pid) if isinstance(rig, LaunchedRig)
+                     else locate_engine(base_url=rig.base_url))
+    # Long-lived objects (rig, client, settings) leave the collector's view, so the
+    # collections that run during measurement are short (the self-check times them).
+    gc.collect()
+    gc.freeze()
+    for suite in cfg.suites:
+        ctx = SuiteContext(client=rig.client, writer=suite_writer, rig=info,
+                           settings=cfg.suite_settings.get(suite.name, {}), progress=prog,
+                           done_units=done, seed=cfg.seed, host=host)
+        try:
+            # measures rigbench's own overhead (client CPU, loop lag, send lag) per suite
+            async with SelfCheckMonitor(suite.name, emit=writer.append):
+                await suite.run(ctx)
+        except Exception as e:  # e.g. a connection reset while building prompts
+            if isinstance(suite_writer, _WriterWatch):
+                suite_writer.raise_if_engine_died(e)
+            raise
+
+
+async def _after_suites(cfg: RunConfig, run_dir: Path, writer: RunWriter, rig: LaunchedRig | AttachedRig,
+                        info: Any, done: set[str]) -> list[str]:
+    """The honesty steps on what the suites recorded: each untrusting reason found."""
+    reasons = _rejections(RunReader(run_dir))
+    reasons += _screen_outputs(RunReader(run_dir), writer)
+    reasons += await _traffic_check(RunReader(run_dir), writer, rig.client, info, done)
+    reasons += _buffered_latency(RunReader(run_dir))
+    reasons += _host_check(RunReader(run_dir), cfg.allow_busy_host)
+    return reasons
 
 
 class _WriterWatch:
