@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import signal
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
@@ -146,6 +146,10 @@ class ToyEngine:
             argv += ["--lookahead", str(spec.depth)]
         return LaunchCommand(argv, {"TOY_HOST": spec.host})
 
+    def open(self, spec: ToyLaunch, log_path: Path, *, api_key: str | None, note: Callable[[str], None],
+             build_progress: Any) -> LaunchedRig:
+        return launched_rig(spec, log_path, api_key=api_key)
+
     def rig_from_run_flags(self, flags: RigFlags) -> None:
         return None
 
@@ -195,6 +199,25 @@ def test_a_registered_engine_launches_through_the_protocol_only(toy: ToyEngine, 
     assert rig.process._env == {"TOY_HOST": "127.0.0.1"}  # the engine's environment reaches the process
     assert speculative_from_argv(rig.argv, "toy") == {"draft_max": "3"}
     assert "batteries" in _crash_hint("toy", 1, "no battery left")
+
+
+def test_open_rig_asks_the_specs_engine(toy: ToyEngine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`rigbench.rig.open_rig` names no engine: the spec's engine opens it, with the run's log, key and
+    progress; the embedded rig is llama.cpp's to open."""
+    from rigbench.rig import EmbeddedRig, open_rig
+
+    seen: list[tuple[Any, ...]] = []
+
+    def toy_open(spec: Any, log_path: Path, **kw: Any) -> LaunchedRig:
+        seen.append((spec, log_path, kw["api_key"], kw["build_progress"]))
+        return launched_rig(spec, log_path, api_key=kw["api_key"])
+
+    monkeypatch.setattr(toy, "open", toy_open)
+    rig = open_rig(ToyLaunch(model="m"), tmp_path / "e.log", api_key="k", build_progress="progress")
+    assert seen == [(ToyLaunch(model="m"), tmp_path / "e.log", "k", "progress")] and rig.engine == "toy"
+    opened: list[Any] = []
+    monkeypatch.setattr(get_engine("llamacpp"), "open", lambda spec, log_path, **kw: opened.append(spec) or rig)
+    assert open_rig(EmbeddedRig(threads=2), tmp_path / "e.log") is rig and opened == [EmbeddedRig(threads=2)]
 
 
 def test_a_registered_engine_gets_its_own_and_the_generic_preflight_rules(toy: ToyEngine) -> None:

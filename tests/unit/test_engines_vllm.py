@@ -118,10 +118,10 @@ def test_report_shows_the_reported_pool_beside_the_prediction() -> None:
 
 def test_plan_rig_of_kind_vllm_is_a_vllm_rig_prepared_only_when_started(tmp_path: Path) -> None:
     """Building the rig installs nothing: vLLM is found (or installed) and the model converted in start()."""
-    from rigbench.rig._spec_rig import launched_rig
+    from rigbench.rig import open_rig
     from rigbench.rig.engines._vllm._rig import VLLMRig
 
-    rig = launched_rig(VLLMLaunch(model="embedded", cpu_kvcache_space_gib=2), tmp_path / "e.log")
+    rig = open_rig(VLLMLaunch(model="embedded", cpu_kvcache_space_gib=2), tmp_path / "e.log")  # the engine's own rig
     assert isinstance(rig, VLLMRig) and rig.engine == "vllm" and rig.health_path == "/health"
     assert rig.process._env == {"VLLM_CPU_KVCACHE_SPACE": "2"}
     assert not rig._prepared and rig.argv[:3] == ["vllm", "serve", "embedded"]

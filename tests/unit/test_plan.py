@@ -6,7 +6,7 @@ import json
 import signal
 import sys
 import textwrap
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
@@ -19,7 +19,7 @@ from rigbench.honesty import PreflightInput
 from rigbench.plan import EmbeddedRig, PlanError, load_plan, run_config_for
 from rigbench.plan._index import read_plan_index
 from rigbench.records import PreflightFinding, ServingCommand
-from rigbench.rig import EndpointSpec, RigFlags, port_in_use
+from rigbench.rig import EndpointSpec, LaunchedRig, RigFlags, launched_rig, port_in_use
 from rigbench.rig._launch_spec import ContainerLaunch
 from rigbench.rig.engines import (
     EngineSpec,
@@ -394,6 +394,10 @@ class EmulatorEngine:
         argv = [*(spec.executable or [sys.executable, "-m", "rigbench.testing"]), "--host", spec.host,
                 "--port", str(spec.port or self.default_port), "--script-json", spec.script.model_dump_json()]
         return LaunchCommand(argv + list(spec.extra_args), {})
+
+    def open(self, spec: EmulatorLaunch, log_path: Path, *, api_key: str | None, note: Callable[[str], None],
+             build_progress: Any) -> LaunchedRig:
+        return launched_rig(spec, log_path, api_key=api_key)
 
     def rig_from_run_flags(self, flags: RigFlags) -> None:
         return None

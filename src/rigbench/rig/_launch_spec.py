@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 from pydantic import PlainValidator, SerializeAsAny, ValidationError, field_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from rigbench.client import redact_url
 from rigbench.errors import UsageError
 from rigbench.rig.engines._registry import engine_problem, get_engine, known_engines
 from rigbench.rig.engines._spec import EngineSpec, LaunchCommand, Spec
@@ -48,6 +49,10 @@ class CommandLaunch(Spec):
     def _split(cls, v: Any) -> Any:
         return shlex.split(v) if isinstance(v, str) else v
 
+    def describe(self) -> dict[str, Any]:
+        """As run.json's `plan.rig` records it (a resume compares it)."""
+        return {"mode": "launched", "engine": self.kind, "spec": self.model_dump(mode="json")}
+
 
 class ContainerLaunch(CommandLaunch):
     """A container command given verbatim (`docker run ...`, `podman run ...`).
@@ -75,6 +80,10 @@ class EndpointSpec(Spec):
     base_url: str  # OpenAI base URL, e.g. http://host:8000/v1
     engine: str | None = None  # None: detect
     model: str | None = None
+
+    def describe(self) -> dict[str, Any]:
+        """As run.json's `plan.rig` records it (a resume compares it); credentials in the URL removed."""
+        return {"mode": "attach", "endpoint": redact_url(self.base_url).rstrip("/"), "model": self.model}
 
 
 # Kinds that are not an engine: a command line given verbatim, and an already-running server

@@ -1,4 +1,5 @@
-"""A `LaunchedRig` from a typed launch spec (vLLM, SGLang, llama.cpp, Ollama, a command, a container).
+"""A `LaunchedRig` from a launch spec: an engine's typed spec (what an engine with nothing of its own to
+prepare returns from `Engine.open`), a command or a container.
 
 The argv is exactly `command_for(spec)`; readiness is the engine adapter's health path. A
 container rig is stopped with `<docker|podman> stop NAME`: killing the `docker run` client alone
@@ -18,8 +19,6 @@ from rigbench.rig._launch_spec import CommandLaunch, ContainerLaunch, EndpointSp
 from rigbench.rig._process import EngineProcess, free_port
 from rigbench.rig._rig import LaunchedRig
 from rigbench.rig.engines import get_engine
-from rigbench.rig.engines._vllm import VLLMLaunch
-from rigbench.rig.engines._vllm._rig import VLLMRig
 
 __all__ = ["ContainerRig", "SpecRig", "launched_rig"]
 
@@ -77,13 +76,11 @@ class ContainerRig(SpecRig):
         await super().stop()
 
 
-def launched_rig(spec: Any, log_path: Path, *, api_key: str | None = None,
-                 note: Any = None, build_progress: Any = None) -> LaunchedRig:
-    """The rig that `spec` starts; a free port is chosen when the spec names none."""
+def launched_rig(spec: Any, log_path: Path, *, api_key: str | None = None) -> LaunchedRig:
+    """The rig that `spec` starts as its argv says, nothing prepared first; a free port is chosen when the
+    spec names none."""
     if isinstance(spec, EndpointSpec):
         raise UsageError(f"{spec.base_url} is an already-running endpoint: attach to it, do not launch it.")
-    if isinstance(spec, VLLMLaunch):  # finds or installs vLLM and converts the model when it starts
-        return VLLMRig(spec, log_path, api_key=api_key, note=note or (lambda msg: None), progress=build_progress)
     if not isinstance(spec, CommandLaunch) and getattr(spec, "port", None) is None:
         spec = spec.model_copy(update={"port": free_port(getattr(spec, "host", "127.0.0.1"))})
     cmd = command_for(spec)

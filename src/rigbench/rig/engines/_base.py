@@ -13,8 +13,9 @@ that differ between engines. Everything else talks plain OpenAI API through `Cha
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Protocol
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import Field
 
@@ -23,6 +24,9 @@ from rigbench.records import Frozen, PreflightFinding, ServingCommand
 from rigbench.rig.engines._flags import FlagReading, FlagSyntax
 from rigbench.rig.engines._run_flags import RigFlags
 from rigbench.rig.engines._spec import EngineSpec, LaunchCommand
+
+if TYPE_CHECKING:
+    from rigbench.rig._rig import LaunchedRig
 
 __all__ = ["Engine", "EngineAdapter", "MetricNames", "PreflightInput", "ScenarioLength"]
 
@@ -152,6 +156,13 @@ class Engine(Protocol):
 
     def crash_hint(self, exit_code: int | None, log_text: str) -> str:
         """For an engine that died while starting: the likely cause and what avoids it ("" if unknown)."""
+        ...
+
+    def open(self, spec: Any, log_path: Path, *, api_key: str | None, note: Callable[[str], None],
+             build_progress: Any) -> LaunchedRig:
+        """The rig `spec` (its launch spec, or another spec it owns: llama.cpp's embedded rig) starts, ready
+        to `start()`, its log at `log_path`: what it needs found, built or fetched first. An engine with
+        nothing of its own to prepare returns `rigbench.rig.launched_rig(spec, log_path, api_key=api_key)`."""
         ...
 
     def rig_from_run_flags(self, flags: RigFlags) -> dict[str, Any] | None:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import signal
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from rigbench.client import ChatClient
 from rigbench.records import PreflightFinding, ServingCommand
@@ -14,6 +15,9 @@ from rigbench.rig.engines._flags import FlagReading, FlagSyntax
 from rigbench.rig.engines._http import get_json, post_json, probe_json, require_json
 from rigbench.rig.engines._run_flags import RigFlags
 from rigbench.rig.engines._spec import EngineSpec, LaunchCommand, finish_argv
+
+if TYPE_CHECKING:
+    from rigbench.rig._rig import LaunchedRig
 
 __all__ = ["OLLAMA", "OllamaAdapter", "OllamaEngine", "OllamaLaunch", "ollama_command"]
 
@@ -129,6 +133,13 @@ class OllamaEngine:
 
     def command(self, spec: OllamaLaunch) -> LaunchCommand:
         return ollama_command(spec)
+
+    def open(self, spec: Any, log_path: Path, *, api_key: str | None, note: Callable[[str], None],
+             build_progress: Any) -> LaunchedRig:
+        # function-level: the launcher is in the rig layer, which imports this registry
+        from rigbench.rig._spec_rig import launched_rig
+
+        return launched_rig(spec, log_path, api_key=api_key)
 
     def rig_from_run_flags(self, flags: RigFlags) -> None:
         return None  # started by the user (attach with --endpoint) or by a plan rig's `launch:`

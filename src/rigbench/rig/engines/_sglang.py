@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import signal
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from rigbench.client import ChatClient
 from rigbench.errors import EndpointError
@@ -16,6 +17,9 @@ from rigbench.rig.engines._http import post_json, probe_json, require_json
 from rigbench.rig.engines._reasoning import template_reasoning_fields
 from rigbench.rig.engines._run_flags import RigFlags
 from rigbench.rig.engines._spec import EngineSpec, LaunchCommand, Spec, finish_argv, opt
+
+if TYPE_CHECKING:
+    from rigbench.rig._rig import LaunchedRig
 
 __all__ = ["SGLANG", "SGLangAdapter", "SGLangEngine", "SGLangLaunch", "SGLangSpeculative", "sglang_command"]
 
@@ -195,6 +199,13 @@ class SGLangEngine:
 
     def command(self, spec: SGLangLaunch) -> LaunchCommand:
         return sglang_command(spec)
+
+    def open(self, spec: Any, log_path: Path, *, api_key: str | None, note: Callable[[str], None],
+             build_progress: Any) -> LaunchedRig:
+        # function-level: the launcher is in the rig layer, which imports this registry
+        from rigbench.rig._spec_rig import launched_rig
+
+        return launched_rig(spec, log_path, api_key=api_key)
 
     def rig_from_run_flags(self, flags: RigFlags) -> None:
         return None  # started by the user (attach with --endpoint) or by a plan rig's `launch:`

@@ -22,6 +22,14 @@ __all__ = ["EngineSpec", "LaunchCommand", "Spec", "finish_argv", "opt"]
 class Spec(Frozen):
     """The base of every engine spec: frozen, an undeclared field an error."""
 
+    def check(self) -> None:
+        """Fail before anything starts on what the spec alone can tell (default: nothing to tell)."""
+
+    def sized(self, shapes: Iterable[tuple[int, int]], concurrency: Iterable[int]) -> Self:
+        """The spec with what it leaves out sized for the run (default: taken as given; the embedded rig
+        sizes its context and slots)."""
+        return self
+
 
 class EngineSpec(Spec):
     kind: str  # the engine's name; each engine's spec narrows it to a Literal
@@ -39,6 +47,15 @@ class EngineSpec(Spec):
     def served_name(self) -> str | None:
         """The model name requests use, where the spec sets it (None: the first one the server lists)."""
         return None
+
+    @property
+    def engine_name(self) -> str:
+        """The engine that launches it (`rigbench.rig.open_rig` asks that engine)."""
+        return self.kind
+
+    def describe(self) -> dict[str, Any]:
+        """As run.json's `plan.rig` records it (a resume compares it)."""
+        return {"mode": "launched", "engine": self.kind, "spec": self.model_dump(mode="json")}
 
     def sized_for_run(self, shapes: Iterable[tuple[int, int]], concurrency: Iterable[int]) -> Self:
         """This spec, made from `rigbench run` flags, with what the flags left out sized for the run's

@@ -6,18 +6,18 @@ import shlex
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from pydantic import Field, field_validator
 
 from rigbench.errors import RigbenchError
-from rigbench.records import Frozen
 from rigbench.rig._fingerprint import model_info
 from rigbench.rig._models import EMBEDDED_MODEL, LocalFile, ModelSource, WheelFile, model_source_from_spec
 from rigbench.rig._process import free_port
 from rigbench.rig._rig import LaunchedRig
 from rigbench.rig.engines._llamacpp._engine import LlamaCppLaunch, server_argv
 from rigbench.rig.engines._llamacpp._smoke import ensure_llama_server
+from rigbench.rig.engines._spec import Spec
 from rigbench.sizing import context_per_slot, slots_for
 
 __all__ = ["EmbeddedRig", "LlamaCppConfig", "llamacpp_argv", "prepare_llamacpp_rig"]
@@ -26,7 +26,7 @@ __all__ = ["EmbeddedRig", "LlamaCppConfig", "llamacpp_argv", "prepare_llamacpp_r
 _CTX_FLOOR, _CTX_UNKNOWN_NEED = 4096, 4096
 
 
-class EmbeddedRig(Frozen):
+class EmbeddedRig(Spec):
     """The embedded llama.cpp rig (`rigbench run`'s default): a plan's `embedded:` and `RunConfig.rig`."""
 
     kind: Literal["embedded"] = "embedded"
@@ -47,13 +47,18 @@ class EmbeddedRig(Frozen):
     def _split(cls, v: Any) -> Any:
         return shlex.split(v) if isinstance(v, str) else v
 
-    def sized(self, shapes: Iterable[tuple[int, int]], concurrency: Iterable[int]) -> EmbeddedRig:
+    def sized(self, shapes: Iterable[tuple[int, int]], concurrency: Iterable[int]) -> Self:
         """Context per slot and slots, where the plan leaves them out: the largest (input, output) shape
         plus margin, and the highest concurrency."""
         return self.model_copy(update={
             "ctx_per_slot": self.ctx_per_slot or context_per_slot(shapes, floor=_CTX_FLOOR,
                                                                   unknown_need=_CTX_UNKNOWN_NEED),
             "slots": self.slots or slots_for(concurrency)})
+
+    @property
+    def engine_name(self) -> str:
+        """llama.cpp launches it (`rigbench.rig.open_rig` asks that engine)."""
+        return "llamacpp"
 
     def check(self) -> None:
         """Fail before the run starts on what can be known now: a local model file that is not there."""

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import signal
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from rigbench.client import ChatClient
 from rigbench.errors import UsageError
@@ -18,6 +19,9 @@ from rigbench.rig.engines._llamacpp._crash import classify_crash
 from rigbench.rig.engines._llamacpp._run_flags import embedded_from_run_flags
 from rigbench.rig.engines._run_flags import RigFlags
 from rigbench.rig.engines._spec import EngineSpec, LaunchCommand, finish_argv, opt
+
+if TYPE_CHECKING:
+    from rigbench.rig._rig import LaunchedRig
 
 __all__ = ["LLAMACPP", "LlamaCppAdapter", "LlamaCppEngine", "LlamaCppLaunch", "llamacpp_command", "server_argv"]
 
@@ -250,6 +254,17 @@ class LlamaCppEngine:
 
     def command(self, spec: LlamaCppLaunch) -> LaunchCommand:
         return llamacpp_command(spec)
+
+    def open(self, spec: Any, log_path: Path, *, api_key: str | None, note: Callable[[str], None],
+             build_progress: Any) -> LaunchedRig:
+        """The embedded rig (llama-server found or built and smoke-tested, the model fetched), or a launch spec."""
+        # function-level: the embedded rig and the launcher import the rig layer, which imports this registry
+        from rigbench.rig._spec_rig import launched_rig
+        from rigbench.rig.engines._llamacpp._embedded import EmbeddedRig, prepare_llamacpp_rig
+
+        if isinstance(spec, EmbeddedRig):
+            return prepare_llamacpp_rig(spec.config(), log_path, build_progress=build_progress, note=note)
+        return launched_rig(spec, log_path, api_key=api_key)
 
     def rig_from_run_flags(self, flags: RigFlags) -> dict[str, Any]:
         """The embedded rig, with the flags given."""

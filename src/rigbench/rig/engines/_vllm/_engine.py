@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import re
 import signal
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Literal, Self
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 from rigbench.client import ChatClient
 from rigbench.records import PreflightFinding, ServingCommand
@@ -19,6 +20,9 @@ from rigbench.rig.engines._reasoning import template_reasoning_fields
 from rigbench.rig.engines._run_flags import RigFlags
 from rigbench.rig.engines._spec import EngineSpec, LaunchCommand, finish_argv, opt
 from rigbench.sizing import context_per_slot, slots_for
+
+if TYPE_CHECKING:
+    from rigbench.rig._rig import LaunchedRig
 
 __all__ = [
     "VLLM",
@@ -383,6 +387,14 @@ class VLLMEngine:
 
     def command(self, spec: VLLMLaunch) -> LaunchCommand:
         return vllm_command(spec)
+
+    def open(self, spec: Any, log_path: Path, *, api_key: str | None, note: Callable[[str], None],
+             build_progress: Any) -> LaunchedRig:
+        """A rig that finds vLLM (or installs the managed CPU venv) and converts the model when it starts."""
+        # function-level: the vLLM rig imports the rig layer, which imports this registry
+        from rigbench.rig.engines._vllm._rig import VLLMRig
+
+        return VLLMRig(spec, log_path, api_key=api_key, note=note, progress=build_progress)
 
     def rig_from_run_flags(self, flags: RigFlags) -> dict[str, Any]:
         # function-level: the flags' reading finds vLLM (_env), which imports this module
