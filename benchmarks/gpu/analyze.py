@@ -24,7 +24,9 @@ def main(root: Path) -> None:
     bw = dict(line.split() for line in (root / "bandwidth.txt").read_text().splitlines())
     copy_gb_s = float(bw["d2d_copy_read_plus_write_gb_s"])
     base = runs["nodraft"]
-    weights = base.header.fingerprint["model"]["size_bytes"]
+    fp = base.header.fingerprint
+    weights = fp.model.size_bytes if fp is not None else None
+    assert weights is not None, "the baseline run's fingerprint records no model size"
     sb = {r.scenario: r for r in summarize_speed(base).rows}  # type: ignore[union-attr]
     print(f"weights {weights / 1e9:.2f} GB; device-to-device copy {copy_gb_s:.0f} GB/s (read + write); "
           f"H200 datasheet 4800 GB/s\n")

@@ -34,6 +34,7 @@ from rigbench.honesty import (
     screen_outputs,
 )
 from rigbench.records import (
+    Fingerprint,
     HostConditions,
     LoadRequest,
     SanityVerdict,
@@ -150,8 +151,8 @@ async def execute_run(cfg: RunConfig, progress: Progress | None = None,
                 writer.append(startup)
             fp = rig.fingerprint()
             if cfg.resume is not None:
-                _refuse_changed_rig(cfg.resume, writer.header.fingerprint, fp.model_dump(mode="json"))
-            writer.update(fingerprint=fp.model_dump(mode="json"))
+                _refuse_changed_rig(cfg.resume, writer.header.fingerprint, fp)
+            writer.update(fingerprint=fp)
             info = rig.info()
             reasons: list[str] = []
             reasons += _preflight(cfg, rig, info, writer, done)
@@ -407,11 +408,11 @@ class _WrongRig(UsageError):
     """Resume found another rig: the run is left as it was (status and error)."""
 
 
-def _refuse_changed_rig(run_dir: Path, old: dict[str, Any], new: dict[str, Any]) -> None:
+def _refuse_changed_rig(run_dir: Path, old: Fingerprint | None, new: Fingerprint) -> None:
     """The server answering now must be the one measured before (adversary: another model or engine
     behind the same URL and model name, whose numbers would be merged into this run)."""
 
-    if not old:
+    if old is None:
         return  # the earlier session stopped before fingerprinting
     diffs = [d for d in fingerprint_differences(old, new) if d.matters]
     if diffs:

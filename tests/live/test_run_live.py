@@ -42,10 +42,11 @@ def test_run_embedded_records_startup_fingerprint_and_speed(tmp_path: Path) -> N
     assert reader.header.status == "complete"
     assert reader.header.trust is not None and reader.header.trust.trusted, reader.header.trust
     fp = reader.header.fingerprint
-    assert fp["engine"] == "llamacpp" and fp["mode"] == "launched"
-    assert fp["model"]["sha256"] == "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
-    assert fp["argv"][0].endswith("llama-server") and "--jinja" in fp["argv"]
-    assert fp["chat_template_sha256"] and fp["context_length"] and fp["slots"] == 1
+    assert fp is not None and fp.argv is not None
+    assert fp.engine == "llamacpp" and fp.mode == "launched"
+    assert fp.model.sha256 == "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
+    assert fp.argv[0].endswith("llama-server") and "--jinja" in fp.argv
+    assert fp.chat_template_sha256 and fp.context_length and fp.slots == 1
     startup = next(reader.raw_records("startup"))
     assert 0 < startup["spawn_to_healthy_s"] <= startup["spawn_to_first_completion_s"]
     reqs = [r for r in reader.raw_records("speed_request") if not r["warmup"]]
@@ -56,8 +57,9 @@ def test_run_embedded_records_startup_fingerprint_and_speed(tmp_path: Path) -> N
         assert r["result"]["usage"]["prompt_tokens"] == 128
         assert r["result"]["usage"]["completion_tokens"] == 64  # forced output length
     # issue 16: the binary passed its smoke test on this CPU, and the roofline needs no --bandwidth-gbs
-    assert fp["engine_binary"]["smoke_test"] == "passed" and fp["engine_binary"]["fallback"] == "none"
-    assert fp["host"]["memory_bandwidth"]["host_gb_s"] > 0
+    assert fp.engine_binary is not None and fp.host is not None and fp.host.memory_bandwidth is not None
+    assert fp.engine_binary.smoke_test == "passed" and fp.engine_binary.fallback == "none"
+    assert (fp.host.memory_bandwidth.host_gb_s or 0) > 0
     text = md.read_text()
     assert "Decode roofline" in text and "probed" in text and "Decode efficiency per row" in text
     assert reader.source_data_id in text and "chat_short" in text
@@ -115,8 +117,8 @@ def test_attach_mode_against_a_second_llama_server(tmp_path: Path) -> None:
         assert res.returncode == 0, res.stdout + res.stderr
         reader = RunReader(only_run(tmp_path / "runs"))
         fp = reader.header.fingerprint
-        assert fp["mode"] == "attached" and fp["engine"] == "llamacpp"
-        assert fp["argv"] is None and any("argv" in u for u in fp["unknown"])
+        assert fp is not None and fp.mode == "attached" and fp.engine == "llamacpp"
+        assert fp.argv is None and any("argv" in u for u in fp.unknown)
         assert "launch flags were not recorded" in res.stdout
     finally:
         proc.stop()

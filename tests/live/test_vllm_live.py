@@ -217,7 +217,7 @@ class TestSharedServer:
         assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
         (run_dir,) = list(tmp_path.iterdir())
         reader = RunReader(run_dir)
-        assert reader.header.fingerprint["engine"] == "vllm"
+        assert reader.header.fingerprint is not None and reader.header.fingerprint.engine == "vllm"
         verdicts = {r["probe"]: r for r in reader.raw_records("agent_probe")}
         # vLLM enforces required/named tool_choice with structured outputs: a call always comes back,
         # even for a model whose template and the hermes parser never produce one on `auto`
@@ -251,7 +251,8 @@ def test_run_engine_vllm_killed_with_9_leaves_no_server_and_resumes(tmp_path: Pa
     assert not _vllm_processes(), "vLLM outlived rigbench killed with -9"
     reader = RunReader(run_dir)
     fp = reader.header.fingerprint
-    assert fp["engine"] == "vllm" and fp["argv"][1:3] == ["-m", "vllm.entrypoints.openai.api_server"]
+    assert fp is not None and fp.argv is not None
+    assert fp.engine == "vllm" and fp.argv[1:3] == ["-m", "vllm.entrypoints.openai.api_server"]
     done_before = {r["unit_id"] for r in reader.raw_records("speed_batch")}
     assert 1 <= len(done_before) < 3
     res = subprocess.run([sys.executable, "-m", "rigbench", "run", "--resume", str(run_dir), *args],

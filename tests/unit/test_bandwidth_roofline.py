@@ -70,7 +70,7 @@ def test_default_report_has_the_roofline_from_the_probe(tmp_path: Path) -> None:
     out = io.StringIO()
     render_terminal(a, Console(file=out, width=200))
     text = out.getvalue()
-    assert "decode roofline" in text and "probed" in text and "decode efficiency" in text
+    assert "Decode roofline" in text and "probed" in text and "Decode efficiency per row" in text
     assert "CPU fallback: --no-repack" in text and "host 20 GB/s" in text  # fingerprint shows both
 
 

@@ -187,7 +187,7 @@ def test_credentials_in_the_url_are_stored_nowhere_and_loopback_is_local(tmp_pat
         if f.is_file():
             assert b"s3cr3t" not in f.read_bytes() and b"alice" not in f.read_bytes(), f
     fp = RunReader(run_dir).header.fingerprint
-    assert fp["host_is_server"] is True and fp["endpoint"] == emu.url
+    assert fp is not None and fp.host_is_server is True and fp.endpoint == emu.url
     assert "remote" not in res.stdout
 
 

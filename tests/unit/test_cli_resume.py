@@ -85,7 +85,7 @@ def test_resume_takes_the_header_settings_and_refuses_a_changed_command(tmp_path
         assert reader.header.status == "complete"
         batches = [r["unit_id"] for r in reader.raw_records("speed_batch")]
         assert sorted(batches) == [f"speed/chat_short/c1/r{i}" for i in range(3)]
-        assert reader.header.fingerprint["model"]["served_name"] == "emulated-model"
+        assert reader.header.fingerprint.model.served_name == "emulated-model"  # type: ignore[union-attr]
 
 
 def test_runner_refuses_a_changed_plan_naming_the_field(tmp_path: Path) -> None:
@@ -191,5 +191,5 @@ def test_resume_refuses_another_model_behind_the_same_url(tmp_path: Path) -> Non
     msg = " ".join(res.stderr.split())
     assert res.code == 2 and "model.served_name" in msg and "swapped-model" in msg, res.stdout + res.stderr
     reader = RunReader(run_dir)
-    assert reader.header.status == "running" and reader.header.fingerprint["model"]["served_name"] == "emulated-model"
+    assert reader.header.status == "running" and reader.header.fingerprint.model.served_name == "emulated-model"  # type: ignore[union-attr]
     assert (run_dir / "records.jsonl").read_bytes() == records

@@ -13,7 +13,7 @@ import pytest
 from rigbench.analysis._compare import compare_runs, compare_stats, fingerprint_differences
 from rigbench.analysis._stats import Stat
 from rigbench.errors import UsageError
-from rigbench.records import SpeedBatch, SpeedRequest, StreamResult
+from rigbench.records import Fingerprint, SpeedBatch, SpeedRequest, StreamResult
 from rigbench.store import RunHeader, RunReader, RunWriter
 from tests.unit.cli_inproc import invoke
 
@@ -107,7 +107,7 @@ def test_fingerprint_differences_split_by_whether_they_matter() -> None:
 def _run(tmp: Path, name: str, fingerprint: dict[str, object], rates_tok_s: list[float]) -> RunReader:
     d = tmp / name
     w = RunWriter(d, RunHeader(run_id=name, created_at="2026-01-01T00:00:00+00:00", rigbench_version="0",
-                               fingerprint=fingerprint))
+                               fingerprint=Fingerprint.model_validate(fingerprint)))
     for rep, rate in enumerate(rates_tok_s):
         n = 64
         step = int(1e9 / rate)

@@ -56,9 +56,10 @@ def test_rigbench_run_launches_an_installed_engine_by_name(plugin: Path, tmp_pat
     _no_traceback(res)
     run = RunReader(_only_dir(out))
     fp = run.header.fingerprint
-    assert fp["mode"] == "launched" and fp["engine"] == "emulator" and fp["engine_version"] == "reference"
-    assert fp["argv"][:3] == [sys.executable, "-m", "rigbench.testing"]  # the engine's own command
-    assert fp["model"]["served_name"] == "plugged-in"  # --model reached the engine's spec
+    assert fp is not None and fp.argv is not None
+    assert fp.mode == "launched" and fp.engine == "emulator" and fp.engine_version == "reference"
+    assert fp.argv[:3] == [sys.executable, "-m", "rigbench.testing"]  # the engine's own command
+    assert fp.model.served_name == "plugged-in"  # --model reached the engine's spec
     assert run.header.plan["rig"]["engine"] == "emulator"
     speed = run.records("speed_request")
     assert len(speed) == 2 and all(r.result.ok for r in speed)  # type: ignore[attr-defined]
@@ -94,7 +95,7 @@ def test_a_plan_file_launches_an_installed_engine(plugin: Path, tmp_path: Path) 
     (entry,) = read_plan_index(plan_dir).rigs
     assert (entry.kind, entry.status, entry.error) == ("emulator", "complete", None)
     run = RunReader(plan_dir / str(entry.run_dir))
-    assert run.header.fingerprint["model"]["served_name"] == "from-a-plan"
+    assert run.header.fingerprint is not None and run.header.fingerprint.model.served_name == "from-a-plan"
     assert all(r.result.completion_tokens == 24 for r in run.records("speed_request"))  # type: ignore[attr-defined]
 
 

@@ -106,14 +106,15 @@ def test_pool_from_cache_config_info() -> None:
 
 
 def test_report_shows_the_reported_pool_beside_the_prediction() -> None:
-    from rigbench.report._run import _fingerprint_rows
+    from rigbench.records import Fingerprint
+    from rigbench.report._fingerprint import fingerprint_rows
 
-    fp = {"engine": "vllm", "server_info": {"kv_pool_tokens_log": 46592, "kv_pool_tokens_metrics": 46592,
-                                            "block_size": 16, "kv_prediction": {"tokens": 46592, "budget_gib": 1.0,
-                                                                                "error_vs_server": 0.0}}}
-    row = dict(_fingerprint_rows(fp))["KV pool"]
+    fp = Fingerprint(engine="vllm", server_info={
+        "kv_pool_tokens_log": 46592, "kv_pool_tokens_metrics": 46592, "block_size": 16,
+        "kv_prediction": {"tokens": 46592, "budget_gib": 1.0, "error_vs_server": 0.0}})
+    row = dict(fingerprint_rows(fp))["KV pool"]
     assert "46,592 tokens (server log)" in row and "rigbench predicts 46,592" in row and "+0.00%" in row
-    assert "KV pool" not in dict(_fingerprint_rows({"engine": "llamacpp", "server_info": {}}))
+    assert "KV pool" not in dict(fingerprint_rows(Fingerprint(engine="llamacpp")))
 
 
 def test_plan_rig_of_kind_vllm_is_a_vllm_rig_prepared_only_when_started(tmp_path: Path) -> None:

@@ -44,7 +44,7 @@ def test_the_first_screen_answers_then_plots_tables_details_fingerprints() -> No
     assert "chat_short" in headline and "121.1±2.5" in headline  # decode tok/s of chat_short
     # the terminal's sections are all there: startup, roofline, client vs server timings
     details = page[page.index("run_v1: details"):page.index("<h2>Warnings</h2>")]
-    for what in ("startup: spawn", "decode roofline", "Client vs server", "Latency percentiles"):
+    for what in ("Startup (measured by rigbench)", "Decode roofline", "Client vs server", "Latency percentiles"):
         assert what in details, what
     assert '<details class="warn' in page  # warnings collapsed
     assert "TTFT and ITL over requests (CDF)" in page and "Tokens over time, one request" in page

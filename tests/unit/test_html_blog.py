@@ -116,9 +116,10 @@ def test_untrusted_runs_open_with_one_collapsed_block_each_not_a_wall_of_banners
     assert warnings.count("<details") == 3 and " open" not in warnings
     for n in names:
         assert f"<summary><b>{n}</b>: UNTRUSTED: 10 reasons" in warnings
-    # every finding is still there, on demand: 3 x 10 gate answers, 3 x 2 prompt-length notes, and the
-    # 2 repetition outliers the stability check finds in the first run
-    assert warnings.count("<li") == 38
+    # every finding is still there, on demand: 3 x 10 gate answers, 3 x 2 prompt-length notes, the
+    # 2 repetition outliers the stability check finds in the first run, and the synthetic-acceptance
+    # note of the two synthetic runs (a finding of theirs in every format)
+    assert warnings.count("<li") == 40
     assert warnings.count("Outliers:") == 2
 
 
@@ -128,7 +129,8 @@ def test_short_rig_labels_replace_run_ids_in_headers_and_legends() -> None:
     # the full run id appears once per run (under its fingerprint), never as a heading or legend entry
     for rid in ("20261129-191407-h200-nodraft-5101", "20261129-191906-h200-depth4-1c8a"):
         assert page.count(rid) == 1
-    assert "<h2>h200-depth4: details</h2><h3>Speed [synthetic L=3.4]</h3>" in page
+    assert ("<h2>h200-depth4: details</h2><h3>Startup (measured by rigbench)</h3>" in page
+            and "<h3>Speed: median ± standard deviation over requests (warm-up excluded) [synthetic L=3.4]</h3>" in page)
     legend = page[page.index("<h3>Throughput by scenario"):page.index("<h3>Speed-up</h3>")]
     assert "h200-depth4" in legend and "20261129" not in legend
 

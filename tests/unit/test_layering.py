@@ -247,7 +247,6 @@ ENGINE_NAMES_LEFT: dict[str, int] = {
     "honesty/_preflight.py": 5,
     "report/__init__.py": 3,
     "report/_honesty.py": 4,
-    "report/_run.py": 1,
     "report/_speed.py": 1,
     "report/_vllm_export.py": 10,
     "rig/__init__.py": 21,  # its re-exports: each import path from an engine package names it

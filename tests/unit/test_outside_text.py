@@ -37,7 +37,7 @@ def test_a_hostile_server_cannot_drive_the_terminal_or_the_reports(tmp_path: Pat
     assert res.traceback is None, res.traceback
     assert res.code == 1  # the gate fails (wrapped answers): UNTRUSTED, which nothing may hide
     (run_dir,) = (tmp_path / "runs").iterdir()
-    assert "m" + HOSTILE in RunReader(run_dir).header.fingerprint["model"]["served_name"]  # stored as served
+    assert "m" + HOSTILE in RunReader(run_dir).header.fingerprint.model.served_name  # type: ignore[union-attr]  # stored as served
     out = res.stdout + res.stderr
     _no_live_control("the terminal output", out)
     flat = " ".join(res.stdout.split())

@@ -492,10 +492,10 @@ def test_a_plan_launches_a_registered_engine_as_a_real_process_end_to_end(
     assert [(e.kind, e.status, e.error) for e in index.rigs] == [("emulator", "complete", None)]
     run = RunReader(tmp_path / "plan" / index.rigs[0].run_dir)  # type: ignore[operator]
     fp = run.header.fingerprint
-    assert fp["mode"] == "launched" and fp["engine"] == "emulator"
-    argv = fp["argv"]
-    assert argv[:3] == [sys.executable, "-m", "rigbench.testing"]
-    assert fp["engine_version"] == "reference" and fp["model"]["served_name"] == "plugged-in"
+    assert fp is not None and fp.mode == "launched" and fp.engine == "emulator"
+    argv = fp.argv
+    assert argv is not None and argv[:3] == [sys.executable, "-m", "rigbench.testing"]
+    assert fp.engine_version == "reference" and fp.model.served_name == "plugged-in"
     port = int(argv[argv.index("--port") + 1])
     assert port != EmulatorEngine.default_port  # the spec named none: a free one was chosen
     speed = run.records("speed_request")

@@ -43,8 +43,8 @@ def test_a_single_run_reads_as_a_post() -> None:
     # private paths and the port the server happened to get are gone, the file names stay
     assert "/root/" not in md and "/tmp/" not in md and "52053" not in md
     assert "SmolLM2-135M-Instruct.Q4_1.gguf --host 127.0.0.1 --port PORT" in md
-    # the three constant columns leave the table for one caption line
-    caption = next(line for line in md.splitlines() if line.startswith("Every row:"))
+    # the three constant columns leave the table for one caption line (a note under it)
+    caption = next(line for line in md.splitlines() if line.startswith("- Every row:"))
     assert "concurrency 1" in caption and "1.00 tokens per chunk" in caption and '"usage"' in caption
     head = next(line for line in md.splitlines() if line.startswith("| scenario | in→out"))
     assert "concurrency" not in head and "tokens per chunk" not in head and "token counts from" not in head
@@ -66,21 +66,26 @@ def test_a_report_of_several_runs_nests_each_run_under_one_title(tmp_path: Path)
                                   "vs llamacpp, AMD EPYC (2 threads) (3 runs)")
     assert re.search(r"^## emulator_b: emulated-model", md, re.M)
     # the emulators differ only in the port they listened on; the llama.cpp run in engine and model
-    assert "What differs between the rigs (from their fingerprints): engine, model.served_name." in md
+    differs = md[md.index("### What differs between the rigs (against emulator_a"):md.index("| rig | run |")]
+    assert "| run_v1 | engine | unknown | llamacpp | **what is measured** |" in differs
+    assert "| run_v1 | model.served_name | emulated-model |" in differs and "| emulator_b |" not in differs
     assert "36151" not in md and "/root/" not in md
 
 
 def test_rigs_that_differ_only_in_their_port_do_not_differ() -> None:
     a, b = (RunReader(p).header.fingerprint for p in (EMU_A, EMU_B))
-    assert a["endpoint"] != b["endpoint"]  # the emulators listened on different ports...
+    assert a is not None and b is not None
+    assert a.endpoint != b.endpoint  # the emulators listened on different ports...
     assert fingerprint_differences(a, b) == []  # ...which is no difference between the rigs
-    changed = {**b, "endpoint": "http://10.0.0.7:8000/v1"}  # control: another host is one
+    changed = b.model_copy(update={"endpoint": "http://10.0.0.7:8000/v1"})  # control: another host is one
     assert [d.field for d in fingerprint_differences(a, changed)] == ["endpoint"]
 
 
 def test_two_runs_of_one_rig_are_labelled_by_what_differs_never_by_number(tmp_path: Path) -> None:
     h = RunReader(V1).header
-    other = h.model_copy(update={"fingerprint": {**h.fingerprint, "argv": [*h.fingerprint["argv"], "-t", "2"]}})
+    assert h.fingerprint is not None and h.fingerprint.argv is not None
+    other = h.model_copy(update={"fingerprint": h.fingerprint.model_copy(
+        update={"argv": [*h.fingerprint.argv, "-t", "2"]})})
     labels = rig_labels(["run_v1", "run_v1"], [h, other])
     assert labels == ["run_v1 (t=off)", "run_v1 (t=2)"]
     same = rig_labels(["run_v1", "run_v1"], [h, h])  # nothing differs, not even the time: numbered, not "#1"

@@ -62,7 +62,7 @@ def _row_lines(text: str, names: list[str]) -> dict[str, int]:
 def test_speed_and_latency_tables_keep_whole_names_one_line_per_row(width: int) -> None:
     speed = _analysis(GOLDEN / "run_v1").speed
     assert speed is not None
-    text = _text(speed_table(speed, compact=width < 120), width)
+    text = _text(speed_table(speed), width)
     _fits(text, width)
     heights = _row_lines(text, SCENARIOS)
     assert set(heights) == set(SCENARIOS) and max(heights.values()) == 1, heights
@@ -75,7 +75,7 @@ def test_speed_and_latency_tables_keep_whole_names_one_line_per_row(width: int) 
 def test_multi_concurrency_speed_table_fits(width: int) -> None:
     speed = _analysis(GOLDEN / "emulator_a").speed
     assert speed is not None and {r.concurrency for r in speed.rows} == {1, 2}
-    text = _text(speed_table(speed, compact=width < 120), width)
+    text = _text(speed_table(speed), width)
     _fits(text, width)
     assert max(_row_lines(text, ["chat_short", "code_generation"]).values()) == 1
 
@@ -113,5 +113,5 @@ def test_whole_reports_fit(width: int) -> None:
         for name in ("chat_short", "code_generation"):
             assert name in text
     # a failed gate's ten reasons are counted in the header, not listed there one by one
-    head = text[: text.index("startup")]
+    head = text[: text.index("Startup")]
     assert head.count("UNTRUSTED:") == 3 and "and 7 more UNTRUSTED reasons" in head

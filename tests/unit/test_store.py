@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from rigbench.errors import StoreError
+from rigbench.records import Fingerprint
 from rigbench.store import RunHeader, RunReader, RunWriter, TrustVerdict, source_data_id
 
 GOLDEN_V1 = Path(__file__).parent.parent / "golden" / "run_v1"
@@ -15,7 +16,7 @@ GOLDEN_V1 = Path(__file__).parent.parent / "golden" / "run_v1"
 
 def header(run_id: str = "r1") -> RunHeader:
     return RunHeader(run_id=run_id, created_at="2026-11-29T00:00:00+00:00", rigbench_version="0.1.0",
-                     plan={"suites": {"speed": {}}}, fingerprint={"engine": "llamacpp"})
+                     plan={"suites": {"speed": {}}}, fingerprint=Fingerprint(engine="llamacpp"))
 
 
 def test_records_are_readable_before_the_run_finishes(tmp_path: Path) -> None:

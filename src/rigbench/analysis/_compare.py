@@ -28,7 +28,7 @@ from rigbench.analysis._speed import ScenarioSpeed, summarize_speed
 from rigbench.analysis._stats import Stat
 from rigbench.analysis._verdict import DEFAULT_MARGIN, Verdict, ratio_tost, repetitions_needed, three_way
 from rigbench.errors import UsageError
-from rigbench.records import Frozen
+from rigbench.records import Fingerprint, Frozen
 from rigbench.store import RunReader, source_data_id
 
 __all__ = [
@@ -125,8 +125,15 @@ def _get(d: dict[str, Any], dotted: str) -> Any:
     return cur
 
 
-def fingerprint_differences(a: dict[str, Any], b: dict[str, Any]) -> list[FingerprintDifference]:
+def _described(fp: Fingerprint | dict[str, Any] | None) -> dict[str, Any]:
+    """The recorded description the comparison reads: the fingerprint as run.json holds it."""
+    return {} if fp is None else fp.model_dump(mode="json") if isinstance(fp, Fingerprint) else fp
+
+
+def fingerprint_differences(a: Fingerprint | dict[str, Any] | None,
+                            b: Fingerprint | dict[str, Any] | None) -> list[FingerprintDifference]:
     """Fields whose values differ. A field unknown on either side (None) is not a difference."""
+    a, b = _described(a), _described(b)
     out: list[FingerprintDifference] = []
     for fields, matters in ((MATTERING_FIELDS, True), (INFORMATIONAL_FIELDS, False)):
         for f in fields:

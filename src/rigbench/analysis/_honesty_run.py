@@ -19,6 +19,7 @@ from rigbench.analysis._telemetry import (
 )
 from rigbench.errors import RigbenchError
 from rigbench.records import (
+    Fingerprint,
     Frozen,
     OutputScreen,
     PreflightReport,
@@ -50,28 +51,28 @@ class RunRoofline(Frozen):
     rows: list[RowEfficiency] = Field(default_factory=list)  # every speed row's decode efficiency
 
 
-def _bandwidth(fp: dict[str, Any], plan: dict[str, Any]) -> tuple[float | None, str, str]:
+def _bandwidth(fp: Fingerprint | None, plan: dict[str, Any]) -> tuple[float | None, str, str]:
     """(GB/s, source text, basis): --bandwidth-gbs, else the datasheet table, else this machine's probe.
 
     The device is the GPU when the host has one and the engine is not rigbench's own CPU build.
     """
     if plan.get("bandwidth_gb_s") is not None:
         return float(plan["bandwidth_gb_s"]), "given with --bandwidth-gbs", "override"
-    host = fp.get("host") or {}
-    binary = fp.get("engine_binary") or {}
-    gpus = [] if binary.get("origin") == "built" else list(host.get("gpus") or [])  # rigbench builds for CPU
-    for name in gpus or [host.get("cpu_model") or ""]:
+    host = fp.host if fp is not None else None
+    built = fp is not None and fp.engine_binary is not None and fp.engine_binary.origin == "built"
+    gpus = [] if built or host is None else list(host.gpus)  # rigbench builds for CPU
+    for name in gpus or [(host.cpu_model if host else None) or ""]:
         dev = lookup_device(name.split(",")[0]) if name else None
         if dev:
             return dev.bandwidth_gb_s, f"{dev.name}: {dev.source}", "datasheet"
-    bw = host.get("memory_bandwidth") or {}
+    bw = host.memory_bandwidth if host is not None else None
     if gpus:
-        if bw.get("gpu_gb_s"):
-            return float(bw["gpu_gb_s"]), f"probed: {bw.get('gpu_name')} {bw.get('gpu_method')}", "probed"
+        if bw is not None and bw.gpu_gb_s:
+            return bw.gpu_gb_s, f"probed: {bw.gpu_name} {bw.gpu_method}", "probed"
         return None, (f"the GPU ({gpus[0]}) is not in rigbench's table and its bandwidth was not measured "
-                      f"({bw.get('gpu_method') or 'no probe recorded'})"), "probed"
-    if bw.get("host_gb_s"):
-        return float(bw["host_gb_s"]), f"probed on this machine: {bw.get('host_method')}", "probed"
+                      f"({(bw.gpu_method if bw else None) or 'no probe recorded'})"), "probed"
+    if bw is not None and bw.host_gb_s:
+        return bw.host_gb_s, f"probed on this machine: {bw.host_method}", "probed"
     return None, "the host's bandwidth is not in rigbench's table and was not probed (run recorded before "\
                  "the probe existed, or probing disabled)", "probed"
 
@@ -79,9 +80,9 @@ def _bandwidth(fp: dict[str, Any], plan: dict[str, Any]) -> tuple[float | None, 
 def _roofline(reader: RunReader, speed: SpeedSummary | None) -> RunRoofline | None:
     if speed is None or not speed.rows:
         return None
-    fp = reader.header.fingerprint or {}
+    fp = reader.header.fingerprint
     plan = reader.header.plan or {}
-    path = (fp.get("model") or {}).get("path")
+    path = fp.model.path if fp is not None else None
     weights = None
     if path and Path(path).is_file():
         try:

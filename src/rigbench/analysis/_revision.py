@@ -26,7 +26,7 @@ class Revision(Frozen):
 
 def _identity(a: RunAnalysis) -> Any:
     """What makes two runs the same measurement: the resolved rig and suite settings."""
-    return (a.header.plan.get("rig"), a.header.plan.get("suites"), (a.header.fingerprint or {}).get("speculative"))
+    return (a.header.plan.get("rig"), a.header.plan.get("suites"), a.header.fingerprint.speculative if a.header.fingerprint else None)
 
 
 def find_revisions(names: Sequence[str], analyses: Sequence[RunAnalysis], *,
@@ -37,8 +37,8 @@ def find_revisions(names: Sequence[str], analyses: Sequence[RunAnalysis], *,
         for nb, b in items[i + 1:]:
             if b.header.created_at == a.header.created_at or _identity(a) != _identity(b):
                 continue
-            fa, fb = a.header.fingerprint or {}, b.header.fingerprint or {}
-            if not fa or not fb or any(d.matters for d in fingerprint_differences(fa, fb)):
+            fa, fb = a.header.fingerprint, b.header.fingerprint
+            if fa is None or fb is None or any(d.matters for d in fingerprint_differences(fa, fb)):
                 continue
             rows_b = {(r.scenario, r.concurrency): r for r in (b.speed.rows if b.speed else [])}
             rows = []

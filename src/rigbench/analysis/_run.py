@@ -45,8 +45,7 @@ def analyze_run(reader: RunReader) -> RunAnalysis:
                         f"continue it with `rigbench run --resume {reader.dir}`")
     if h.status == "failed":
         warnings.append(f"this run failed: {h.error}")
-    fp = h.fingerprint or {}
-    if fp.get("mode") == "attached":
+    if h.fingerprint is not None and h.fingerprint.mode == "attached":
         warnings.append("attached to a running server: its launch flags were not recorded by rigbench "
                         "(see the fingerprint's unknown fields)")
     if h.trust is not None and not h.trust.trusted:

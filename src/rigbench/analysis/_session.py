@@ -14,7 +14,7 @@ __all__ = ["hide_session_details", "session_neutral"]
 
 # A path under a home directory or a temporary directory: its location says nothing about the rig.
 _PRIVATE_PATH = re.compile(r"(?:~|/root|/home/[^/\s]+|/Users/[^/\s]+|/tmp|/var/tmp|/private/var/folders/[^\s]*?)"
-                           r"(?:/[^\s/'\",;)]+)+")
+                           r"(?:/[^\s/'\",;)<>]+)+")  # `<`, `>`: an HTML tag ends the path
 # host:port in a URL, and the value after --port
 _URL_PORT = re.compile(r"(?P<host>(?:https?://)?(?:127\.0\.0\.1|localhost|0\.0\.0\.0|\[::1\])):\d{2,5}")
 _PORT_ARG = re.compile(r"(?P<flag>--port[ =])\d{2,5}")

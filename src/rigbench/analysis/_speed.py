@@ -131,16 +131,15 @@ def summarize_speed(reader: RunReader) -> SpeedSummary | None:
         groups[key].append((r, request_timing(r.result, output_tokens_target=r.output_tokens_target)))
     rows: list[ScenarioSpeed] = []
     warnings: list[str] = []
-    fp = reader.header.fingerprint or {}
-    engine = fp.get("engine")
-    engine_name = engine.get("name") if isinstance(engine, dict) else engine
+    fp = reader.header.fingerprint
+    engine_name = fp.engine if fp is not None else None
     # recorded since issue 24; an older run does not say, and is not flagged
-    reports_usage = fp.get("reports_usage") if isinstance(fp.get("reports_usage"), bool) else None
+    reports_usage = fp.reports_usage if fp is not None else None
     for key in order:
         row = _row(key, groups[key], [b for b in batches.values()
                                       if (b.scenario, b.concurrency) == key and not b.warmup], warnings)
         prov = token_provenance([(r.result, t) for r, t in groups[key] if r.result.ok],
-                                engine_name if isinstance(engine_name, str) else None, reports_usage)
+                                engine_name, reports_usage)
         if prov.flag:
             warnings.append(f"{key[0]} (c={key[1]}): {prov.flag}")
         rows.append(row.model_copy(update={"provenance": prov}))

@@ -81,7 +81,7 @@ def compare(
         console.print(f"[dim]no speed records in {', '.join(without)}: speed not compared for "
                       f"{'it' if len(without) == 1 else 'them'}.[/]")
     for other in readers[1:]:
-        if not (other.header.fingerprint or {}).get("speculative") or other not in with_speed \
+        if not (other.header.fingerprint and other.header.fingerprint.speculative) or other not in with_speed \
                 or readers[0] not in with_speed:
             continue
         fit = fit_speculation(readers[0], other)

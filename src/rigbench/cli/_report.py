@@ -18,6 +18,7 @@ from rigbench.outside import for_console
 from rigbench.records import SpeedRequest
 from rigbench.report import (
     RunListing,
+    differences_terminal,
     render_blog_markdown,
     render_json,
     render_markdown,
@@ -84,6 +85,7 @@ def report(
     suites = [compare_suites(RunReader(runs[0]), RunReader(p)) for p in runs[1:]]
     if len(runs) > 1:  # across the runs: speed-up, then quality and agent, each against the first
         console.rule(f"{len(runs)} runs against {names[0]}")
+        differences_terminal(console, names, [a.header for a in analyses])
         if comparisons:
             console.print(speedup_table(names, analyses, comparisons))
         for name, sc in zip(names[1:], suites, strict=True):
@@ -130,11 +132,11 @@ def ls(
         except StoreError:
             continue
         h = r.header
-        fp = h.fingerprint or {}
-        model = (fp.get("model") or {}).get("served_name") or Path((fp.get("model") or {}).get("path") or "?").name
+        fp = h.fingerprint
+        model = (fp.model.served_name or Path(fp.model.path or "?").name) if fp is not None else "?"
         verdict = ("DAMAGED" if r.damage else "–" if h.trust is None
                    else "trusted" if h.trust.trusted else "UNTRUSTED")
-        listed.append(RunListing(d.name, h.created_at, fp.get("engine", "?"), model,
+        listed.append(RunListing(d.name, h.created_at, fp.engine if fp is not None else "?", model,
                                  ",".join((h.plan.get("suites") or {}).keys()), r.display_status, verdict,
                                  r.source_data_id))
     console.print(runs_table(f"runs in {out}", listed, console.width))

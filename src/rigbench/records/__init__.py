@@ -17,6 +17,14 @@ from rigbench.records._agent import (
 )
 from rigbench.records._base import Frozen, Record
 from rigbench.records._clients import ClientClock, ClientShare
+from rigbench.records._fingerprint import (
+    EngineBinary,
+    Fingerprint,
+    HostInfo,
+    MemoryBandwidth,
+    ModelInfo,
+    older_fingerprint,
+)
 from rigbench.records._gibberish import GibberishFinding, GibberishKind, GibberishSeverity, OutputScreen
 from rigbench.records._host import EngineLocation, GpuProcess, HostConditions
 from rigbench.records._load import LoadMode, LoadRequest, LoadWindow, SloTargets
@@ -51,9 +59,11 @@ __all__ = [
     "ChunkKind",
     "ClientClock",
     "ClientShare",
+    "EngineBinary",
     "EngineLocation",
     "Exchange",
     "Extraction",
+    "Fingerprint",
     "Frozen",
     "GibberishFinding",
     "GibberishKind",
@@ -61,11 +71,14 @@ __all__ = [
     "GpuProcess",
     "GradeResult",
     "HostConditions",
+    "HostInfo",
     "LoadMode",
     "LoadRequest",
     "LoadWindow",
     "MMLUProAnswer",
     "MMLUProConfig",
+    "MemoryBandwidth",
+    "ModelInfo",
     "OutputScreen",
     "PackAnswer",
     "PackConfig",
@@ -98,5 +111,6 @@ __all__ = [
     "ToolTrialRecord",
     "TrafficCheck",
     "TurnObservation",
+    "older_fingerprint",
     "record_adapter",
 ]

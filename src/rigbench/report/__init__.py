@@ -3,6 +3,7 @@
 from typing import TYPE_CHECKING, Any
 
 from rigbench.report._blog import render_blog_markdown, speedup_table
+from rigbench.report._differences import differences_terminal
 from rigbench.report._honesty import (
     comparison_markdown,
     comparison_terminal,
@@ -26,6 +27,7 @@ __all__ = [
     "RunListing",
     "comparison_markdown",
     "comparison_terminal",
+    "differences_terminal",
     "kv_terminal",
     "load_comparison_markdown",
     "load_comparison_terminal",

@@ -11,9 +11,18 @@ from rich.text import Text
 
 from rigbench.analysis import AgentSummary, ProbeRow, Proportion, Stat, TaskScore
 from rigbench.outside import visible
-from rigbench.report._cells import Cell, Section, Severity, rich_cell, section_markdown, section_terminal
+from rigbench.report._cells import (
+    Cell,
+    Note,
+    Section,
+    Severity,
+    rich_cell,
+    section_markdown,
+    section_terminal,
+    text,
+)
 
-__all__ = ["agent_sections", "render_agent_markdown", "render_agent_terminal"]
+__all__ = ["agent_head", "agent_sections", "probe_terminal", "render_agent_markdown", "render_agent_terminal"]
 
 _MARK = {"pass": "pass", "fail": "FAIL", "silently_ignored": "SILENTLY IGNORED", "not_applicable": "n/a"}
 # silently ignored outranks a failure: HTTP 200 and no error, so agent code breaks without an exception
@@ -103,25 +112,35 @@ def _networks(s: AgentSummary) -> list[str]:
     return sorted({r.network for r in s.tasks if r.network})
 
 
+def agent_head(s: AgentSummary) -> Section:
+    """The agent suite's headline (probe counts, what was silently ignored, accuracies, pass^k per
+    task) as the notes of a section of its own, above its tables."""
+    if s.empty:
+        return Section("Agent readiness", [], [], [Note("No agent records in this run.", "muted")])
+    notes = [Note(line, "warn" if line.startswith("Silently ignored") else None) for line in _headline(s)]
+    notes += [Note(f"Sandbox network: {n}.") for n in _networks(s)]
+    if s.tasks:
+        notes.append(Note(_TASK_NOTE, "muted"))
+    return Section("Agent readiness", [], [], notes)
+
+
+def probe_terminal(console: Console, sec: Section) -> None:
+    """The probe table on the terminal: wide, probe | verdict | evidence; narrow, the verdict under the
+    probe's name, so the evidence gets most of the width (two or three lines, not five)."""
+    console.print(_probe_table(sec, console.width))
+
+
 def render_agent_terminal(console: Console, summary: AgentSummary) -> None:
-    if summary.empty:
-        console.print("[dim]No agent records in this run.[/dim]")
-        return
-    console.print("[bold]Agent readiness[/bold]")
-    for line in _headline(summary):
-        console.print(visible(line), highlight=False, markup=False)
+    section_terminal(console, agent_head(summary), notes_indent="")
     for sec in agent_sections(summary):
         if sec.title == "Conformance probes":
-            console.print(_probe_table(sec, console.width))
+            probe_terminal(console, sec)
         else:
             section_terminal(console, sec)
-    for n in _networks(summary):
-        console.print(f"Sandbox network: {visible(n)}", highlight=False, markup=False)
 
 
 def _probe_table(sec: Section, width: int) -> Table:
-    """Wide: probe | verdict | evidence. Narrow: the verdict under the probe's name, so the
-    evidence gets most of the width (two or three lines, not five)."""
+    """Wide: probe | verdict | evidence. Narrow: the verdict under the probe's name."""
     t = Table(title=sec.title, title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1),
               collapse_padding=True, pad_edge=False)
     narrow = width < 120
@@ -131,19 +150,13 @@ def _probe_table(sec: Section, width: int) -> Table:
     t.add_column("evidence", overflow="fold")
     for probe, verdict, detail in sec.rows:
         if narrow:
-            t.add_row(Text.assemble(visible(probe), "\n  ", rich_cell(verdict)), rich_cell(detail))
+            t.add_row(Text.assemble(visible(text(probe)), "\n  ", rich_cell(verdict)), rich_cell(detail))
         else:
             t.add_row(rich_cell(probe), rich_cell(verdict), rich_cell(detail))
     return t
 
 
 def render_agent_markdown(summary: AgentSummary) -> str:
-    if summary.empty:
-        return "## Agent readiness\n\nNo agent records in this run.\n"
-    out = ["## Agent readiness", ""]
-    out += [f"- {line}" for line in _headline(summary)]
-    for sec in agent_sections(summary):
-        out += ["", section_markdown(sec)]
-    if summary.tasks:
-        out += ["", *[f"Sandbox network: {n}." for n in _networks(summary)], "", _TASK_NOTE]
-    return "\n".join(out).rstrip() + "\n"
+    out = [section_markdown(agent_head(summary), heading="##")]
+    out += [section_markdown(sec) for sec in agent_sections(summary)]
+    return "\n\n".join(out).rstrip() + "\n"

@@ -12,6 +12,8 @@ from rich.text import Text
 
 from rigbench.analysis import Comparison, Revision, RunAnalysis, SuiteComparison
 from rigbench.outside import visible
+from rigbench.report._cells import section_markdown
+from rigbench.report._differences import differences_section
 from rigbench.report._fmt import fmt_margin, fmt_stat
 from rigbench.report._labels import SYNTH_NOTE, synthetic_acceptance
 from rigbench.report._publish import hide_session_details, report_title
@@ -137,11 +139,8 @@ def render_blog_markdown(names: Sequence[str], analyses: Sequence[RunAnalysis],
     for n, a in zip(names, analyses, strict=True):
         if a.warnings:
             out += [_findings_markdown(n, a.warnings), ""]
-    diffs = {d.field for c in comparisons for d in c.differences}
-    if diffs:
-        out += [f"What differs between the rigs (from their fingerprints): {', '.join(sorted(diffs))}.", ""]
-    elif len(analyses) > 1:
-        out += ["The rigs' fingerprints do not differ (ports and temporary paths aside).", ""]
+    if len(analyses) > 1:
+        out += [section_markdown(differences_section(names, [a.header for a in analyses]), heading="###"), ""]
     out += [speedup_markdown(names, analyses, comparisons), ""]
     for name, sc in zip(names[1:], suites, strict=False):
         if not sc.empty:

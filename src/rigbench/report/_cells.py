@@ -33,7 +33,7 @@ from rigbench.outside import for_html, for_markdown, visible
 from rigbench.report._layout import fitted_table
 
 __all__ = ["Cell", "Note", "Section", "Severity", "html_table", "markdown_table", "rich_cell", "section_html", "section_markdown",
-           "section_terminal", "text"]
+           "section_terminal", "simple_table", "text"]
 
 Severity = Literal["ok", "muted", "notable", "warn", "error", "critical"]
 
@@ -129,16 +129,9 @@ def section_terminal(console: Console, sec: Section,
                                    title_style=_RICH_STYLE[sec.title_severity] if sec.title_severity else None,
                                    cards=layout == "cards"))
     elif layout == "simple":
-        t = Table(title=shown, title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True,
-                  pad_edge=False, caption=sec.key, caption_justify="left",
-                  title_style=_RICH_STYLE[sec.title_severity] if sec.title_severity else None)
-        for i, h in enumerate(sec.short_head or sec.head):
-            t.add_column(h, justify="left" if i < sec.left_cols else "right", no_wrap=i == 0)
-        for r in sec.rows:
-            t.add_row(*(rich_cell(c) for c in r))
-        console.print(t)
+        console.print(simple_table(sec, title=title))
     else:
-        t = Table(title=shown, show_header=False,
+        t = Table(title=shown, show_header=False, title_justify="left",
                   title_style=_RICH_STYLE[sec.title_severity] if sec.title_severity else None)
         t.add_column(style="bold")
         t.add_column(overflow="fold")
@@ -148,6 +141,22 @@ def section_terminal(console: Console, sec: Section,
     for n in sec.notes:
         console.print(f"{notes_indent}{'  ' * n.level}{visible(n.text, multiline=True)}", style=_RICH_STYLE[n.severity] if n.severity else None,
                       highlight=False, markup=False)
+
+
+def simple_table(sec: Section, *, title: bool = True) -> Table:
+    """The short headers with the key as the caption, the first column never wrapped, no figure cut."""
+    name = (sec.short_title or sec.title) if title else None
+    t = Table(title=Text(visible(name)) if name else None, title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1),
+              collapse_padding=True, pad_edge=False, caption=sec.key, caption_justify="left",
+              title_style=_RICH_STYLE[sec.title_severity] if sec.title_severity else None)
+    for i, h in enumerate(sec.short_head or sec.head):
+        # a figure is never cut: its column keeps the width of its longest cell (up to 12, then it folds)
+        figure = min(12, max([len(text(r[i])) for r in sec.rows] + [1])) if i >= sec.left_cols else None
+        t.add_column(h, justify="left" if i < sec.left_cols else "right", no_wrap=i == 0, min_width=figure,
+                     overflow="fold")
+    for r in sec.rows:
+        t.add_row(*(rich_cell(c) for c in r))
+    return t
 
 
 # -- Markdown ------------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ from rigbench.report._cells import (
 from rigbench.report._fmt import fmt_margin, verdict_cell, verdict_sentence
 
 __all__ = [
+    "argv_diff",
     "comparison_markdown",
     "comparison_section",
     "comparison_terminal",
@@ -178,7 +179,7 @@ def decode_efficiency_text(rows: Sequence[tuple[str, int, float, float]]) -> str
 
 
 def roofline_section(r: Roofline) -> Section:
-    return Section("Decode roofline", ["", ""], [list(x) for x in _roofline_rows(r)], short_title="decode roofline")
+    return Section("Decode roofline", ["", ""], [list(x) for x in _roofline_rows(r)])
 
 
 def roofline_terminal(r: Roofline, console: Console) -> None:
@@ -358,7 +359,7 @@ def _names(c: Comparison, labels: Mapping[str, str] | None) -> tuple[str, str]:
     return labels.get(c.baseline_run, c.baseline_run), labels.get(c.other_run, c.other_run)
 
 
-def _argv_diff(a: list[str], b: list[str]) -> str:
+def argv_diff(a: list[str], b: list[str]) -> str:
     """What the other command line adds (+) and drops (−), not both lines in full."""
     out = []
     for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
@@ -372,7 +373,7 @@ def _argv_diff(a: list[str], b: list[str]) -> str:
 def _difference(d: Any) -> str:
     if d.field == "argv" and isinstance(d.baseline, list) and isinstance(d.other, list):
         # the ports the servers happened to get are no difference between the rigs
-        return f"argv: {_argv_diff(session_neutral(d.baseline), session_neutral(d.other))}"
+        return f"argv: {argv_diff(session_neutral(d.baseline), session_neutral(d.other))}"
     return f"{d.field}: {d.baseline!r} → {d.other!r}"
 
 

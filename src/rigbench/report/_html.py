@@ -6,13 +6,9 @@ and fingerprints. Sections with nothing to show are left out.
 
 from __future__ import annotations
 
-import io
-import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
-
-from rich.console import Console
 
 from rigbench.analysis import Comparison, Revision, RunAnalysis, SuiteComparison, request_timing
 from rigbench.errors import RigbenchError
@@ -20,11 +16,10 @@ from rigbench.outside import for_html
 from rigbench.records import SpeedRequest
 from rigbench.report._blog import _NOTE, _grid, _revision_note
 from rigbench.report._cells import Cell, html_table, section_html
+from rigbench.report._differences import differences_section
+from rigbench.report._fingerprint import fingerprint_section
 from rigbench.report._fmt import fmt_stat
-from rigbench.report._honesty import preflight_section, sanity_section
-from rigbench.report._host import host_section
-from rigbench.report._labels import SYNTH_NOTE, synth_mark, synthetic_acceptance
-from rigbench.report._load import load_html
+from rigbench.report._labels import SYNTH_NOTE, synthetic_acceptance
 from rigbench.report._plots import (
     plot_acceptance,
     plot_accuracy,
@@ -38,15 +33,8 @@ from rigbench.report._plots import (
     plot_tokens_over_time,
 )
 from rigbench.report._publish import hide_session_details, machine_name, model_name, report_title
-from rigbench.report._run import _honesty_terminal, _trust_line, run_fingerprint_rows
-from rigbench.report._speed import (
-    LATENCY_HEAD,
-    LATENCY_KEY,
-    latency_cells,
-    not_measurable_notes,
-    speed_columns,
-)
-from rigbench.report._stability import stability_section
+from rigbench.report._run_sections import findings_section, run_parts, trust_label
+from rigbench.report._speed import LATENCY_KEY
 from rigbench.report._suite_compare import NOT_SIGNIFICANT_NOTE, suite_comparison_sections
 from rigbench.store import RunReader
 
@@ -68,8 +56,6 @@ details.warn .first{color:#666;font-weight:normal} .bad-item{color:#8b1c13}
 .synth,td.synth,th.synth{color:#c0392b;font-weight:600} .note.sub{margin-left:1.5em}
 ul.verdict{padding-left:1.2em} ul.verdict ul{margin:.1em 0 .3em 0;color:#444} .good{color:#1e7b34;font-weight:600}
 span.bad{color:#b0281a;font-weight:600;background:none;border:0}
-pre.term{font:12px/1.35 ui-monospace,Menlo,Consolas,monospace;background:#fafafa;border:1px solid #eee;
-  padding:.6em;overflow-x:auto;white-space:pre}
 """
 
 
@@ -78,16 +64,18 @@ def _e(text: object) -> str:
 
 
 def _findings(name: str, a: RunAnalysis) -> str:
-    """One collapsible block per run: the verdict and the counts first, each finding on demand."""
-    untrusted = [w.removeprefix("UNTRUSTED: ") for w in a.warnings if w.startswith("UNTRUSTED")]
-    other = [w for w in a.warnings if not w.startswith("UNTRUSTED")]
-    bad = bool(untrusted) or any(w.startswith("this run failed") for w in other)
+    """One collapsible block per run: the verdict and the counts first, each finding on demand (the
+    notes of the run's findings section, as the terminal's panel and the Markdown quote them)."""
+    notes = findings_section(a).notes
+    untrusted = [n.text for n in notes if n.severity == "error"]
+    other = [n.text for n in notes if n.severity != "error"]
+    bad = bool(untrusted) or any(n.severity == "critical" or n.text.startswith("this run failed") for n in notes)
     counts = []
     if untrusted:
         counts.append(f"UNTRUSTED: {len(untrusted)} reason{'s' if len(untrusted) != 1 else ''}")
     if other:
         counts.append(f"{len(other)} warning{'s' if len(other) != 1 else ''}")
-    first = untrusted[0] if untrusted else other[0]
+    first = untrusted[0].removeprefix("UNTRUSTED: ") if untrusted else other[0]
     items = "".join(f'<li class="bad-item">{_e(w)}</li>' for w in untrusted) + "".join(f"<li>{_e(w)}</li>"
                                                                                      for w in other)
     return (f'<details class="warn{" bad" if bad else ""}"><summary><b>{_e(name)}</b>: {_e(" · ".join(counts))}'
@@ -144,17 +132,18 @@ def _summary(names: Sequence[str], analyses: Sequence[RunAnalysis]) -> str:
     """What was measured and the verdict with its reasons: the first screen."""
     rows = []
     for n, a in zip(names, analyses, strict=True):
-        fp = a.header.fingerprint or {}
-        version = fp.get("engine_version")
-        rows.append([n, model_name(fp), f"{fp.get('engine') or '?'} {version or '(version unknown)'}",
+        fp = a.header.fingerprint
+        engine = f"{fp.engine} {fp.engine_version or '(version unknown)'}" if fp is not None else "? (not recorded)"
+        rows.append([n, model_name(fp), engine,
                      machine_name(fp), a.header.created_at[:16].replace("T", " "), a.status])
     out = ["<h2>What was measured</h2>",
            html_table(["run", "model", "engine", "machine", "date (UTC)", "status"], rows, numeric_from=99)]
     out.append("<h2>Verdict</h2><ul class=\"verdict\">")
     for n, a in zip(names, analyses, strict=True):
-        trust, _ = _trust_line(a)
-        reasons = [w.removeprefix("UNTRUSTED: ") for w in a.warnings if w.startswith(("UNTRUSTED", "DAMAGED"))]
-        failed = [w for w in a.warnings if w.startswith(("this run failed", "this run did not finish"))]
+        trust, _ = trust_label(a)
+        notes = findings_section(a).notes
+        reasons = [n.text.removeprefix("UNTRUSTED: ") for n in notes if n.severity == "error"]
+        failed = [n.text for n in notes if n.text.startswith(("this run failed", "this run did not finish"))]
         why = [*failed, *reasons][:3]
         more = len(failed) + len(reasons) - len(why)
         cls = "good" if trust == "trusted" and not failed else "bad"
@@ -215,23 +204,6 @@ def _speed_side_by_side(names: Sequence[str], analyses: Sequence[RunAnalysis]) -
             + f'<p class="note">Median ± standard deviation over requests (warm-up excluded). {_e(LATENCY_KEY)}</p>')
 
 
-def _terminal_sections(a: RunAnalysis) -> str:
-    """Every section the terminal report shows between the speed tables and the fingerprint
-    (startup, preflight, roofline, telemetry, client vs server, sanity, traffic, and any added
-    later), drawn by the terminal's own code into preformatted HTML with inline colours."""
-    console = Console(record=True, width=110, file=io.StringIO(), force_terminal=True, color_system="truecolor")
-    if a.startup:
-        s = a.startup
-        console.print(f"startup: spawn → healthy {s['spawn_to_healthy_s']:.2f} s, healthy → first completion "
-                      f"{s['healthy_to_first_completion_s']:.2f} s, total {s['spawn_to_first_completion_s']:.2f} s")
-    # preflight and the known-answer gate are drawn as HTML tables beside this block
-    tabled = {"preflight", "sanity"}
-    _honesty_terminal(a.model_copy(update={"sections": {k: v for k, v in a.sections.items() if k not in tabled}}),
-                      console)
-    body = console.export_html(inline_styles=True, code_format="{code}")
-    return f'<pre class="term">{body}</pre>' if body.strip() else ""
-
-
 def render_html(names: Sequence[str], analyses: Sequence[RunAnalysis], comparisons: Sequence[Comparison] = (),
                 revisions: Sequence[Revision] = (), suites: Sequence[SuiteComparison] = (), *,
                 paths: bool = False) -> str:
@@ -247,13 +219,8 @@ def render_html(names: Sequence[str], analyses: Sequence[RunAnalysis], compariso
     synth = [n for n, a in zip(names, analyses, strict=True) if synthetic_acceptance(a.header) is not None]
     if synth:
         parts.append(f'<div class="warn bad"><b>{_e(", ".join(synth))}</b>: {_e(SYNTH_NOTE)}</div>')
-    for c in comparisons:
-        blocking = [d for d in c.differences if d.matters]
-        if blocking:
-            fields = ", ".join(f"{d.field} ({d.baseline} vs {d.other})" for d in blocking)
-            other = names[1 + list(comparisons).index(c)] if len(names) > len(comparisons) else c.other_run
-            parts.append(f'<div class="warn">{_e(other)} differs from the baseline in what is measured, '
-                         f"not only in flags: {_e(fields)}</div>")
+    if len(analyses) > 1:
+        parts.append(section_html(differences_section(names, [a.header for a in analyses]), numeric_from=99, level=2))
     for r in revisions:
         parts.append(f'<div class="warn">{_e(_revision_note(r))}</div>')
     parts.append(_headline(names, analyses))
@@ -282,25 +249,11 @@ def render_html(names: Sequence[str], analyses: Sequence[RunAnalysis], compariso
             parts.append(f"<h2>Speed-up vs {_e(names[0])}</h2>" + html_table(head, grid, flag="synthetic") + note)
     parts.append(_speed_side_by_side(names, analyses))
     parts += _suites_html(names, suites)
-    # every section the terminal shows, per run
+    # every section of each run's report, as the terminal and the Markdown draw them (its findings are
+    # the verdict above and the warnings below, its fingerprint closes the page)
     for n, a in zip(names, analyses, strict=True):
-        body = _terminal_sections(a)
-        # sections drawn as tables: host conditions and series stability, then rate mode's load
-        secs = ([host_section(a.sections["host"])] if a.speed and "host" in a.sections else []) + (
-            [stability_section(a.sections["stability"])] if "stability" in a.sections else []) + (
-            [preflight_section(a.sections["preflight"])] if "preflight" in a.sections else []) + (
-            [sanity_section(*a.sections["sanity"])] if "sanity" in a.sections else [])
-        body = "".join(section_html(sec) for sec in secs) + (
-            "<h3>Load (rate mode)</h3>" + load_html(a.sections["load"]) if "load" in a.sections else "") + body
-        if a.speed and (a.speed.rows or a.speed.skipped):
-            head, rows, dropped = speed_columns(a.speed)
-            notes = [f"{r.scenario} (c={r.concurrency}): TTFT not comparable: {r.ttft_not_comparable}"
-                     for r in a.speed.rows if r.ttft_not_comparable] + not_measurable_notes(a.speed)
-            body = (f"<h3>Speed{_e(synth_mark(a.header))}</h3>" + html_table(head, rows)
-                    + (f'<p class="note">Every row: {_e("; ".join(dropped))}.</p>' if dropped else "")
-                    + "".join(f'<p class="note">{_e(x)}</p>' for x in notes)
-                    + ("<h3>Latency percentiles</h3>" + html_table(LATENCY_HEAD, latency_cells(a.speed))
-                       + f'<p class="note">{_e(LATENCY_KEY)}</p>' if a.speed.rows else "") + body)
+        body = "".join(section_html(p.section, level=p.level + 2) for p in run_parts(a)
+                       if p.section.title != "Fingerprint")
         if body:
             parts.append(f"<h2>{_e(n)}: details</h2>{body}")
     # warnings, collapsed, per run
@@ -309,15 +262,9 @@ def render_html(names: Sequence[str], analyses: Sequence[RunAnalysis], compariso
         parts += ["<h2>Warnings</h2>", *warn]
     parts.append("<h2>Fingerprints</h2>")
     for n, a in zip(names, analyses, strict=True):
-        fp_rows = [[k, _short_hashes(v)] for k, v in run_fingerprint_rows(a)]
-        parts.append(f"<h3>{_e(n)}</h3>" + html_table(["", ""], [["run", a.header.run_id], *fp_rows],
-                                                         numeric_from=99, cls="fp"))
-    parts.append('<p class="note">Source data: '
-                 + ", ".join(f"<code>{_e(a.source_data_id)}</code>" for a in analyses) + "</p></body></html>")
+        fp = fingerprint_section(a)
+        parts.append(f"<h3>{_e(n)}</h3>" + html_table(fp.head, fp.rows, numeric_from=99, cls="fp"))
+    parts.append('<footer class="note">Source data: '
+                 + ", ".join(f"<code>{_e(a.source_data_id)}</code>" for a in analyses) + "</footer></body></html>")
     page = "\n".join(parts)
     return page if paths else hide_session_details(page)
-
-
-def _short_hashes(text: str) -> str:
-    """64-hex digests cut to 16: enough to tell files apart, short enough to read."""
-    return re.sub(r"\b([0-9a-f]{16})[0-9a-f]{48}\b", r"\1…", text)

@@ -29,7 +29,7 @@ def synthetic_acceptance(header: RunHeader) -> float | None:
     rig: dict[str, Any] = (header.plan or {}).get("rig") or {}
     if rig.get("spec_synth_len") is not None:
         return float(rig["spec_synth_len"])
-    argv = list((header.fingerprint or {}).get("argv") or [])
+    argv = list((header.fingerprint.argv if header.fingerprint else None) or [])
     for i, arg in enumerate(argv):
         if arg == "--spec-synth-len" and i + 1 < len(argv):
             try:
@@ -59,11 +59,11 @@ def _derived(h: RunHeader) -> str:
     m = _RUN_ID.match(h.run_id)
     if m and m.group("label") != "run":
         return m.group("label")
-    fp = h.fingerprint or {}
+    fp = h.fingerprint
     rig: dict[str, Any] = (h.plan or {}).get("rig") or {}
-    parts = [str(fp.get("engine") or rig.get("engine") or "rig")]
-    spec = fp.get("speculative") or {}
-    depth = rig.get("draft_max") or (spec.get("draft_max") if isinstance(spec, dict) else None)
+    parts = [str((fp.engine if fp is not None else None) or rig.get("engine") or "rig")]
+    spec = (fp.speculative if fp is not None else None) or {}
+    depth = rig.get("draft_max") or spec.get("draft_max")
     if rig.get("draft_model") or spec:
         parts.append(f"draft{depth}" if depth else "draft")
     L = synthetic_acceptance(h)
@@ -74,7 +74,7 @@ def _derived(h: RunHeader) -> str:
 
 def _flags(h: RunHeader) -> dict[str, str]:
     """The launch command's flags and their values (a bare flag: 'on'), session details hidden."""
-    argv = [hide_session_details(str(x)) for x in (h.fingerprint or {}).get("argv") or []]
+    argv = [hide_session_details(str(x)) for x in (h.fingerprint.argv if h.fingerprint else None) or []]
     out: dict[str, str] = {}
     for i, arg in enumerate(argv):
         if arg.startswith("-"):
@@ -87,8 +87,7 @@ def _flags(h: RunHeader) -> dict[str, str]:
 def _what_differs(headers: Sequence[RunHeader]) -> list[str]:
     """Per run, what sets it apart from the others that share its label: engine version, the flags
     whose values differ, else its start time."""
-    fps = [h.fingerprint or {} for h in headers]
-    versions = [str(f.get("engine_version") or "?") for f in fps]
+    versions = [str((h.fingerprint.engine_version if h.fingerprint else None) or "?") for h in headers]
     if len(set(versions)) == len(versions):
         return versions
     flags = [_flags(h) for h in headers]

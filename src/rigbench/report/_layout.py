@@ -19,6 +19,13 @@ __all__ = ["fitted_table"]
 _MIN_TEXT_WIDTH = 16
 
 
+def _wrapped(head: str, rows: Sequence[Sequence[str | Text]], i: int) -> int:
+    """A text column's width when wrapped at words: 16, or its longest word (never cut), or less when
+    every cell is shorter."""
+    longest = max([cell_len(w) for r in rows for w in str(r[i]).split()] + [0])
+    return min(_natural(head, rows, i, True), max(_MIN_TEXT_WIDTH, longest))
+
+
 def _table(head: Sequence[str], rows: Sequence[Sequence[str | Text]], left_cols: int, compact: bool) -> Table:
     """`compact`: headers stacked word by word, text columns wrapped at words, one space between columns."""
     t = Table(box=box.SIMPLE_HEAD, padding=(0, 0) if compact else (0, 1), collapse_padding=True, pad_edge=False)
@@ -26,7 +33,7 @@ def _table(head: Sequence[str], rows: Sequence[Sequence[str | Text]], left_cols:
         text_col = 0 < i < left_cols
         t.add_column(h.replace(" ", "\n") if compact else h, justify="left" if i < left_cols else "right",
                      no_wrap=not (compact and text_col),
-                     min_width=min(_MIN_TEXT_WIDTH, _natural(h, rows, i, False)) if text_col else None)
+                     min_width=_wrapped(h, rows, i) if text_col else None)
     for r in rows:
         t.add_row(*r)
     return t
@@ -44,8 +51,8 @@ def fitted_table(console: Console, title: str | None, head: Sequence[str], rows:
     `cards`: cards at any width (rows of long prose read better so)."""
     n = len(head)
     wide = sum(_natural(h, rows, i, False) for i, h in enumerate(head)) + 2 * (n - 1) + 2
-    compact = sum(min(w, _MIN_TEXT_WIDTH) if 0 < i < left_cols else w
-                  for i, w in enumerate(_natural(h, rows, i, True) for i, h in enumerate(head))) + (n - 1) + 2
+    compact = sum(_wrapped(h, rows, i) if 0 < i < left_cols else _natural(h, rows, i, True)
+                  for i, h in enumerate(head)) + (n - 1) + 2
     if not cards and (wide <= console.width or compact <= console.width):
         t = _table(head, rows, left_cols, compact=wide > console.width)
     else:

@@ -21,6 +21,7 @@ from rigbench.report._cells import Note, Section, section_markdown, section_term
 from rigbench.report._fmt import verdict_cell
 
 __all__ = [
+    "quality_sections",
     "render_mmlu_comparison_markdown",
     "render_mmlu_comparison_terminal",
     "render_quality_markdown",
@@ -123,7 +124,7 @@ def _effort(e: EffortSummary) -> Section:
     return Section(title, head, rows, _notes(notes))
 
 
-def _sections(summary: QualitySummary) -> list[Section]:
+def quality_sections(summary: QualitySummary) -> list[Section]:
     out = []
     if summary.mmlu_pro is not None:
         out.append(_mmlu(summary.mmlu_pro))
@@ -165,11 +166,11 @@ def _render(console: Console, sections: list[Section]) -> None:
 
 def render_quality_terminal(console: Console, summary: QualitySummary) -> None:
     """Print every quality table of one run (nothing when the run has no quality records)."""
-    _render(console, _sections(summary))
+    _render(console, quality_sections(summary))
 
 
 def render_quality_markdown(summary: QualitySummary) -> str:
-    return "\n\n".join(section_markdown(s) for s in _sections(summary))
+    return "\n\n".join(section_markdown(s) for s in quality_sections(summary))
 
 
 def render_mmlu_comparison_terminal(console: Console, comparison: MMLUProComparison) -> None:

@@ -9,16 +9,14 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from rich import box
 from rich.table import Table
-from rich.text import Text
 
 from rigbench.analysis import ScenarioSpeed, SpeedSummary, Stat
-from rigbench.outside import for_markdown, visible
+from rigbench.report._cells import Note, Section, section_markdown, simple_table
 from rigbench.report._fmt import fmt_stat
 
-__all__ = ["LATENCY_HEAD", "NM", "PROVENANCE_KEY", "SPEED_HEAD", "latency_cells", "latency_markdown", "latency_table",
-           "not_measurable_notes", "speed_cells", "speed_columns", "speed_markdown", "speed_table"]
+__all__ = ["LATENCY_HEAD", "NM", "PROVENANCE_KEY", "SPEED_HEAD", "latency_cells", "latency_markdown", "latency_section",
+           "latency_table", "not_measurable_notes", "speed_cells", "speed_markdown", "speed_section", "speed_table"]
 
 
 class _Col(NamedTuple):
@@ -101,40 +99,33 @@ def _redundant(summary: SpeedSummary) -> set[str]:
     return drop
 
 
-def _drop_notes(drop: set[str]) -> list[str]:
-    return (["concurrency 1 (aggregate tok/s = e2e)"] if "agg" in drop else []) + (
-        ["one token per streamed chunk"] if "tpc" in drop else []) + (
-        ["token counts all from server usage, exact per chunk"] if "tokens" in drop else [])
-
-
-def speed_columns(summary: SpeedSummary) -> tuple[list[str], list[list[str]], list[str]]:
-    """Full headers and cells without the columns that say nothing for this run, and why they went."""
+def speed_section(summary: SpeedSummary) -> Section:
+    """The speed table as one description for every medium: the columns that say nothing for this run
+    (the same value in every row) left out and named in an `Every row:` note, then the key and the
+    per-row notes (TTFT not comparable or not measurable, where token counts came from)."""
     drop = _redundant(summary)
     keep = [i for i, c in enumerate(_COLS) if c.key not in drop]
-    return [SPEED_HEAD[i] for i in keep], [[row[i] for i in keep] for row in speed_cells(summary)], _drop_notes(drop)
-
-
-def speed_table(summary: SpeedSummary, *, compact: bool = False) -> Table:
-    """`compact` (narrow terminals) drops columns that are redundant for this run, noted in the key."""
-    drop = _redundant(summary) if compact else set()
-    notes = _drop_notes(drop)
-    key = [_SPEED_KEY] + (["Not shown: " + "; ".join(notes) + "."] if notes else [])
+    caption = _caption(summary, drop)
+    notes = ([Note(caption)] if caption else []) + [Note(_SPEED_KEY, "muted")]
     if "tokens" not in drop:
-        key.append(PROVENANCE_KEY)
+        notes.append(Note(PROVENANCE_KEY, "muted"))
     if any(r.ttft_not_comparable for r in summary.rows):
-        key.append(_NC_NOTE)
+        notes.append(Note(_NC_NOTE, "muted"))
+    notes += [Note(f"{r.scenario} (c={r.concurrency}): n/c* TTFT not comparable: {r.ttft_not_comparable}", "warn")
+              for r in summary.rows if r.ttft_not_comparable]
     if any(r.latency_not_measurable for r in summary.rows):
-        key.append(_NM_NOTE)
-    t = Table(title="Speed: median ± standard deviation over requests (warm-up excluded)", title_justify="left",
-              box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True, pad_edge=False, caption="\n".join(key), caption_justify="left")
-    keep = [i for i, c in enumerate(_COLS) if c.key not in drop]
-    for i in keep:
-        # the scenario name is never cut or wrapped: it is what a reader looks for
-        t.add_column(_COLS[i].short, justify="left" if i < 2 else "right", no_wrap=i < 4, overflow="fold",
-                     min_width=len(_COLS[i].short.split("\n")[0]) if i >= 4 else None)
-    for row in speed_cells(summary):
-        t.add_row(*(Text(visible(row[i])) for i in keep))
-    return t
+        notes.append(Note(_NM_NOTE, "muted"))
+    notes += [Note(n, "warn") for n in not_measurable_notes(summary)]
+    notes += [Note(f"{r.scenario} (c={r.concurrency}): {r.provenance.flag}", "warn")
+              for r in summary.rows if r.provenance is not None and r.provenance.flag]
+    return Section("Speed: median ± standard deviation over requests (warm-up excluded)",
+                   [SPEED_HEAD[i] for i in keep], [[row[i] for i in keep] for row in speed_cells(summary)], notes,
+                   left_cols=2, short_head=[_COLS[i].short for i in keep])
+
+
+def speed_table(summary: SpeedSummary) -> Table:
+    """The speed section as a rich table (short headers), for callers that place it themselves."""
+    return simple_table(speed_section(summary))
 
 
 def _caption(summary: SpeedSummary, drop: set[str]) -> str | None:
@@ -146,20 +137,7 @@ def _caption(summary: SpeedSummary, drop: set[str]) -> str | None:
 
 
 def speed_markdown(summary: SpeedSummary) -> str:
-    """The columns every row shares move into one caption line above the table."""
-    head, rows, _ = speed_columns(summary)
-    caption = _caption(summary, _redundant(summary))
-    lines = ([caption, ""] if caption else []) + [
-        "| " + " | ".join(head) + " |", "|" + "|".join(["---"] * 2 + ["---:"] * (len(head) - 2)) + "|"]
-    lines += ["| " + " | ".join(for_markdown(c) for c in row) + " |" for row in rows]
-    notes = [f"- {for_markdown(r.scenario)} (c={r.concurrency}): *TTFT not comparable: {r.ttft_not_comparable}."
-             for r in summary.rows if r.ttft_not_comparable]
-    notes += [f"- {for_markdown(n)}." for n in not_measurable_notes(summary)]
-    if "token counts from" in head:
-        notes.append(f"- {PROVENANCE_KEY}.")
-    notes += [f"- {for_markdown(r.scenario)} (c={r.concurrency}): {for_markdown(r.provenance.flag)}."
-              for r in summary.rows if r.provenance is not None and r.provenance.flag]
-    return "\n".join(lines + ["", _SPEED_KEY] + (["", *notes] if notes else []))
+    return section_markdown(speed_section(summary), heading=None)
 
 
 # -- latency percentiles ---------------------------------------------------------------------------
@@ -193,20 +171,17 @@ def latency_cells(summary: SpeedSummary) -> list[list[str]]:
     return rows
 
 
+def latency_section(summary: SpeedSummary) -> Section:
+    """A vertical layout (four rows per scenario and level): it fits 80 columns whatever the number
+    of scenarios."""
+    nm = [Note(_NM_NOTE, "warn")] if any(r.latency_not_measurable for r in summary.rows) else []
+    return Section("Latency percentiles (ms)", LATENCY_HEAD, latency_cells(summary), [Note(LATENCY_KEY, "muted"), *nm],
+                   left_cols=2)
+
+
 def latency_table(summary: SpeedSummary) -> Table:
-    """A vertical layout: it fits 80 columns whatever the number of scenarios."""
-    key = LATENCY_KEY + ("\n" + _NM_NOTE if any(r.latency_not_measurable for r in summary.rows) else "")
-    t = Table(title="Latency percentiles (ms)", title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True,
-              pad_edge=False, caption=key, caption_justify="left")
-    for i, h in enumerate(LATENCY_HEAD):
-        t.add_column(h, justify="left" if i < 2 else "right", no_wrap=True)
-    for row in latency_cells(summary):
-        t.add_row(*(Text(visible(c)) for c in row))
-    return t
+    return simple_table(latency_section(summary))
 
 
 def latency_markdown(summary: SpeedSummary) -> str:
-    lines = ["| " + " | ".join(LATENCY_HEAD) + " |", "|---|---|---:|---:|---:|---:|"]
-    lines += ["| " + " | ".join(for_markdown(c) for c in row) + " |" for row in latency_cells(summary)]
-    nm = [_NM_NOTE] if any(r.latency_not_measurable for r in summary.rows) else []
-    return "\n\n".join(["\n".join(lines), LATENCY_KEY, *nm])
+    return section_markdown(latency_section(summary), heading=None)

