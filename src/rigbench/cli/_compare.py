@@ -23,6 +23,7 @@ from rigbench.cli._app import app
 from rigbench.cli._console import make_console
 from rigbench.cli._paths import check_output_file, write_output
 from rigbench.errors import UsageError
+from rigbench.outside import for_console
 from rigbench.report import (
     comparison_markdown,
     comparison_terminal,
@@ -78,7 +79,7 @@ def compare(
         md.append(comparison_markdown(result, labels, synthetic))
     without = [r.dir.name for r in readers if r not in with_speed]
     if without:
-        console.print(f"[dim]no speed records in {', '.join(without)}: speed not compared for "
+        console.print(f"[dim]no speed records in {for_console(', '.join(without))}: speed not compared for "
                       f"{'it' if len(without) == 1 else 'them'}.[/]")
     for other in readers[1:]:
         if not (other.header.fingerprint and other.header.fingerprint.speculative) or other not in with_speed \

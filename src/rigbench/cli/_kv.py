@@ -18,6 +18,7 @@ from rigbench.cli._app import app
 from rigbench.cli._checks import check_finite, read_model_file
 from rigbench.cli._console import make_console
 from rigbench.errors import UsageError
+from rigbench.outside import for_console
 from rigbench.report import kv_terminal
 
 __all__ = ["kv"]
@@ -92,7 +93,7 @@ def kv(
     cap = kv_capacity(arch, budget_bytes=int(budget_gib * 1024**3), context_tokens=context, kv_dtype=kv_dtype,
                       server_pool_tokens=server_pool, server_pool_source="given" if server_pool else None, vllm=acc)
     make_console().print(f"{arch.layers} layers ({arch.global_layers} global), {arch.kv_heads} KV heads x {arch.head_dim} "
-                    f"(from {arch.source})")
+                    f"(from {for_console(arch.source)})")
     kv_terminal(cap, make_console())
 
 

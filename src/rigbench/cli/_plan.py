@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from rigbench.analysis import Comparison, Revision, RunAnalysis, analyze_run, compare_runs, find_revisions
 from rigbench.cli._console import make_console
@@ -13,7 +14,7 @@ from rigbench.cli._paths import write_output
 from rigbench.cli._progress import RichProgress
 from rigbench.cli._signals import interrupt_exit_code, interrupt_name
 from rigbench.client import run as run_loop
-from rigbench.outside import for_console
+from rigbench.outside import for_console, visible
 from rigbench.plan import PlanIndex, execute_plan, is_plan_dir, load_plan, plan_runs
 from rigbench.report import render_blog_markdown, speedup_table
 from rigbench.scale import execute_plan_on_ray
@@ -41,13 +42,15 @@ def plan_analyses(plan_dir: Path) -> tuple[list[str], list[RunAnalysis], list[Co
 
 
 def _status_table(index: PlanIndex) -> Table:
-    t = Table(title=f"plan {index.name}", title_justify="left")
+    # names and directories as text, not markup: a plan and its rigs are named by whoever wrote the file
+    t = Table(title=Text(visible(f"plan {index.name}")), title_justify="left")
     for col in ("rig", "kind", "status", "verdict", "run directory", "source data"):
         t.add_column(col, overflow="fold")
     for e in index.rigs:
         verdict = "–" if e.trusted is None else ("trusted" if e.trusted else "UNTRUSTED")
         style = "green" if e.status == "complete" else "bold red" if e.status == "failed" else "yellow"
-        t.add_row(e.name, e.kind, f"[{style}]{e.status}[/]", verdict, e.run_dir or "–", e.source_data_id or "–")
+        t.add_row(Text(visible(e.name)), e.kind, Text(e.status, style=style), verdict, Text(visible(e.run_dir or "–")),
+                  e.source_data_id or "–")
     return t
 
 
@@ -91,8 +94,8 @@ def run_plan(plan_file: Path, *, resume: Path | None, out: Path, markdown: Path 
             console.print(f"[yellow]! {for_console(n)}: {for_console(w, multiline=True)}[/]", highlight=False)
     if markdown and analyses:
         write_output(markdown, render_blog_markdown(names, analyses, comparisons, find_revisions(names, analyses)))
-        console.print(f"Markdown report: {markdown}")
-    console.print(f"plan directory: {plan_dir}  (index: {plan_dir / 'plan.json'})")
+        console.print(f"Markdown report: {for_console(markdown)}")
+    console.print(f"plan directory: {for_console(plan_dir)}  (index: {for_console(plan_dir / 'plan.json')})")
     bad = [e for e in index.rigs if e.status != "complete"]
     untrusted = [e for e in index.rigs if e.trusted is False]
     if bad or (untrusted and not allow_untrusted):

@@ -84,7 +84,7 @@ def report(
     comparisons, revisions = across_runs(names, runs, analyses) if len(runs) > 1 else ([], [])
     suites = [compare_suites(RunReader(runs[0]), RunReader(p)) for p in runs[1:]]
     if len(runs) > 1:  # across the runs: speed-up, then quality and agent, each against the first
-        console.rule(f"{len(runs)} runs against {names[0]}")
+        console.rule(f"{len(runs)} runs against {for_console(names[0])}")
         differences_terminal(console, names, [a.header for a in analyses])
         if comparisons:
             console.print(speedup_table(names, analyses, comparisons))

@@ -12,6 +12,7 @@ from rigbench.cli._app import app
 from rigbench.cli._checks import check_finite, read_model_file
 from rigbench.cli._console import make_console
 from rigbench.errors import UsageError
+from rigbench.outside import for_console
 from rigbench.report import roofline_terminal
 
 __all__ = ["roofline_cmd"]
@@ -49,8 +50,8 @@ def roofline_cmd(
     if model is not None:
         info = _read_weights(model)
         weights = info.weights_bytes
-        console.print(f"{info.source}: {info.tensors} tensors, {weights / 1e9:.3f} GB"
-                      + (f" ({info.file_type})" if info.file_type else ""))
+        console.print(f"{for_console(info.source)}: {info.tensors} tensors, {weights / 1e9:.3f} GB"
+                      + (f" ({for_console(info.file_type)})" if info.file_type else ""), highlight=False)
     else:
         assert weights_gb is not None
         weights = int(weights_gb * 1e9)

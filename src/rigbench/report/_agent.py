@@ -141,7 +141,7 @@ def render_agent_terminal(console: Console, summary: AgentSummary) -> None:
 
 def _probe_table(sec: Section, width: int) -> Table:
     """Wide: probe | verdict | evidence. Narrow: the verdict under the probe's name."""
-    t = Table(title=sec.title, title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1),
+    t = Table(title=Text(visible(sec.title)), title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1),
               collapse_padding=True, pad_edge=False)
     narrow = width < 120
     t.add_column("probe / verdict" if narrow else "probe", no_wrap=True)

@@ -82,7 +82,8 @@ def speedup_markdown(names: Sequence[str], analyses: Sequence[RunAnalysis],
 def speedup_table(names: Sequence[str], analyses: Sequence[RunAnalysis],
                   comparisons: Sequence[Comparison]) -> Table:
     head, rows = _grid(names, analyses, comparisons)
-    t = Table(title=f"Speed-up vs {names[0]} (e2e tok/s, median ± std; ratio of means ± error)",
+    # the title as text, not markup: a run label is outside text (rigbench.outside)
+    t = Table(title=Text(visible(f"Speed-up vs {names[0]} (e2e tok/s, median ± std; ratio of means ± error)")),
               title_justify="left", caption=_NOTE, caption_justify="left")
     for i, h in enumerate(head):
         t.add_column(h, justify="left" if i < 2 else "right", overflow="fold",

@@ -39,7 +39,7 @@ def _verdict(v: str) -> Text:
 def runs_table(title: str, runs: Sequence[RunListing], width: int) -> Table:
     """One row per run. Narrow terminals get two lines per run: id, status and source data, then
     date, engine, model, suites and the verdict; no name is cut."""
-    t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True, pad_edge=False)
+    t = Table(title=Text(visible(title)), title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True, pad_edge=False)
     if width >= WIDE_COLUMNS:
         for col in ("run", "created", "engine", "model", "suites", "status", "verdict", "source data"):
             t.add_column(col, no_wrap=col in ("run", "created", "source data", "verdict", "status"))
