@@ -5,6 +5,7 @@ Every message says what failed, what was observed, and what to do next.
 
     RigbenchError
     ├── UsageError            bad option, plan or input file (the user can fix it)
+    │   └── LongRunError      a run projected past a day, stopped there (resumable with --allow-long-run)
     ├── SetupError            fetching or building something rigbench needs (model, llama-server)
     ├── RigError              the engine process or endpoint
     │   ├── RigStartError     a launched engine exited or never became healthy
@@ -23,6 +24,7 @@ __all__ = [
     "AnalysisError",
     "EndpointError",
     "EndpointLostError",
+    "LongRunError",
     "PortInUseError",
     "ProbeError",
     "RigError",
@@ -41,6 +43,10 @@ class RigbenchError(Exception):
 
 class UsageError(RigbenchError):
     pass
+
+
+class LongRunError(UsageError):
+    """The speed suite projected the run past a day from its measured speed and stopped; resumable."""
 
 
 class SetupError(RigbenchError):

@@ -19,8 +19,15 @@ from typing import Any, NamedTuple, cast
 
 from rigbench._version import __version__
 from rigbench.analysis import assess_host, fingerprint_differences, latency_finding, summarize_speed
-from rigbench.client import Deadlines, SelfCheckMonitor, redact_url, url_has_userinfo
-from rigbench.errors import EndpointLostError, RigbenchError, RigError, StoreWriteError, UsageError
+from rigbench.client import Deadlines, RetryPolicy, SelfCheckMonitor, redact_url, url_has_userinfo
+from rigbench.errors import (
+    EndpointLostError,
+    LongRunError,
+    RigbenchError,
+    RigError,
+    StoreWriteError,
+    UsageError,
+)
 from rigbench.honesty import (
     PreflightInput,
     ScenarioLength,
@@ -88,6 +95,8 @@ class RunConfig:
     retry_failed: bool = field(default=False, compare=False)  # a resume also redoes every failed request
     run_id: str | None = None  # None: a new id from `label` (a plan picks it up front for its index)
     deadlines: Deadlines = field(default_factory=Deadlines)  # per-request deadlines, handed to the client
+    retries: RetryPolicy = field(default_factory=RetryPolicy)  # refusals sent again (--retry-on), to the client
+    allow_long_run: bool = field(default=False, compare=False)  # run past a day when the speed projects it
     cli_options: dict[str, Any] | None = field(default=None, compare=False)  # so --resume can rebuild them
     command: list[str] = field(default_factory=lambda: _redacted_argv(sys.argv), compare=False)
     # The suites themselves, built from the names and settings (scale-out swaps the speed suite's client).
@@ -103,6 +112,8 @@ class RunConfig:
                 "sanity_max_tokens": self.sanity_max_tokens, "sanity_seed": self.sanity_seed,
                 "bandwidth_gb_s": self.bandwidth_gb_s,
                 "rig": describe_rig(self.rig), "deadlines": self.deadlines.recorded()}
+        if self.retries.enabled:  # recorded only when on, so runs from before it resume unchanged
+            plan["retries"] = self.retries.recorded()
         if self.cli_options is not None:
             plan["cli_options"] = self.cli_options
         return plan
@@ -143,7 +154,8 @@ async def execute_run(cfg: RunConfig, progress: Progress | None = None,
             prog.note("the credentials in the --endpoint URL were removed: they are never sent, printed or "
                       "stored. Pass an API key with --api-key-env.")
         rig = open_rig(cfg.rig, writer.log_path, api_key=cfg.api_key, note=prog.note, build_progress=build_progress)
-        rig.client.configure(deadlines=cfg.deadlines, max_connections=max(rig.client.max_connections, max_conc))
+        rig.client.configure(deadlines=cfg.deadlines, max_connections=max(rig.client.max_connections, max_conc),
+                             retries=cfg.retries)
         try:
             prog.note("starting the rig" if isinstance(rig, LaunchedRig) else f"attaching to {redact_url(endpoint)}")
             startup = await rig.start()
@@ -180,7 +192,7 @@ async def execute_run(cfg: RunConfig, progress: Progress | None = None,
         raise
     except RigbenchError as e:
         error = str(e)
-        if isinstance(e, EndpointLostError | StoreWriteError):
+        if isinstance(e, EndpointLostError | StoreWriteError | LongRunError):
             status = "interrupted"  # rigbench's setup, not the rig, stopped it: resumable as it is
         raise
     except BaseException as e:  # asyncio.CancelledError on Ctrl-C lands here too
@@ -253,7 +265,7 @@ async def _run_suites(cfg: RunConfig, rig: LaunchedRig | AttachedRig, info: Any,
     for suite in cfg.suites:
         ctx = SuiteContext(client=rig.client, writer=suite_writer, rig=info,
                            settings=cfg.suite_settings.get(suite.name, {}), progress=prog,
-                           done_units=done, seed=cfg.seed, host=host)
+                           done_units=done, seed=cfg.seed, host=host, allow_long_run=cfg.allow_long_run)
         try:
             # measures rigbench's own overhead (client CPU, loop lag, send lag) per suite
             async with SelfCheckMonitor(suite.name, emit=writer.append):
@@ -549,18 +561,20 @@ def _rejections(reader: RunReader) -> list[str]:
     """A run whose server turned away most measured requests (HTTP 429 rate limits, 503 overload, any
     other status) measured the few it let through, not the planned load: a finding that names it."""
     statuses: dict[int, int] = {}
-    total = 0
-    for r in reader.raw_records("speed_request"):
+    total = gave_up = 0
+    for r in [*reader.raw_records("speed_request"), *reader.raw_records("load_request")]:
         total += 1
         err = (r.get("result") or {}).get("error") or {}
         if err.get("kind") == "http_status":
             statuses[int(err.get("http_status") or 0)] = statuses.get(int(err.get("http_status") or 0), 0) + 1
+            gave_up += bool((r.get("result") or {}).get("retry_stopped"))
     rejected = sum(statuses.values())
     if not total or rejected * 2 <= total:
         return []
     which = ", ".join(f"HTTP {s} x{n}" for s, n in sorted(statuses.items()))
-    return [f"the server rejected {rejected} of {total} measured requests ({which}): the figures cover the few it "
-            "let through, not the planned load. Lower --concurrency, or measure when the server is not "
+    retried = f"; {gave_up} of them after their --retry-on budget ran out" if gave_up else ""
+    return [f"the server rejected {rejected} of {total} measured requests ({which}{retried}): the figures cover the "
+            "few it let through, not the planned load. Lower --concurrency, or measure when the server is not "
             "overloaded or rate-limited"]
 
 

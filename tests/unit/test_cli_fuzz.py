@@ -32,6 +32,9 @@ URLS = [DEAD, "http://user:pw@127.0.0.1:9/v1", "ftp://127.0.0.1/v1", "not a url"
         "http://127.0.0.1:99999/v1", "https://127.0.0.1:9", "http://localhost:9/v1/", "http://[::1]:9/v1"]
 WORDS = ["speed", "", ",", "bogus", "speed,agent", "quality", "chat_short", "chat_short,nope", "none,low",
          "x" * 300, "speed,,speed", "../etc", "☃", "bad:x:y", "[bold red]x[/]", "\x1b[2Jcls", "\udcfe\udcff", "a\nb"]
+# `--retry-on` values: the valid form, every kind of bad list, and statuses at and beyond 400..599
+STATUSES = ["429,503", "429", "503,429,503", "200", "399", "400", "599", "600", "abc", "", ",", "429,,503", "429,",
+            " 429 ", "-429", "4e2", "429.0", "9" * 400, "\udcff", "[bold]429[/]", "\x1b[2J"]
 PORTS = ["-1", "70000", "65536", "abc", "", "1e3", "99999999999"]  # `emulate` cases: never one it could serve on
 
 
@@ -78,6 +81,8 @@ PLAN_TOP = [
     "name: p{i}\nsanity: false\nspeed: {{scenarios: [chat_short], repetitions: {num}, warmup: 0, concurrency: [{num}]}}\n",
     "name: p{i}\nsanity: false\nsuites: [{word}]\ndeadlines: {{idle_s: {num}}}\n",
     "name: p{i}\nspeed: {{profile: {word}}}\n",
+    "name: p{i}\nsanity: false\nsuites: [load]\nretries: {{statuses: [{num}], max_retries: {num}, max_wait_s: {num}}}\n"
+    "load: {{rate_rps: {num}, duration_s: {num}}}\nallow_long_run: {word}\n",
     "name: [oops\n",
     "- just\n- a list\n",
     "",
@@ -101,6 +106,10 @@ def _cases(tmp: Path, busy_port: str) -> list[list[str]]:
         lambda: ["--no-sanity"], lambda: ["--threads", num()], lambda: ["--draft-max", num()],
         lambda: ["--max-requests", num()], lambda: ["--retry-failed"], lambda: ["--label", word()],
         lambda: ["--set", f"speed.temperature={num()}"], lambda: ["--set", word()],
+        lambda: ["--retry-on", rng.choice(STATUSES)], lambda: ["--retry-on", "429", "--max-retries", num()],
+        lambda: ["--retry-on", rng.choice(STATUSES), "--max-retry-wait", num()], lambda: ["--max-retries", num()],
+        lambda: ["--allow-long-run"], lambda: ["--rate", num(), "--duration", num()],
+        lambda: ["--rate", num(), "--requests", num()], lambda: ["--sweep", "--duration", num()],
     ]
     cases: list[list[str]] = []
     for _ in range(200):

@@ -23,7 +23,7 @@ PUBLIC: dict[str, list[str]] = {
         "LOOP_LAG_P99_MAX_S", "LoadComparison", "LoadRateComparison", "LoadSummary", "LoadWindowSummary",
         "MAX_NEEDED", "MIN_REPETITIONS", "MMLUProComparison", "MMLUProSummary", "OTHER_CORES_MAX",
         "OUTLIER_Z", "PackSummary", "PairTest", "ProbeRow", "Proportion", "QualitySummary", "REQUEST_COLUMNS",
-        "RequestTiming", "Revision", "Roofline", "RunAnalysis", "SLO_METRICS", "STEAL_CORES_MAX",
+        "RequestTiming", "RetrySummary", "Revision", "Roofline", "RunAnalysis", "SLO_METRICS", "STEAL_CORES_MAX",
         "ScenarioSpeed", "ScenarioTelemetry", "SeriesStability", "SloCheck", "SpeculationFit", "SpeedSummary",
         "SpeedupPrediction", "StampingError", "Stat", "SuiteComparison", "TaskScore", "TimingCrossCheck",
         "UNSTABLE_CV", "VLLMAccounting", "Verdict", "WeightsInfo", "analyze_run", "arrival_ns", "assess_host",
@@ -39,12 +39,12 @@ PUBLIC: dict[str, list[str]] = {
         "app", "main",
     ],
     "rigbench.client": [
-        "ChatClient", "Deadlines", "SelfCheckMonitor",
+        "ChatClient", "Deadlines", "RetryPolicy", "SelfCheckMonitor",
         "current_monitor", "event_loop_name", "is_loopback_url", "redact_text", "redact_url", "run",
         "url_has_userinfo", "use_monitor",
     ],
     "rigbench.errors": [
-        "AnalysisError", "EndpointError", "EndpointLostError", "PortInUseError", "ProbeError",
+        "AnalysisError", "EndpointError", "EndpointLostError", "LongRunError", "PortInUseError", "ProbeError",
         "RigError", "RigStartError", "RigbenchError", "SetupError", "StoreError", "StoreWriteError", "UsageError",
     ],
     "rigbench.honesty": [
@@ -67,7 +67,7 @@ PUBLIC: dict[str, list[str]] = {
         "ModelInfo", "OFF_LEVELS", "OutputScreen",
         "PackAnswer", "PackConfig", "Phase", "PreflightFinding", "PreflightReport", "PreflightSeverity",
         "ProbeRecord", "ProbeVerdict", "RECORD_TYPES", "ReasoningForm", "Record", "RequestError",
-        "RequestErrorKind", "SanityAnswer", "SanityVerdict", "ScenarioPrefixCache", "SelfCheck",
+        "RequestErrorKind", "RetryAttempt", "SanityAnswer", "SanityVerdict", "ScenarioPrefixCache", "SelfCheck",
         "ServingCommand", "SloTargets", "SpeedBatch", "SpeedRequest", "SpeedSkip", "StartupTiming",
         "StreamResult", "TaskStopReason", "TaskTrialRecord", "TelemetryRecord", "TelemetrySample",
         "TokenSplitMethod", "ToolTrialRecord", "TrafficCheck", "TurnObservation", "older_fingerprint", "record_adapter",
@@ -143,7 +143,7 @@ PUBLIC: dict[str, list[str]] = {
         "shipped_packs",
     ],
     "rigbench.suites.speed": [
-        "ConcurrencyLevels", "ExactPrompt", "PROFILES", "PromptBuilder", "Scenario",
+        "ConcurrencyLevels", "ExactPrompt", "MAX_RUN_S", "PROFILES", "PromptBuilder", "Scenario",
         "SpeedSettings", "SpeedSuite", "scenarios_for",
     ],
     "rigbench.testing": [

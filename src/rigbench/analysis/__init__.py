@@ -33,6 +33,7 @@ from rigbench.analysis._quality import (
 )
 from rigbench.analysis._reasoning import split_reasoning, split_tokens
 from rigbench.analysis._requests import REQUEST_COLUMNS, request_rows
+from rigbench.analysis._retries import RetrySummary
 from rigbench.analysis._revision import Revision, find_revisions
 from rigbench.analysis._roofline import (
     Roofline,
@@ -97,6 +98,7 @@ __all__ = [
     "Proportion",
     "QualitySummary",
     "RequestTiming",
+    "RetrySummary",
     "Revision",
     "Roofline",
     "RunAnalysis",

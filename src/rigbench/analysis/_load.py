@@ -48,10 +48,13 @@ def load_timing(q: LoadRequest) -> LoadTiming:
     t = request_timing(res, output_tokens_target=q.output_tokens_target)
     intended = res.scheduled_ns if res.scheduled_ns is not None else res.sent_ns
     ready = max(intended, q.slot_ns) if q.slot_ns is not None else intended
+    # from the intended start to the send of the attempt that was answered: retry waits (--retry-on) and
+    # the refused attempts count in the response time; the service time is the last attempt's alone
     behind = (res.sent_ns - intended) / 1e9
-    # the client's part of the delay: opening a connection (when one was opened) is the network's,
-    # as in the self-check's send lag; it still counts in the response time
-    acted = res.connect_ns if res.connect_ns is not None else res.sent_ns
+    # the client's part of the delay, at the first attempt: opening a connection (when one was opened) is the
+    # network's, as in the self-check's send lag; it still counts in the response time
+    first = res.retries[0] if res.retries else res
+    acted = first.connect_ns if first.connect_ns is not None else first.sent_ns
     return LoadTiming(
         timing=t, send_lag_s=max(0.0, (acted - ready) / 1e9),
         slot_wait_s=(q.slot_ns - intended) / 1e9 if q.slot_ns is not None else None,

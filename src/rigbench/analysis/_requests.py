@@ -22,7 +22,7 @@ REQUEST_COLUMNS = (
     "intended_start_at_s", "slot_free_at_s", "sent_at_s", "first_token_at_s", "end_at_s",
     "send_lag_s", "input_tokens", "output_tokens", "output_tokens_target",
     "ttft_s", "ttft_response_s", "itl_s", "e2e_s", "e2e_response_s", "decode_tok_s",
-    "slo_met", "finish_reason", "error_kind", "error_message",
+    "slo_met", "finish_reason", "error_kind", "error_message", "retries", "retry_wait_s",
 )
 
 
@@ -35,7 +35,9 @@ def _common(res: StreamResult, zero: int) -> dict[str, Any]:
     stamps, _ = arrival_ns(res)  # the kernel's receive stamps where recorded, as every timing figure uses
     return {"sent_at_s": _at(res.sent_ns, zero), "first_token_at_s": _at(stamps[0] if stamps else None, zero),
             "end_at_s": _at(res.done_ns, zero), "finish_reason": res.finish_reason,
-            "error_kind": err.kind if err else None, "error_message": err.message if err else None}
+            "error_kind": err.kind if err else None, "error_message": err.message if err else None,
+            # --retry-on: attempts the server turned away before this one, and the time waited for them
+            "retries": len(res.retries), "retry_wait_s": sum(a.wait_s for a in res.retries)}
 
 
 def request_rows(reader: RunReader) -> list[dict[str, Any]]:
@@ -53,7 +55,8 @@ def request_rows(reader: RunReader) -> list[dict[str, Any]]:
                      "group": f"{q.scenario}/c{q.concurrency}/r{q.repetition}" + ("/warmup" if q.warmup else ""),
                      "offered_rate_rps": None, "index": q.index, "session": None, "turn": None,
                      "intended_start_at_s": _at(intended, zero),
-                     "slot_free_at_s": None, **_common(res, zero), "send_lag_s": (res.sent_ns - intended) / 1e9,
+                     "slot_free_at_s": None, **_common(res, zero),
+                     "send_lag_s": ((res.retries[0].sent_ns if res.retries else res.sent_ns) - intended) / 1e9,
                      "input_tokens": q.input_tokens_measured if q.input_tokens_measured is not None else res.prompt_tokens,
                      "output_tokens": t.output_tokens, "output_tokens_target": q.output_tokens_target,
                      "ttft_s": t.ttft_s, "ttft_response_s": t.ttft_s, "itl_s": t.itl_mean_s,

@@ -11,6 +11,7 @@ from rigbench.analysis._honesty_run import honesty_sections
 from rigbench.analysis._host import HostVerdict, assess_host
 from rigbench.analysis._load import summarize_load
 from rigbench.analysis._quality import summarize_quality
+from rigbench.analysis._retries import summarize_retries
 from rigbench.analysis._selfcheck import OUTSIDE_LOAD_REMEDY, ClientVerdict, assess_selfcheck
 from rigbench.analysis._speed import SpeedSummary, summarize_speed
 from rigbench.analysis._stability import speed_stability, stability_warnings
@@ -86,6 +87,15 @@ def analyze_run(reader: RunReader) -> RunAnalysis:
     if load is not None:
         sections["load"] = load
         warnings.extend(load.warnings)
+
+    retries = summarize_retries(reader)
+    if retries is not None:
+        sections["retries"] = retries
+        if retries.gave_up:
+            warnings.append(f"{retries.gave_up} request(s) were still refused when their retry budget ran out "
+                            f"(e.g. {retries.stopped[0] if retries.stopped else 'budget spent'}); they are failed "
+                            "records. Raise --max-retries/--max-retry-wait, or measure when the server is not "
+                            "rate-limited")
 
     agent = summarize_agent(reader)
     if not agent.empty:

@@ -170,8 +170,14 @@ def _row(key: tuple[str, int], items: list[tuple[SpeedRequest, RequestTiming]], 
     by_batch: dict[str, int] = defaultdict(int)
     for r, t in ok:
         by_batch[r.unit_id.rsplit("/", 1)[0]] += t.output_tokens
+    # a batch whose wall time holds a retry wait (--retry-on) measured the server's refusal, not its speed
+    retried = {r.unit_id.rsplit("/", 1)[0] for r, _ in items if r.result.retries}
     agg = [by_batch[b.unit_id] / ((b.ended_ns - b.started_ns) / 1e9) for b in batches
-           if b.ended_ns > b.started_ns and b.unit_id in by_batch]
+           if b.ended_ns > b.started_ns and b.unit_id in by_batch and b.unit_id not in retried]
+    if retried:
+        warnings.append(f"{scenario} (c={conc}): {len(retried)} batch(es) had a request the server turned away "
+                        "and rigbench retried (--retry-on): their aggregate tok/s is left out (its wall time holds "
+                        "the wait); TTFT, ITL and e2e come from the attempt that was answered")
     every = [t for _, t in ok]  # throughput and end-to-end figures hold whatever the arrival pattern
     attain = [t.attainment for t in every if t.attainment is not None]
     attainment_min = min(attain) if attain else None

@@ -76,6 +76,25 @@ def check_load_options(o: RunArgs) -> None:
                          "holds about 1,000 req/s (docs/benchmarks.md).")
 
 
+_RETRY_FLAGS = ("retry_on", "max_retries", "max_retry_wait")
+
+
+def check_retry_options(o: RunArgs) -> None:
+    """The retry flags: a budget needs --retry-on; a plan and client actors are not where they apply."""
+    given = [f"--{k.replace('_', '-')}" for k in _RETRY_FLAGS if getattr(o, k) is not None]
+    if not given:
+        return
+    if o.plan is not None:
+        raise UsageError(f"{given[0]} sets a single run's retries; for the plan {o.plan} write them in the plan's "
+                         "`retries:` key (e.g. `retries: {statuses: [429, 503]}`; docs/plans.md).")
+    if o.retry_on is None:
+        raise UsageError(f"{given[0]} is the budget of --retry-on; give the statuses to retry too, e.g. "
+                         "--retry-on 429,503.")
+    if o.ray is not None or o.clients > 1:
+        raise UsageError("--retry-on with --ray/--clients: the client actors do not retry yet. Drop --retry-on, or "
+                         "offer the load from this process (drop --ray and --clients).")
+
+
 def check_run_options(o: RunArgs) -> None:
     """Every numeric and list option of `rigbench run`, and the output paths."""
     check_output_dir(o.out, "--out")
@@ -87,6 +106,7 @@ def check_run_options(o: RunArgs) -> None:
     check_output_file(o.csv, "--csv")
     check_output_file(o.jsonl, "--jsonl")
     check_load_options(o)
+    check_retry_options(o)
     if o.plan is not None:
         return  # a plan's settings are checked when it loads
     names = [s.strip() for s in o.suite.split(",") if s.strip()]
@@ -102,6 +122,8 @@ def check_run_options(o: RunArgs) -> None:
     check_finite(o.bandwidth_gbs, "--bandwidth-gbs")
     check_finite(o.idle_timeout, "--idle-timeout")
     check_finite(o.request_timeout, "--request-timeout")
+    _positive_int(o.max_retries, "--max-retries", high=100)
+    check_finite(o.max_retry_wait, "--max-retry-wait", high=3600)
     levels = o.effort_levels
     if levels is not None:
         got = [x.strip() for x in levels.split(",") if x.strip()]

@@ -18,9 +18,10 @@ import aiohttp
 
 from rigbench.client._deadlines import Deadlines
 from rigbench.client._http import ConnectionPool, HttpConnection, KernelStampedConnection, ResponseHead
+from rigbench.client._retry import RETRY_AFTER_CHARS, RetryPolicy
 from rigbench.client._selfcheck import current_monitor
 from rigbench.client._sse import COMMENT, Malformed, SSEParser, decode_json
-from rigbench.records import ArrivalStamps, RequestError, StreamResult
+from rigbench.records import ArrivalStamps, RequestError, RetryAttempt, StreamResult
 
 __all__ = ["ChatClient"]
 
@@ -31,7 +32,8 @@ class ChatClient:
     """Async client for one OpenAI-compatible base URL (e.g. `http://127.0.0.1:8080/v1`).
 
     The API key is sent as a bearer token and never stored in any record. `deadlines` bounds every
-    request (`Deadlines`: its defaults, unless the run sets them).
+    request (`Deadlines`: its defaults, unless the run sets them); `retries` says which refusals are
+    sent again (`RetryPolicy`: none by default).
     """
 
     def __init__(
@@ -53,6 +55,7 @@ class ChatClient:
         # or "aiohttp" (kept for comparison and as a fallback, e.g. behind a proxy).
         self.http_stack = http_stack
         self.deadlines = deadlines if deadlines is not None else Deadlines()
+        self.retries = RetryPolicy()
         self._pool: ConnectionPool | None = None
         self._path_prefix = urlsplit(self.base_url).path.rstrip("/")
         self._auth = f"Authorization: Bearer {api_key}\r\n".encode() if api_key else b""
@@ -61,8 +64,11 @@ class ChatClient:
     def max_connections(self) -> int:
         return self._connector_limit
 
-    def configure(self, *, deadlines: Deadlines | None = None, max_connections: int | None = None) -> None:
-        """Set the per-request deadlines and the connection limit before the first request."""
+    def configure(self, *, deadlines: Deadlines | None = None, max_connections: int | None = None,
+                  retries: RetryPolicy | None = None) -> None:
+        """Set the per-request deadlines, the connection limit and the retry policy before the first request."""
+        if retries is not None:
+            self.retries = retries
         opened = self._pool is not None or self._session is not None
         if deadlines is not None:
             # the connect and read deadlines live in the open connection pool and session
@@ -147,6 +153,9 @@ class ChatClient:
         `scheduled_ns`: when the caller meant the request to go out (default: now); the gap to
         the actual write, less any connection opening, is the send lag the self-check watches.
         Never raises for a failure of the server: that becomes `StreamResult.error`.
+
+        A refusal the retry policy covers is sent again after the wait it allows; the result's stamps
+        are the last attempt's, and `retries` lists the attempts before it (docs/metrics.md, "Retries").
         """
         payload = dict(body)
         payload["stream"] = True
@@ -156,15 +165,36 @@ class ChatClient:
         data = json.dumps(payload).encode()
         if scheduled_ns is None:
             scheduled_ns = _perf_ns()
-        if self.http_stack == "aiohttp":
-            acc = await self._stream_aiohttp(data, path)
-        else:
-            acc = await self._stream_asyncio(data, path)
+        policy = self.retries
+        retries: list[RetryAttempt] = []
+        waited_s = 0.0
+        while True:
+            if self.http_stack == "aiohttp":
+                acc = await self._stream_aiohttp(data, path)
+            else:
+                acc = await self._stream_asyncio(data, path)
+            mon = current_monitor()
+            if mon is not None and acc.sent_ns and not retries:  # a retry goes out when its wait ends, by design
+                opening = (acc.sent_ns - acc.connect_ns) if acc.connect_ns is not None else 0
+                mon.note_send_lag(acc.sent_ns - scheduled_ns - opening)
+            decision = policy.decide(acc.http_status, acc.retry_after, retries_done=len(retries),
+                                     waited_s=waited_s) if policy.statuses else None
+            if decision is None:
+                break
+            if not decision.retry:
+                acc.retry_stopped = decision.reason
+                break
+            t0 = _perf_ns()
+            await asyncio.sleep(decision.wait_s)
+            took = (_perf_ns() - t0) / 1e9
+            waited_s += took
+            retries.append(RetryAttempt(
+                attempt=len(retries) + 1, http_status=acc.http_status or 0,
+                retry_after=acc.retry_after[:RETRY_AFTER_CHARS] if acc.retry_after is not None else None,
+                wait_asked_s=decision.wait_asked_s, wait_s=took, sent_ns=acc.sent_ns, connect_ns=acc.connect_ns,
+                done_ns=acc.done_ns if acc.done_ns is not None else t0))
         acc.scheduled_ns = scheduled_ns
-        mon = current_monitor()
-        if mon is not None and acc.sent_ns:
-            opening = (acc.sent_ns - acc.connect_ns) if acc.connect_ns is not None else 0
-            mon.note_send_lag(acc.sent_ns - scheduled_ns - opening)
+        acc.retries = retries
         return acc.result()
 
     def _pool_get(self) -> ConnectionPool:
@@ -236,6 +266,7 @@ class ChatClient:
                 acc.headers_ns = _perf_ns()
                 acc.http_status = resp.status
                 if resp.status != 200:
+                    acc.retry_after = resp.headers.get("Retry-After")
                     text = (await resp.text(errors="replace"))[:2048]
                     acc.error = RequestError(
                         kind="http_status", message=f"HTTP {resp.status}", http_status=resp.status, body=text
@@ -331,6 +362,7 @@ class _StreamSink:
         acc.http_status = head.status
         if head.status != 200:
             self.mode = "error"
+            acc.retry_after = head.headers.get("retry-after")
         elif "text/event-stream" not in head.content_type:
             self.mode = "not_sse"
             self.ctype = head.content_type
@@ -454,6 +486,9 @@ class _Accumulator:
         "reasoning",
         "reasoning_field",
         "response_id",
+        "retries",
+        "retry_after",
+        "retry_stopped",
         "scheduled_ns",
         "sent_ns",
         "timings",
@@ -491,6 +526,9 @@ class _Accumulator:
         self.http_status: int | None = None
         self.error: RequestError | None = None
         self.done = False
+        self.retry_after: str | None = None  # the refusal's Retry-After header
+        self.retries: list[RetryAttempt] = []
+        self.retry_stopped: str | None = None
 
     @property
     def finished(self) -> bool:
@@ -671,4 +709,6 @@ class _Accumulator:
             model=self.model,
             http_status=self.http_status,
             error=self.error,
+            retries=self.retries,
+            retry_stopped=self.retry_stopped,
         )

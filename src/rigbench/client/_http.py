@@ -78,6 +78,8 @@ KERNEL_STAMPS = True
 # 64 KiB: CPython allocates the whole size for each recvmsg, and above glibc's mmap threshold
 # (128 KiB) every read would map and unmap it (measured: 8.5 us per read at 64 KiB, 28.8 at 256).
 _RECV_BYTES = 65536
+# A response's status line and headers larger than this are refused (real servers send well under 8 KiB).
+_MAX_HEAD_BYTES = 65536
 
 
 class ArrivalClock:
@@ -202,6 +204,9 @@ class HttpConnection(asyncio.Protocol):
         buf = self._buf + data if self._buf else data
         end = buf.find(b"\r\n\r\n")
         if end < 0:
+            if len(buf) > _MAX_HEAD_BYTES:  # a server sending headers without end: bounded, not buffered forever
+                self.fail(ValueError(f"the response head passed {_MAX_HEAD_BYTES // 1024} KiB without ending"), now)
+                return
             self._buf = buf
             return
         self._buf = b""

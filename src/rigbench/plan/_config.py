@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from rigbench.errors import UsageError
 from rigbench.plan._keys import known_keys
+from rigbench.plan._length import check_plan_length
 from rigbench.plan._load import ResolvedRig, expand_rigs
 from rigbench.plan._models import Plan
 from rigbench.plan._options import RunOptions
@@ -53,7 +54,7 @@ def run_config_for(plan: Plan, rig: ResolvedRig, out_dir: Path, *, run_id: str |
         sanity_max_tokens=plan.sanity_max_tokens, sanity_seed=plan.sanity_seed,
         bandwidth_gb_s=plan.bandwidth_gb_s, seed=plan.seed, label=label or rig.name, resume=resume,
         run_id=run_id, api_key=api_key, allow_untrusted=allow_untrusted, allow_busy_host=plan.allow_busy_host,
-        deadlines=plan.deadlines,
+        deadlines=plan.deadlines, retries=plan.retries, allow_long_run=plan.allow_long_run,
         cli_options=cli_options)
     if "tasks" in run.suite_settings.get("agent", {}).get("parts", []):
         require_confinement(settings.agent.allow_unconfined)  # before the engine starts
@@ -88,6 +89,8 @@ _FLAG_OF: dict[tuple[str | int, ...], str] = {
     ("effort", "levels"): "--effort-levels", ("agent", "bfcl_data_dir"): "--bfcl-data",
     ("bandwidth_gb_s",): "--bandwidth-gbs", ("deadlines", "idle_s"): "--idle-timeout",
     ("deadlines", "total_s"): "--request-timeout", ("rigs", 0, "embedded", "model"): "--model-file",
+    ("retries", "statuses"): "--retry-on", ("retries", "max_retries"): "--max-retries",
+    ("retries", "max_wait_s"): "--max-retry-wait",
     ("rigs", 0, "embedded", "extra_args"): "--engine-arg", ("rigs", 0, "endpoint", "base_url"): "--endpoint",
     ("load", "rate_rps"): "--rate", ("load", "duration_s"): "--duration", ("load",): "load",
 }
@@ -173,14 +176,17 @@ def plan_from_options(options: RunOptions | Mapping[str, Any]) -> CliPlan:
         "name": "run", "suites": load_suites(_names(o.suite) or [], sections["load"]), **sections, "seed": o.seed,
         "sanity": not o.no_sanity,
         "allow_unconfined": o.allow_unconfined, "allow_busy_host": o.allow_busy_host,
+        "allow_long_run": o.allow_long_run,
         **_given(sanity_max_tokens=o.sanity_max_tokens, sanity_seed=o.sanity_seed, bandwidth_gb_s=o.bandwidth_gbs),
         "deadlines": _given(idle_s=o.idle_timeout, total_s=o.request_timeout),
+        "retries": _given(statuses=o.retry_on, max_retries=o.max_retries, max_wait_s=o.max_retry_wait),
         "rigs": [{"name": "run", **_rig(o)}],
     }
     try:
         plan = Plan.model_validate(data)
     except ValidationError as e:
         raise _cli_error(e, sets) from None
+    check_plan_length(plan, [plan.suites], fix="pass --allow-long-run")
     rig = expand_rigs(plan)[0]
     rig = rig._replace(spec=size_flag_rig(rig.spec, _shapes(plan, rig.suites), plan.speed.concurrency))
     return CliPlan(plan, rig)

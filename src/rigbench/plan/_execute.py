@@ -22,6 +22,7 @@ from rigbench.plan._index import (
     read_plan_index,
     write_plan_index,
 )
+from rigbench.plan._length import check_plan_length
 from rigbench.plan._load import LoadedPlan, PlanError, ResolvedRig
 from rigbench.runner import check_concurrency, execute_run
 from rigbench.store import RunReader, new_run_id, now_utc
@@ -44,6 +45,8 @@ def check_plan(loaded: LoadedPlan) -> None:
         except UsageError as e:
             raise PlanError(f"plan {loaded.path}, rig {rig.name!r}: {e}") from None
     check_concurrency(loaded.plan.speed.concurrency)
+    check_plan_length(loaded.plan, [rig.suites for rig in loaded.rigs],
+                      fix=f"set `allow_long_run: true` in {loaded.path}")
 
 
 def _kind(rig: ResolvedRig) -> str:

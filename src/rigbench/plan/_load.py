@@ -54,7 +54,8 @@ class LoadedPlan(NamedTuple):
     def config_sha256(self) -> str:
         """Hash of the resolved configuration (not of the file's text: comments may change)."""
         # a setting left out is left out of the hash, so plans written before it existed still resume
-        plan = _without_new_defaults(self.plan, exclude={"rigs", "description", "deadlines"})
+        # allow_long_run lifts a bound, it measures nothing: a plan stopped at a day resumes with it added
+        plan = _without_new_defaults(self.plan, exclude={"rigs", "description", "deadlines", "allow_long_run"})
         if self.plan.deadlines.model_fields_set:
             plan["deadlines"] = _deadlines_key(self.plan.deadlines)
         body = {"plan": plan, "rigs": [r.key() for r in self.rigs]}
@@ -67,7 +68,7 @@ class LoadedPlan(NamedTuple):
 # hash, so a plan directory started before they existed still resumes.
 _ADDED_LATER: dict[type[BaseModel], frozenset[str]] = {
     Plan: frozenset({"mmlu_pro", "packs", "effort", "agent", "sanity_max_tokens", "sanity_seed", "bandwidth_gb_s",
-                     "allow_busy_host", "load"}),
+                     "allow_busy_host", "load", "retries"}),
     SpeedSettings: frozenset({"temperature", "max_requests"}),
     EmbeddedRig: frozenset({"port", "kind"}),  # kind: always "embedded", added with RunConfig.rig
 }

@@ -11,7 +11,7 @@ from typing import Any, cast
 
 from pydantic import Field, field_validator, model_validator
 
-from rigbench.client import Deadlines
+from rigbench.client import Deadlines, RetryPolicy
 from rigbench.records import Frozen
 from rigbench.rig import EmbeddedRig, EndpointSpec, LaunchSpec, RigSpec
 from rigbench.suites import SuiteSettings
@@ -115,8 +115,11 @@ class Plan(_Model):
     bandwidth_gb_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)  # for the decode roofline
     allow_unconfined: bool = False  # run model-written code where bubblewrap cannot confine it (marked)
     allow_busy_host: bool = False  # keep speed figures measured on a busy host trusted (the finding still shows)
+    allow_long_run: bool = False  # run past a day (known schedule, or speed projected); never in the plan's hash
     # per-request deadlines (`rigbench run --idle-timeout/--request-timeout`); unset keys keep the defaults
     deadlines: Deadlines = Field(default_factory=Deadlines)
+    # refusals sent again (`rigbench run --retry-on/--max-retries/--max-retry-wait`); default: none
+    retries: RetryPolicy = Field(default_factory=RetryPolicy)
     rigs: list[PlanRig] = Field(min_length=1)
 
     @field_validator("deadlines", mode="before")

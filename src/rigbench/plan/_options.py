@@ -45,6 +45,9 @@ class RunOptions(Frozen):
     allow_busy_host: Annotated[bool, Flag(
         "Keep speed figures measured while other processes (or the hypervisor) used the engine's cores: the run "
         "stays trusted and the busy-host finding is shown.")] = False
+    allow_long_run: Annotated[bool, Flag(
+        "Run past a day: a load schedule known to take longer is refused up front, and a speed run projected "
+        "longer (from its first measured batch) stops there, unless given.")] = False
     allow_unconfined: Annotated[bool, Flag(
         "Run model-written code (code packs, agent tasks) even where bubblewrap cannot confine it; results are "
         "marked 'unconfined'.")] = False
@@ -74,6 +77,14 @@ class RunOptions(Frozen):
     request_timeout: Annotated[float | None, Flag(
         "Fail a request (typed record `total_timeout`) that runs longer than this many seconds "
         "(default 3600).")] = None
+    retry_on: Annotated[str | None, Flag(
+        "Send a request again when the server answers one of these HTTP statuses, e.g. 429,503, after its "
+        "Retry-After (else 1, 2, 4... s); waits are recorded, never timed as latency (default: no "
+        "retries).")] = None
+    max_retries: Annotated[int | None, Flag("With --retry-on: retries per request at most (default 3).")] = None
+    max_retry_wait: Annotated[float | None, Flag(
+        "With --retry-on: seconds one request may wait for retries in all; a longer Retry-After ends its "
+        "retries at once (default 60).")] = None
     tool_trials: Annotated[int | None, Flag(
         "Agent suite: trials of each tool-call case (default 3; plan key agent.tool_trials).")] = None
     bfcl_per_category: Annotated[int | None, Flag(

@@ -44,7 +44,14 @@ from rigbench.records._sanity import SanityAnswer, SanityVerdict
 from rigbench.records._selfcheck import SelfCheck
 from rigbench.records._speed import SpeedBatch, SpeedRequest, SpeedSkip
 from rigbench.records._startup import StartupTiming
-from rigbench.records._stream import ArrivalStamps, ChunkKind, RequestError, RequestErrorKind, StreamResult
+from rigbench.records._stream import (
+    ArrivalStamps,
+    ChunkKind,
+    RequestError,
+    RequestErrorKind,
+    RetryAttempt,
+    StreamResult,
+)
 from rigbench.records._telemetry import Phase, TelemetryRecord, TelemetrySample
 from rigbench.records._traffic import CacheSource, ScenarioPrefixCache, TrafficCheck
 from rigbench.records._union import RECORD_TYPES, AnyRecord, record_adapter
@@ -92,6 +99,7 @@ __all__ = [
     "Record",
     "RequestError",
     "RequestErrorKind",
+    "RetryAttempt",
     "SanityAnswer",
     "SanityVerdict",
     "ScenarioPrefixCache",

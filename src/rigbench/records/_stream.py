@@ -13,7 +13,7 @@ from pydantic import Field
 
 from rigbench.records._base import Frozen
 
-__all__ = ["ArrivalStamps", "ChunkKind", "RequestError", "RequestErrorKind", "StreamResult"]
+__all__ = ["ArrivalStamps", "ChunkKind", "RequestError", "RequestErrorKind", "RetryAttempt", "StreamResult"]
 
 RequestErrorKind = Literal[
     "connect",  # could not open a connection
@@ -49,6 +49,22 @@ class ArrivalStamps(Frozen):
     # its tightest reading: raw kernel stamp = chunk_kernel_ns + clock_offset_ns.
     clock_offset_ns: int | None = None
     clock_uncertainty_ns: int | None = None
+
+
+class RetryAttempt(Frozen):
+    """One attempt the server turned away and rigbench sent again (`--retry-on`): never timed as latency.
+
+    The request's own stamps (`StreamResult.sent_ns`...) are the last attempt's; these say what came before.
+    """
+
+    attempt: int  # 1: the first send
+    http_status: int
+    retry_after: str | None = None  # the header as sent (first 64 characters), None when absent
+    wait_asked_s: float | None = None  # what Retry-After asked for; None: absent or unparsable (backoff used)
+    wait_s: float  # the wait taken before the next attempt, measured
+    sent_ns: int  # this attempt's send
+    connect_ns: int | None = None  # a connection was opened for it from here
+    done_ns: int  # its answer ended
 
 
 class StreamResult(Frozen):
@@ -92,6 +108,9 @@ class StreamResult(Frozen):
     model: str | None = None
     http_status: int | None = None
     error: RequestError | None = None
+    # `--retry-on`: the attempts before this one that the server turned away (format 9; older results: none)
+    retries: list[RetryAttempt] = Field(default_factory=list)
+    retry_stopped: str | None = None  # why a still-refused request was not retried again (its budget)
 
     @property
     def ok(self) -> bool:

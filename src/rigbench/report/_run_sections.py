@@ -2,7 +2,7 @@
 and the HTML report alike (report/_cells.py), so that the three agree by construction.
 
 `run_parts(a)` is the body in reading order (startup, speed, latency, rate mode, host conditions,
-stability, preflight, roofline, telemetry, the known-answer gate, the traffic check, quality, agent,
+stability, retries, preflight, roofline, telemetry, the known-answer gate, the traffic check, quality, agent,
 fingerprint); `findings_section(a)` is what leads it (the run, its verdict, every warning). Each
 part says how the terminal lays its table out and how deep its heading sits; nothing else differs
 between the media.
@@ -34,6 +34,7 @@ from rigbench.report._host import host_section
 from rigbench.report._labels import synth_mark, synth_note, synthetic_acceptance
 from rigbench.report._load import load_sections
 from rigbench.report._quality import quality_sections
+from rigbench.report._retries import retries_section
 from rigbench.report._speed import latency_section, speed_section
 from rigbench.report._stability import stability_section
 
@@ -137,6 +138,8 @@ def run_parts(a: RunAnalysis) -> list[Part]:
         parts.append(Part(host_section(s["host"])))
     if "stability" in s:
         parts.append(Part(stability_section(s["stability"])))
+    if "retries" in s:
+        parts.append(Part(retries_section(s["retries"])))
     if "preflight" in s:
         parts.append(Part(preflight_section(s["preflight"]), layout="cards", notes_indent=""))
     if "roofline" in s:

@@ -328,7 +328,7 @@ class RaySpeedSuite(SpeedSuite):
                 ctx.writer.append(c)
 
     async def _batch(self, ctx: SuiteContext, builder: Any, scenario: Any, conc: int, rep: int,
-                     task: int) -> None:
+                     task: int) -> float:
         batch = _DistributedBatch(self.pool, conc, ctx.writer, self._batch_uid(scenario, conc, rep))
         sub = dataclasses.replace(ctx, client=batch, writer=batch)  # type: ignore[arg-type]
-        await super()._batch(sub, builder, scenario, conc, rep, task)
+        return await super()._batch(sub, builder, scenario, conc, rep, task)

@@ -42,14 +42,19 @@ version under tests/golden/ and keep the reader loading it):
                  reads as none, a key the model no longer declares (v1's `engine_build`) is kept in
                  `older_fields` and shown by the report (tests/golden/run_v1; a v7 header with such a
                  key in tests/unit/test_fingerprint_typed.py). Records are unchanged.
+  9  2026-12-01  retries (`--retry-on`): StreamResult gains `retries` (each refused attempt before the
+                 answered one: status, Retry-After, wait asked and taken, its stamps) and `retry_stopped`
+                 (why a still-refused request was not retried again), and so do the gate's answers
+                 (`sanity`); run.json's plan gains `retries` when on. v1-v8 results load with no retries
+                 (tests/golden/run_v1).
 """
 
 from __future__ import annotations
 
 __all__ = ["FORMAT_VERSION", "HEADER_FILE", "LOG_FILE", "RECORDS_FILE", "SUPPORTED_VERSIONS", "TYPED_FINGERPRINT"]
 
-FORMAT_VERSION = 8
-SUPPORTED_VERSIONS = frozenset({1, 2, 3, 4, 5, 6, 7, 8})
+FORMAT_VERSION = 9
+SUPPORTED_VERSIONS = frozenset({1, 2, 3, 4, 5, 6, 7, 8, 9})
 TYPED_FINGERPRINT = 8  # the first format whose run.json holds the typed Fingerprint
 HEADER_FILE = "run.json"
 RECORDS_FILE = "records.jsonl"

@@ -59,6 +59,8 @@ class SuiteContext:
     # Measures who used the host's CPU around each measured window (None: not measured, and the
     # report says "host conditions: not recorded").
     host: HostWatch | None = None
+    # Run on when the measured speed projects the run past a day (`--allow-long-run`); else stop there.
+    allow_long_run: bool = False
 
 
 class Suite(Protocol):

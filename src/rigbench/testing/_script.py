@@ -54,7 +54,8 @@ class Delay(Frozen):
 
 
 class Fault(Frozen):
-    """One scripted fault. It applies to requests whose server-side index `i` has `i % every == offset`."""
+    """One scripted fault. It applies to requests whose server-side index `i` has `i % every == offset`
+    (and `i < until`, when set: e.g. `until=2` refuses the first two requests, then lets them through)."""
 
     kind: FaultKind
     every: int = Field(1, ge=1)
@@ -63,8 +64,12 @@ class Fault(Frozen):
     status: int = 500  # http_status
     message: str = "scripted fault"
     stall_ms: float = 0.0  # stall
+    until: int | None = Field(None, ge=0)
+    headers: dict[str, str] = Field(default_factory=dict)  # http_status: extra response headers (Retry-After)
 
     def applies(self, request_index: int) -> bool:
+        if self.until is not None and request_index >= self.until:
+            return False
         return request_index % self.every == self.offset % self.every
 
 

@@ -197,11 +197,13 @@ class _Conn(asyncio.Protocol):
 
     # -- responses ---------------------------------------------------------------------------
 
-    def _simple(self, status: int, obj: Any, *, close: bool = False, ctype: str = "application/json") -> int:
+    def _simple(self, status: int, obj: Any, *, close: bool = False, ctype: str = "application/json",
+                headers: dict[str, str] | None = None) -> int:
         raw = obj.encode() if isinstance(obj, str) else json.dumps(obj).encode()
         reason = {200: "OK", 400: "Bad Request", 404: "Not Found"}.get(status, "Status")
+        extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
         head = (
-            f"HTTP/1.1 {status} {reason}\r\nContent-Type: {ctype}\r\nContent-Length: {len(raw)}\r\n"
+            f"HTTP/1.1 {status} {reason}\r\nContent-Type: {ctype}\r\nContent-Length: {len(raw)}\r\n{extra}"
             f"Connection: {'close' if close else 'keep-alive'}\r\n\r\n"
         ).encode()
         assert self.transport is not None
@@ -371,7 +373,7 @@ class _Stream:
         if f is not None and f.kind == "http_status":
             self.fault_fired = True
             now = self.conn._simple(
-                f.status, {"error": {"message": f.message, "type": "emulated", "code": f.status}}
+                f.status, {"error": {"message": f.message, "type": "emulated", "code": f.status}}, headers=f.headers
             )
             self._record(end_ns=now)
             return

@@ -110,6 +110,27 @@ class LoadSettings(Frozen):
                     "--trace FILE (plan: `load: {rate_rps: R}`, `load: {sweep: true}` or `load: {trace: FILE}`)")
         return None
 
+    def schedule_s(self) -> tuple[float, str] | None:
+        """The least time the arrival schedule takes, known before anything is sent, and how it was
+        counted; None when only the server's speed will tell (a sweep bounded by request count)."""
+        if self.trace is not None:
+            _, reqs = read_trace(self.trace, self.requests)
+            return reqs[-1].offset_s, f"the trace's {len(reqs):,} arrivals span {reqs[-1].offset_s:,.0f} s"
+        if self.rate_rps is not None and self.sessions is not None:
+            return ((self.sessions - 1) / self.rate_rps,
+                    f"{self.sessions:,} sessions started at --rate {self.rate_rps:g}/s")
+        if self.sweep:
+            if self.duration_s is None:
+                return None
+            return (self.sweep_points * self.duration_s,
+                    f"{self.sweep_points} sweep rates x --duration {self.duration_s:g} s")
+        if self.rate_rps is None:
+            return None
+        if self.duration_s is not None:
+            return self.duration_s, f"--duration {self.duration_s:g} s"
+        n = self.count or 1
+        return (n - 1) / self.rate_rps, f"{n:,} requests at --rate {self.rate_rps:g}/s"
+
     @property
     def count(self) -> int | None:
         """Requests per window when bounded by count (None: bounded by duration)."""

@@ -3,9 +3,10 @@
 from rigbench.suites.speed._prompts import ExactPrompt, PromptBuilder
 from rigbench.suites.speed._scenarios import PROFILES, Scenario, scenarios_for
 from rigbench.suites.speed._settings import ConcurrencyLevels, SpeedSettings
-from rigbench.suites.speed._suite import SpeedSuite
+from rigbench.suites.speed._suite import MAX_RUN_S, SpeedSuite
 
 __all__ = [
+    "MAX_RUN_S",
     "PROFILES",
     "ConcurrencyLevels",
     "ExactPrompt",

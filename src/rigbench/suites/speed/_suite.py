@@ -8,7 +8,7 @@ import time
 import zlib
 from typing import Any
 
-from rigbench.errors import UsageError
+from rigbench.errors import LongRunError, UsageError
 from rigbench.records import SpeedBatch, SpeedRequest, SpeedSkip, StreamResult
 from rigbench.rig import TelemetrySampler
 from rigbench.rig.engines import get_adapter
@@ -18,7 +18,10 @@ from rigbench.suites.speed._prompts import ExactPrompt, PromptBuilder
 from rigbench.suites.speed._scenarios import Scenario
 from rigbench.suites.speed._settings import SpeedSettings
 
-__all__ = ["SpeedSuite"]
+__all__ = ["MAX_RUN_S", "SpeedSuite"]
+
+# A run projected past this many seconds stops after its first measured batch (unless --allow-long-run).
+MAX_RUN_S = 86_400.0
 
 
 def _forced_length_fields(engine: str, max_tokens: int) -> dict[str, Any]:
@@ -36,6 +39,7 @@ class SpeedSuite:
 
     async def run(self, ctx: SuiteContext) -> None:
         s = self.settings
+        t0 = time.monotonic()
         try:
             adapter = get_adapter(ctx.rig.engine)
         except (KeyError, UsageError):  # an endpoint of an engine rigbench has no adapter for
@@ -76,9 +80,15 @@ class SpeedSuite:
                 window = ctx.host.window(scenario.name, concurrency=conc) if ctx.host is not None else None
                 async with TelemetrySampler(ctx.client, ctx.rig.engine) as tel, \
                         (window or contextlib.nullcontext()):
+                    projected = False
                     for rep in range(-s.warmup, s.repetitions):
                         if (conc, rep) not in done:
-                            await self._batch(ctx, builder, scenario, conc, rep, task)
+                            wall_s = await self._batch(ctx, builder, scenario, conc, rep, task)
+                            if rep >= 0 and not projected:
+                                projected = True
+                                # counted, not walked: --repetitions may be huge, the done set is small
+                                left = s.repetitions - rep - 1 - sum(1 for c, r in done if c == conc and r > rep)
+                                self._check_projection(ctx, scenario, conc, wall_s, left, time.monotonic() - t0)
                 ctx.writer.append(tel.record(scenario=scenario.name, concurrency=conc))
                 if window is not None and window.record is not None:
                     ctx.writer.append(window.record)
@@ -97,6 +107,22 @@ class SpeedSuite:
         return [r for r in reps if -self.settings.warmup <= r < self.settings.repetitions]
 
     @staticmethod
+    def _check_projection(ctx: SuiteContext, scenario: Scenario, conc: int, wall_s: float, left: int,
+                          elapsed_s: float) -> None:
+        """After the first measured batch of a level: stop when its remaining batches alone, at this speed,
+        would take the run past a day (a lower bound: other levels and scenarios only add to it)."""
+        projected = elapsed_s + wall_s * left
+        if projected <= MAX_RUN_S or ctx.allow_long_run:
+            return
+        raise LongRunError(
+            f"{scenario.name} (c={conc}): the first measured batch took {wall_s:.3g} s and {left:,} more batches of "
+            f"this level are planned, so this run would take at least {_days(projected)} ({projected:,.0f} s; "
+            f"{elapsed_s:,.0f} s so far), more than a day. Stopped here; what was measured is kept. Lower "
+            "--repetitions, or continue it anyway with `rigbench run --resume "
+            f"{ctx.writer.dir} --allow-long-run` (a plan's rig: set `allow_long_run: true` in the plan file and "
+            "resume the plan).")
+
+    @staticmethod
     def _batch_uid(scenario: Scenario, conc: int, rep: int) -> str:
         return f"speed/{scenario.name}/c{conc}/r{rep}"
 
@@ -109,7 +135,8 @@ class SpeedSuite:
         return None
 
     async def _batch(self, ctx: SuiteContext, builder: PromptBuilder, scenario: Scenario, conc: int, rep: int,
-                     task: int) -> None:
+                     task: int) -> float:
+        """One batch of `conc` requests at once, recorded; returns its wall time in seconds."""
         seed0 = (ctx.seed * 1_000_003 + zlib.crc32(scenario.name.encode()) % 10_007 * 7919 + conc * 131 + (rep + 100) * 17) & 0xFFFFFFF
         prompts = [await builder.build(scenario.task, scenario.input_tokens, seed0 * 1024 + i, ctx.prompt_nonce)
                    for i in range(conc)]
@@ -146,3 +173,9 @@ class SpeedSuite:
             repetition=rep, warmup=warm, started_ns=started, ended_ns=ended, requests=len(results),
             failed=sum(1 for r in results if not r.ok),
         ))
+        return (ended - started) / 1e9
+
+
+def _days(seconds: float) -> str:
+    """A long duration as a person reads it: 3.2 days, 27.5 h."""
+    return f"{seconds / 86_400:,.1f} days" if seconds >= 2 * 86_400 else f"{seconds / 3600:,.1f} h"
