@@ -17,10 +17,10 @@ from typing import Literal, cast
 
 import pytest
 
-from rigbench.analysis import analyze_run, request_rows
+from rigbench.analysis import analyze_run, load_timing, request_rows
 from rigbench.client import ChatClient, RetryPolicy
 from rigbench.client._retry import parse_retry_after, parse_statuses
-from rigbench.records import SpeedRequest
+from rigbench.records import LoadRequest, SpeedRequest
 from rigbench.report import render_html, render_markdown
 from rigbench.store import RunReader
 from rigbench.testing import Delay, Emulator, EmulatorProcess, EmulatorScript, Fault
@@ -172,12 +172,32 @@ def test_a_run_retries_records_the_retries_and_times_only_the_answered_attempt(t
     said = " ".join(res.stdout.split())
     assert "1 request(s) retried 2 time(s)" in said and "--retry-on 429,503" in said, said[-3000:]
     a = analyze_run(reader)
+    # the batch's wall time holds the 2 s of waiting: left out of the aggregate tok/s, and said
+    assert a.speed is not None and a.speed.rows[0].aggregate_tok_s is None
+    assert any("their aggregate tok/s is left out" in w for w in a.warnings), a.warnings
     assert "1 request(s) retried 2 time(s)" in render_markdown(a)
     assert "1 request(s) retried 2 time(s)" in md.read_text()
     assert "1 request(s) retried 2 time(s)" in render_html([run_dir.name], [a], [], [], [])
     # a resume that changes the retries is refused, as any other changed option
     res = invoke("run", "--resume", str(run_dir), "--retry-on", "503")
     assert res.code == 2 and "--retry-on" in res.stderr and "429,503" in res.stderr, res.stderr
+
+
+def test_in_rate_mode_the_response_time_holds_the_waits_and_the_service_time_does_not(tmp_path: Path) -> None:
+    with EmulatorProcess(_refusing(1, "1")) as emu:
+        res = invoke("run", "--endpoint", emu.url, "--no-sanity", "--allow-untrusted", "--rate", "20", "--requests", "4",
+                     "--arrival", "constant", "--retry-on", "429", "--out", str(tmp_path))
+    assert res.code == 0 and res.traceback is None, res.stderr
+    reader = RunReader(next(p for p in tmp_path.iterdir() if p.is_dir()))
+    qs = reader.records("load_request", LoadRequest)
+    retried = [q for q in qs if q.result.retries]
+    assert len(qs) == 4 and len(retried) == 1 and all(q.result.ok for q in qs), [q.result.error for q in qs]
+    t = load_timing(retried[0])
+    assert t.ttft_response_s is not None and t.ttft_response_s >= 0.95  # from the intended start: the wait is in
+    assert t.timing.ttft_s is not None and t.timing.ttft_s < 0.5  # from the answered attempt's send: it is not
+    assert t.send_lag_s < 0.5  # the client kept its schedule: the first attempt went out on time
+    others = [load_timing(q) for q in qs if not q.result.retries]
+    assert all(o.ttft_response_s is not None and o.ttft_response_s < 0.5 for o in others)
 
 
 def test_a_run_whose_every_request_outlasts_the_budget_says_so_without_waiting(tmp_path: Path) -> None:
