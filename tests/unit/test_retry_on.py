@@ -254,4 +254,6 @@ def test_a_plan_file_takes_retries(tmp_path: Path) -> None:
     plan.write_text(plan.read_text().replace("[429, 503]", "[200]"))
     res = invoke("run", str(plan), "--out", str(tmp_path / "o"))
     assert res.code == 2 and "retries.statuses" in res.stderr and "200 is not one" in res.stderr, res.stderr
+    res = invoke("run", str(plan), "--retry-on", "429")  # the flag is a single run's; a plan says it in its file
+    assert res.code == 2 and "write them in the plan's `retries:` key" in " ".join(res.stderr.split()), res.stderr
     assert json.dumps(RetryPolicy().recorded()) == '{"statuses": [], "max_retries": 3, "max_wait_s": 60.0}'
