@@ -213,6 +213,22 @@ def test_a_run_whose_every_request_outlasts_the_budget_says_so_without_waiting(t
     assert "3 gave up" in said and "more than the 60 s left" in said
 
 
+def test_the_gates_retries_are_recorded_and_reported(tmp_path: Path) -> None:
+    """The known-answer gate goes first: its first question is refused once, retried, and answered."""
+    script = EmulatorScript(**{**FAST, "output_tokens": 64}, persona="healthy",
+                            faults=[Fault(kind="http_status", status=503, until=1, headers={"Retry-After": "0"})])
+    with EmulatorProcess(script) as emu:
+        res = invoke("run", "--endpoint", emu.url, "--scenarios", "chat_short", "--warmup", "0", "--repetitions", "1",
+                     "--retry-on", "503", "--allow-untrusted", "--out", str(tmp_path))  # a busy host may untrust
+    assert res.code == 0, res.stderr + res.stdout[-2000:]
+    reader = RunReader(next(p for p in tmp_path.iterdir() if p.is_dir()))
+    (gate,) = reader.raw_records("sanity")
+    assert gate["trusted"], gate["reasons"]  # the refused question was answered on its retry
+    assert sum(len(a["retries"]) for a in gate["answers"]) == 1
+    said = " ".join(res.stdout.split())
+    assert "known-answer gate" in said and "1 request(s) retried 1 time(s)" in said, said[-3000:]
+
+
 def test_a_run_without_retry_on_keeps_todays_behaviour(tmp_path: Path) -> None:
     with EmulatorProcess(_refusing(2, "1")) as emu:
         res = invoke("run", "--endpoint", emu.url, *ARGS, "--repetitions", "2", "--out", str(tmp_path))

@@ -52,9 +52,10 @@ class RetrySummary(Frozen):
 
 
 def _results(value: Any) -> list[dict[str, Any]]:
-    """The stream results inside one record (a speed request's `result`, an agent exchange's...)."""
+    """The requests inside one record: stream results (a speed request's `result`, an agent exchange's...)
+    and the gate's answers, which carry their retries since format 8."""
     if isinstance(value, dict):
-        if "sent_ns" in value and "chunk_ns" in value:
+        if ("sent_ns" in value and "chunk_ns" in value) or "retries" in value:
             return [value]
         return [r for v in value.values() for r in _results(v)]
     if isinstance(value, list):

@@ -296,7 +296,7 @@ async def run_sanity_gate(
             question_id=q.id, language=q.language, prompt=q.prompt, answer=text,
             reasoning_chars=len(r.reasoning), finish_reason=r.finish_reason, error=error,
             correct=error is None and got == q.expected, gibberish=findings, expected=q.expected,
-            extracted=got, max_tokens=budget,
+            extracted=got, max_tokens=budget, retries=r.retries, retry_stopped=r.retry_stopped,
         )
 
     answers = list(await asyncio.gather(*(ask(q) for q in questions)))

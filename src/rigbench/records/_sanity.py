@@ -8,6 +8,7 @@ from pydantic import Field
 
 from rigbench.records._base import Frozen, Record
 from rigbench.records._gibberish import GibberishFinding
+from rigbench.records._stream import RetryAttempt
 
 __all__ = ["SanityAnswer", "SanityVerdict"]
 
@@ -25,6 +26,9 @@ class SanityAnswer(Frozen):
     expected: str | None = None  # absent in runs before generated questions (2026-11-30)
     extracted: str | None = None
     max_tokens: int | None = None  # the budget of the try that produced `answer`
+    # `--retry-on`: refusals before the answer (as StreamResult.retries; format 8, older answers: none)
+    retries: list[RetryAttempt] = Field(default_factory=list)
+    retry_stopped: str | None = None
 
     @property
     def passed(self) -> bool:

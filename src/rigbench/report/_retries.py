@@ -15,12 +15,23 @@ _KEY = ("A retry waits what the server's Retry-After asks (else 1, 2, 4... s) an
         "of the aggregate tok/s (docs/metrics.md, \"Retries\").")
 
 
+# The suites' request records by kind, as a reader knows them (any other kind is shown as recorded).
+_KINDS = {"speed_request": "speed", "load_request": "load (rate mode)", "sanity": "known-answer gate",
+          "mmlu_pro_answer": "MMLU-Pro", "pack_answer": "packs", "agent_probe": "agent probes",
+          "agent_tool_trial": "agent tool calls", "agent_bfcl_item": "BFCL", "agent_task_trial": "agent tasks"}
+
+
+def _num(v: object) -> str:
+    return f"{v:g}" if isinstance(v, int | float) else str(v)
+
+
 def _policy(p: dict[str, object] | None) -> str:
     if not p:
         return "retries recorded without --retry-on"
     on = p.get("statuses")
     codes = ",".join(str(c) for c in on) if isinstance(on, list) else "?"
-    return f"--retry-on {codes}, at most {p.get('max_retries')} per request and {p.get('max_wait_s')} s of waiting"
+    return (f"--retry-on {codes}, at most {_num(p.get('max_retries'))} per request and {_num(p.get('max_wait_s'))} s "
+            "of waiting")
 
 
 def retries_section(s: RetrySummary) -> Section:
@@ -28,7 +39,7 @@ def retries_section(s: RetrySummary) -> Section:
     rows: list[list[str | Cell]] = []
     for r in s.rows:
         refusals = ", ".join(f"HTTP {code} x{n}" for code, n in r.statuses.items()) or "–"
-        rows.append([r.kind, str(r.requests), str(r.retried), str(r.retries), f"{r.wait_s:.1f}",
+        rows.append([_KINDS.get(r.kind, r.kind), str(r.requests), str(r.retried), str(r.retries), f"{r.wait_s:.1f}",
                      f"{r.wait_max_s:.1f}" if r.retries else "–",
                      Cell(str(r.gave_up), "warn") if r.gave_up else "0", refusals])
     if s.retries or s.gave_up:
