@@ -99,7 +99,13 @@ def test_a_plan_file_whose_rigs_sum_past_a_day_is_refused_naming_the_key(tmp_pat
     msg = " ".join(res.stderr.split())
     assert res.code == 2 and "about 100,000 s (27.8 h: --duration 50000 s x 2 rigs)" in msg, msg
     assert f"set `allow_long_run: true` in {plan}" in msg and not (tmp_path / "o").exists()
-    plan.write_text(plan.read_text().replace("name: p\n", "name: p\nallow_long_run: true\n"))
+    # on Ray the rigs run side by side: the longest rig's schedule counts, checked before connecting
+    plan.write_text(plan.read_text().replace("duration_s: 50000", "duration_s: 90000"))
+    res = invoke("run", str(plan), "--ray", "local", "--out", str(tmp_path / "o"))
+    msg = " ".join(res.stderr.split())
+    assert res.code == 2 and "about 90,000 s (25.0 h: --duration 90000 s)" in msg and "x 2 rigs" not in msg, msg
+    plan.write_text(plan.read_text().replace("name: p\n", "name: p\nallow_long_run: true\n")
+                    .replace("duration_s: 90000", "duration_s: 50000"))
     res = invoke("run", str(plan), "--out", str(tmp_path / "o"))
     assert res.traceback is None and "more than a day" not in res.stderr and (tmp_path / "o").exists(), res.stderr
 

@@ -55,7 +55,8 @@ PUBLIC: dict[str, list[str]] = {
     ],
     "rigbench.plan": [
         "CliPlan", "EmbeddedRig", "LoadedPlan", "Plan", "PlanError", "PlanIndex", "PlanRig",
-        "PlanRigEntry", "ResolvedRig", "RigResources", "RunOptions", "SpeedPlan", "execute_plan", "expand_rigs",
+        "PlanRigEntry", "ResolvedRig", "RigResources", "RunOptions", "SpeedPlan", "check_plan_length", "execute_plan",
+        "expand_rigs",
         "is_plan_dir", "load_plan", "open_index", "plan_from_options", "plan_runs",
         "read_plan_index", "run_config_for", "write_plan_index",
     ],

@@ -24,7 +24,15 @@ from typing import Any
 from rigbench._version import __version__
 from rigbench.client import run as run_loop
 from rigbench.errors import RigbenchError
-from rigbench.plan import LoadedPlan, PlanIndex, ResolvedRig, open_index, run_config_for, write_plan_index
+from rigbench.plan import (
+    LoadedPlan,
+    PlanIndex,
+    ResolvedRig,
+    check_plan_length,
+    open_index,
+    run_config_for,
+    write_plan_index,
+)
 from rigbench.runner import execute_run
 from rigbench.scale._placement import check_placeable, rig_resources, task_options
 from rigbench.scale._ray import connect
@@ -180,6 +188,9 @@ async def execute_plan_on_ray(
 ) -> PlanIndex:
     """`execute_plan`, with every unfinished rig a Ray task running in parallel where its resources are."""
     prog = progress or NullProgress()
+    # the rigs run side by side: the longest one's known schedule is the plan's (refused before connecting)
+    check_plan_length(loaded.plan, [r.suites for r in loaded.rigs if "load" in r.suites][:1],
+                      fix=f"set `allow_long_run: true` in {loaded.path}")
     with connect(address) as ray:
         res = rig_resources(loaded)
         # a new plan is checked before its directory exists; a resumed one once its index says what is left
