@@ -21,7 +21,8 @@ __all__ = ["emulate"]
 
 FAULT_HELP = (
     'A fault as JSON, repeatable, e.g. \'{"kind": "disconnect", "every": 10, "at_token": 5}\'. '
-    "Kinds: http_status, stall, disconnect, malformed, error_event."
+    "Kinds: http_status, stall, disconnect, malformed, error_event. A rate limit that lifts: "
+    '\'{"kind": "http_status", "status": 429, "until": 2, "headers": {"Retry-After": "1"}}\'.'
 )
 
 
