@@ -53,7 +53,7 @@ class RetrySummary(Frozen):
 
 def _results(value: Any) -> list[dict[str, Any]]:
     """The requests inside one record: stream results (a speed request's `result`, an agent exchange's...)
-    and the gate's answers, which carry their retries since format 8."""
+    and the gate's answers, which carry their retries since format 9."""
     if isinstance(value, dict):
         if ("sent_ns" in value and "chunk_ns" in value) or "retries" in value:
             return [value]

@@ -26,7 +26,7 @@ class SanityAnswer(Frozen):
     expected: str | None = None  # absent in runs before generated questions (2026-11-30)
     extracted: str | None = None
     max_tokens: int | None = None  # the budget of the try that produced `answer`
-    # `--retry-on`: refusals before the answer (as StreamResult.retries; format 8, older answers: none)
+    # `--retry-on`: refusals before the answer (as StreamResult.retries; format 9, older answers: none)
     retries: list[RetryAttempt] = Field(default_factory=list)
     retry_stopped: str | None = None
 
