@@ -72,3 +72,34 @@ def test_a_busy_neighbour_untrusts_the_speed_figures_and_allow_busy_host_keeps_t
     shown = [w for w in a.warnings if w.startswith("host busy")]
     assert len(shown) == 1 and "kept by --allow-busy-host" in shown[0]  # ...with the finding
     assert "host busy" in kept.stdout and "Host conditions: busy in 1 of 1 windows" in kept.stdout
+
+
+def test_a_rate_window_beside_a_busy_neighbour_is_untrusted_and_a_quiet_one_is_not(tmp_path: Path) -> None:
+    """The load suite's windows are judged as the speed suite's: a --rate run with the neighbour is UNTRUSTED
+    naming its window ("load/r0 rate=2/s"); the same run once the neighbour is gone keeps its host clean."""
+    rate = ["--rate", "2", "--arrival", "constant", "--requests", "6", "--input-tokens", "64", "--output-tokens",
+            "32", "--no-sanity", "--threads", "1"]
+    p = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        os.sched_setaffinity(p.pid, {max(os.sched_getaffinity(0))})
+        res = subprocess.run([sys.executable, "-m", "rigbench", "run", *rate, "--out", str(tmp_path / "busy")],
+                             capture_output=True, text=True, timeout=280, env={**os.environ, "COLUMNS": "160"})
+    finally:
+        p.kill()
+        p.wait()
+    [run_dir] = [d for d in (tmp_path / "busy").iterdir() if d.is_dir()]
+    reasons = json.loads((run_dir / "run.json").read_text())["trust"]["reasons"]
+    busy = [r for r in reasons if r.startswith("host busy")]
+    assert len(busy) == 1 and "during load/r0 rate=2/s, other processes used" in busy[0], res.stdout + res.stderr
+    [rec] = RunReader(run_dir).records("host_conditions", HostConditions)
+    assert rec.engine == "launched" and rec.engine_name == "llama-server" and rec.rate_rps == 2
+    assert rec.other_cpu_s is not None and rec.other_cpu_s / rec.wall_s >= 0.5
+
+    quiet = subprocess.run([sys.executable, "-m", "rigbench", "run", *rate, "--out", str(tmp_path / "quiet")],
+                           capture_output=True, text=True, timeout=280, env={**os.environ, "COLUMNS": "160"})
+    [quiet_dir] = [d for d in (tmp_path / "quiet").iterdir() if d.is_dir()]
+    header = json.loads((quiet_dir / "run.json").read_text())
+    assert header["trust"]["reasons"] == ["the sanity gate was skipped (--no-sanity): answers were not checked"], \
+        quiet.stdout + quiet.stderr
+    [rec] = RunReader(quiet_dir).records("host_conditions", HostConditions)
+    assert rec.window == "load/r0 rate=2/s" and rec.other_cpu_s is not None and rec.other_cpu_s / rec.wall_s < 0.25

@@ -6,13 +6,17 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from rigbench.analysis import knee_rate, parse_slo, summarize_load
-from rigbench.records import LoadRequest, LoadWindow, RequestError, SloTargets, StreamResult
+from rigbench.analysis import analyze_run, knee_rate, parse_slo, summarize_load
+from rigbench.records import HostConditions, LoadRequest, LoadWindow, RequestError, SloTargets, StreamResult
 from rigbench.store import RunHeader, RunReader, RunWriter
 from rigbench.suites.load import arrival_offsets_s, sweep_rates
 from rigbench.testing import Delay, EmulatorProcess, EmulatorScript, Fault
@@ -90,8 +94,10 @@ def _result(sent: int, scheduled: int, ttft_ms: float, n_tokens: int = 8, itl_ms
 
 
 def _synthetic_run(tmp: Path, windows: list[tuple[float, list[tuple[float, float]]]],
-                   slo: SloTargets | None, attainment: float = 0.99) -> RunReader:
-    """A run whose windows are (offered rate, [(late_ms, ttft_ms) per request])."""
+                   slo: SloTargets | None, attainment: float = 0.99,
+                   other_cpu_s: float | None = None) -> RunReader:
+    """A run whose windows are (offered rate, [(late_ms, ttft_ms) per request]); with `other_cpu_s`, each
+    window has a host record of a 2-core, 2-second window in which other processes used that much CPU."""
     d = tmp / "run"
     w = RunWriter(d, RunHeader(run_id="t", created_at="2026-01-01T00:00:00+00:00", rigbench_version="0",
                                plan={"suites": {"load": {"slo_attainment": attainment}}}))
@@ -104,6 +110,11 @@ def _synthetic_run(tmp: Path, windows: list[tuple[float, list[tuple[float, float
             w.append(LoadRequest(unit_id=f"load/r{k}/i{i}", window=f"r{k}", index=i, input_tokens_target=16,
                                  output_tokens_target=8, input_tokens_measured=16, result=res))
         end = max(zero + i * gap + 10**9 for i in range(len(reqs)))
+        if other_cpu_s is not None:
+            w.append(HostConditions(unit_id=f"host/load/r{k}/rate{rate:g}", window=f"load/r{k} rate={rate:g}/s",
+                                    scenario=f"load/r{k}", rate_rps=rate, started_ns=zero, ended_ns=zero + 2 * 10**9,
+                                    engine="local", engine_pids=[42], cpus=[0, 1], busy_cpu_s=1.0 + other_cpu_s,
+                                    engine_cpu_s=0.9, rigbench_cpu_s=0.1, steal_s=0.0))
         w.append(LoadWindow(unit_id=f"load/r{k}", window=f"r{k}", mode="rate", arrival="constant", burstiness=1.0,
                             offered_rate_rps=rate, max_concurrency=None, requests=len(reqs), failed=0,
                             started_ns=zero, ended_ns=end, slo=slo))
@@ -145,6 +156,21 @@ def test_a_client_that_falls_behind_its_schedule_is_flagged_and_one_that_keeps_i
     assert not s_behind.windows[0].schedule_kept
     assert any("CLIENT-BOUND: load r0 (10 req/s offered): send lag p99" in w for w in s_behind.warnings)
     assert s_kept.windows[0].schedule_kept and s_kept.warnings == []
+
+
+def test_late_sends_on_a_busy_host_name_the_host_not_the_client(tmp_path: Path) -> None:
+    """Send lag during a window whose host record shows other processes on the cores is the host's doing:
+    the warning says so (LATE SENDS) instead of blaming rigbench (CLIENT-BOUND); on a quiet host it stays
+    CLIENT-BOUND."""
+    late = [(0.2, 20.0)] * 30 + [(40.0, 20.0)] * 3
+    busy = summarize_load(_synthetic_run(tmp_path / "busy", [(10.0, late)], None, other_cpu_s=1.8))
+    quiet = summarize_load(_synthetic_run(tmp_path / "quiet", [(10.0, late)], None, other_cpu_s=0.02))
+    assert busy is not None and quiet is not None
+    [b] = busy.warnings
+    assert b.startswith("LATE SENDS: load r0 (10 req/s offered): send lag p99") and "CLIENT-BOUND" not in b
+    assert "The host was busy during this window (other processes used 0.90 of 2 cores" in b
+    [q] = quiet.warnings
+    assert q.startswith("CLIENT-BOUND: load r0 (10 req/s offered): send lag p99")
 
 
 # -- end to end against the emulator ---------------------------------------------------------------
@@ -192,6 +218,43 @@ def test_a_sweep_against_a_server_that_fails_every_request_stops_with_the_reason
     assert len(res.stderr.strip().splitlines()) <= 3, res.stderr
     header = json.loads((_only_run(tmp_path) / "run.json").read_text())
     assert header["status"] == "failed"
+
+
+def test_a_busy_neighbour_untrusts_every_load_window_and_allow_busy_host_keeps_them(tmp_path: Path) -> None:
+    """Each window of offered load (a --rate run; a sweep's saturation burst and each of its rates) records
+    who used the host's CPU, and a busy one untrusts the run as a speed window does. The control, the same
+    run with --allow-busy-host, stays trusted for the host and shows the finding."""
+    script = EmulatorScript(ttft=Delay(mean_ms=5), itl=Delay(mean_ms=2), output_tokens=200)  # ~0.4 s a request
+    with EmulatorProcess(script) as emu:
+        nb = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        os.sched_setaffinity(nb.pid, os.sched_getaffinity(0))
+        try:
+            time.sleep(0.2)
+            rate = rigbench("run", "--endpoint", emu.url, "--no-sanity", "--rate", "10", "--arrival", "constant",
+                            "--requests", "12", "--out", str(tmp_path / "rate"))
+            rigbench("run", "--endpoint", emu.url, "--no-sanity", "--allow-busy-host", "--sweep",
+                     "--sweep-points", "2", "--requests", "6", "--out", str(tmp_path / "sweep"))
+        finally:
+            nb.kill()
+            nb.wait()
+    run_dir = _only_run(tmp_path / "rate")
+    reasons = json.loads((run_dir / "run.json").read_text())["trust"]["reasons"]
+    busy = [r for r in reasons if r.startswith("host busy")]
+    assert rate.code == 1 and len(busy) == 1, reasons
+    assert "during load/r0 rate=10/s, other processes used" in busy[0] and "--allow-busy-host" in busy[0]
+    [rec] = RunReader(run_dir).records("host_conditions", HostConditions)
+    assert rec.unit_id == "host/load/r0/rate10" and rec.rate_rps == 10 and rec.engine == "local"
+    # the window spans the load: 12 sends over 1.1 s, each served in ~0.4 s
+    assert 1.2 < rec.wall_s < 10 and rec.other_cpu_s is not None and rec.other_cpu_s / rec.wall_s >= 0.5
+
+    sweep_dir = _only_run(tmp_path / "sweep")
+    recs = RunReader(sweep_dir).records("host_conditions", HostConditions)
+    assert [r.scenario for r in recs] == ["load/saturation", "load/r0", "load/r1"]
+    assert recs[0].window == "load/saturation c=6" and all(r.rate_rps for r in recs[1:])
+    header = json.loads((sweep_dir / "run.json").read_text())
+    assert not any(r.startswith("host busy") for r in header["trust"]["reasons"])
+    shown = [w for w in analyze_run(RunReader(sweep_dir)).warnings if w.startswith("host busy")]
+    assert len(shown) == 1 and "kept by --allow-busy-host" in shown[0] and "during load/saturation c=6" in shown[0]
 
 
 def test_per_request_csv_and_jsonl_from_run_and_from_report(tmp_path: Path) -> None:

@@ -135,8 +135,8 @@ PUBLIC: dict[str, list[str]] = {
         "TOOL_CHOICE",
     ],
     "rigbench.suites.load": [
-        "LengthDist", "LoadSettings", "LoadSuite", "TRACE_LAYOUTS", "TraceRequest", "arrival_offsets_s",
-        "load_options", "load_suites", "read_trace", "sweep_rates",
+        "Dispatched", "LengthDist", "LoadSettings", "LoadSuite", "TRACE_LAYOUTS", "TraceRequest", "arrival_offsets_s",
+        "load_options", "load_suites", "read_trace", "sleep_until_ns", "sweep_rates",
     ],
     "rigbench.suites.quality": [
         "EffortSettings", "EffortSweepSuite", "MMLUProData", "MMLUProSettings", "MMLUProSuite",

@@ -17,9 +17,10 @@ from collections import defaultdict
 from pydantic import Field
 
 from rigbench.analysis._goodput import knee_rate, meets_slo
+from rigbench.analysis._host import assess_host
 from rigbench.analysis._stats import Stat, describe
 from rigbench.analysis._timing import RequestTiming, request_timing
-from rigbench.records import Frozen, LoadRequest, LoadWindow, SloTargets
+from rigbench.records import Frozen, HostConditions, LoadRequest, LoadWindow, SloTargets
 from rigbench.store import RunReader
 
 __all__ = ["SCHEDULE_LAG_P99_MAX_S", "SCHEDULE_RATE_MIN", "LoadSummary", "LoadWindowSummary", "load_timing",
@@ -128,11 +129,24 @@ def summarize_load(reader: RunReader) -> LoadSummary | None:
     if slo is not None and sum(1 for r in rows if r.mode == "rate") > 1:  # a knee needs a curve: a sweep
         knee = knee_rate([(r.offered_rate_rps, r.slo.fraction) for r in rows
                           if r.offered_rate_rps is not None and r.slo is not None], attainment)
-    warnings = [f"CLIENT-BOUND: load {r.window} ({_rate(r)}): {r.schedule_note}" for r in rows if not r.schedule_kept]
+    busy = _busy_windows(reader)
+    warnings = [f"LATE SENDS: load {r.window} ({_rate(r)}): {r.schedule_note}. The host was busy during this window "
+                f"({busy[r.window]}): other processes, not rigbench alone, held the sends back"
+                if r.window in busy else f"CLIENT-BOUND: load {r.window} ({_rate(r)}): {r.schedule_note}"
+                for r in rows if not r.schedule_kept]
     if slo is not None and len([r for r in rows if r.mode == "rate"]) > 1 and knee is None:
         warnings.append(f"no measured rate met the SLO for {attainment:.0%} of its requests: the knee lies below "
                         "the lowest rate measured; sweep lower rates (--rate) to find it")
     return LoadSummary(windows=rows, slo=slo, attainment=attainment, knee_rps=knee, warnings=warnings)
+
+
+def _busy_windows(reader: RunReader) -> dict[str, str]:
+    """Load windows measured on a busy host (their `host_conditions` records, "host/load/<window>/..."):
+    window -> the cause, as `assess_host` words it."""
+    recs = [r for r in reader.records("host_conditions", HostConditions) if r.scenario.startswith("load/")]
+    verdict = assess_host(recs)
+    return {r.scenario.split("/", 1)[1]: row.cause for r, row in zip(recs, verdict.rows, strict=True)
+            if row.busy and row.cause}
 
 
 def _rate(r: LoadWindowSummary) -> str:

@@ -11,13 +11,20 @@ resumed window sends the same schedule again.
 
 from __future__ import annotations
 
+import asyncio
+import time
+from collections.abc import Callable
+
 import numpy as np
 
-__all__ = ["arrival_offsets_s"]
+__all__ = ["arrival_offsets_s", "sleep_until_ns"]
 
 # A duration-bounded schedule stops at this many requests: beyond it the run would not fit in memory
 # or time, and the settings' validation says so before anything is sent.
 MAX_SCHEDULED = 2_000_000
+# Sleep until this close to a send, then yield to the loop until it is due (timer wake-ups are
+# only millisecond-accurate; yielding keeps reading the streams in flight while waiting).
+_SPIN_NS = 2_000_000
 
 
 def arrival_offsets_s(rate_rps: float, arrival: str, burstiness: float, *, seed: int,
@@ -47,3 +54,12 @@ def arrival_offsets_s(rate_rps: float, arrival: str, burstiness: float, *, seed:
     if duration_s is not None:
         offsets = offsets[offsets < duration_s]
     return [float(x) for x in offsets[:MAX_SCHEDULED]]
+
+
+async def sleep_until_ns(due_ns: int, clock: Callable[[], int] = time.perf_counter_ns) -> None:
+    """Return at `due_ns` on `clock` (perf_counter_ns unless a client actor's own clock is given)."""
+    while True:
+        left = due_ns - clock()
+        if left <= 0:
+            return
+        await asyncio.sleep((left - _SPIN_NS) / 1e9 if left > _SPIN_NS * 2 else 0)

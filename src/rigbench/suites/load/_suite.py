@@ -9,23 +9,25 @@ window starts, so preparing them never delays a send.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from rigbench.errors import RigError, UsageError
 from rigbench.records import LoadMode, LoadRequest, LoadWindow, StreamResult
+from rigbench.rig import HostWindow
 from rigbench.rig.engines import get_adapter
 from rigbench.sizing import fits_in_context
 from rigbench.store import RunReader
 from rigbench.suites._context import SuiteContext
-from rigbench.suites.load._schedule import arrival_offsets_s
+from rigbench.suites.load._schedule import arrival_offsets_s, sleep_until_ns
 from rigbench.suites.load._settings import LoadSettings
 from rigbench.suites.load._trace import read_trace
 from rigbench.suites.speed import ExactPrompt, PromptBuilder
 
-__all__ = ["LoadSuite", "sweep_rates"]
+__all__ = ["Dispatched", "LoadSuite", "sweep_rates"]
 
 _perf_ns = time.perf_counter_ns
 _TASK = "Continue this conversation naturally and at length."
@@ -34,9 +36,6 @@ _TASK = "Continue this conversation naturally and at length."
 SWEEP_TOP = 0.95
 # The schedule's zero is this far after the dispatcher starts, so the first sends are not late.
 _LEAD_NS = 20_000_000
-# Sleep until this close to a send, then yield to the loop until it is due (timer wake-ups are
-# only millisecond-accurate; yielding keeps reading the streams in flight while waiting).
-_SPIN_NS = 2_000_000
 _PREP_PARALLEL = 8
 # The filler load windows cut their prompts from, at most this many words (one /tokenize call).
 _FILLER_WORDS_MAX = 60_000
@@ -48,12 +47,13 @@ def sweep_rates(saturation_rps: float, points: int) -> list[float]:
     return [top * (k + 1) / points for k in range(points)]
 
 
-async def _sleep_until(due_ns: int) -> None:
-    while True:
-        left = due_ns - _perf_ns()
-        if left <= 0:
-            return
-        await asyncio.sleep((left - _SPIN_NS) / 1e9 if left > _SPIN_NS * 2 else 0)
+class Dispatched(NamedTuple):
+    """A window's requests as sent: the schedule's zero, each result (in schedule order, `scheduled_ns` its
+    intended start), and when a `max_concurrency` slot freed for it (None: no wait)."""
+
+    start_ns: int
+    results: list[StreamResult]
+    slot_ns: list[int | None]
 
 
 class LoadSuite:
@@ -159,7 +159,39 @@ class LoadSuite:
                   for i, (p, (_, out)) in enumerate(zip(prompts, lengths, strict=True))]
         shape = f"{s.input_tokens.describe()} in / {s.output_tokens.describe()} out" if mode != "trace" else "trace lengths"
         task = ctx.progress.task(f"{label} ({len(offsets)} requests, {shape})", len(offsets))
-        slots = asyncio.Semaphore(s.max_concurrency) if s.max_concurrency else None
+        # who used the host's CPU while this window's load ran (judged as the speed suite's windows are)
+        burst = min(len(offsets), s.max_concurrency or len(offsets))
+        host = _host_window(ctx, window, rate, burst)
+        async with host or contextlib.nullcontext():
+            sent = await self._dispatch(ctx, window, bodies, offsets, task)
+        start, results, slot_at = sent.start_ns, sent.results, sent.slot_ns
+        ended = max((r.done_ns or r.sent_ns) for r in results)
+        records = []
+        for i, (p, res, (inp, out)) in enumerate(zip(prompts, results, lengths, strict=True)):
+            rec = LoadRequest(unit_id=f"load/{window}/i{i}", window=window, index=i, slot_ns=slot_at[i],
+                              input_tokens_target=inp, output_tokens_target=out,
+                              input_tokens_measured=p.measured_tokens, input_tokens_shared_max=p.shared_max_tokens,
+                              result=res)
+            ctx.writer.append(rec)
+            records.append(rec)
+        if host is not None and host.record is not None:
+            ctx.writer.append(host.record)  # before the window record: a finished window always has one
+        record = LoadWindow(unit_id=f"load/{window}", window=window, mode=mode,
+                            arrival=s.arrival if mode == "rate" else None,
+                            burstiness=s.burstiness if mode == "rate" else None, offered_rate_rps=rate,
+                            max_concurrency=s.max_concurrency, requests=len(offsets),
+                            failed=sum(1 for r in records if not r.result.ok), started_ns=start, ended_ns=ended,
+                            slo=s.slo)
+        ctx.writer.append(record)  # last: it marks the window complete for resume
+        ctx.progress.done(task)
+        return record, records
+
+    async def _dispatch(self, ctx: SuiteContext, window: str, bodies: list[dict[str, Any]], offsets: list[float],
+                        task: int) -> Dispatched:
+        """Send each body at its offset from a zero just ahead (open loop), from this process; every
+        result's `scheduled_ns` is its intended start. (`scale.RayLoadSuite` sends from client actors.)"""
+        cap = self.settings.max_concurrency
+        slots = asyncio.Semaphore(cap) if cap else None
         results: list[StreamResult | None] = [None] * len(offsets)
         slot_at: list[int | None] = [None] * len(offsets)
 
@@ -178,7 +210,7 @@ class LoadSuite:
         inflight: list[asyncio.Task[None]] = []
         for i, off in enumerate(offsets):
             due = start + int(off * 1e9)
-            await _sleep_until(due)
+            await sleep_until_ns(due)
             if slots is not None:
                 if slots.locked():
                     await slots.acquire()
@@ -191,25 +223,7 @@ class LoadSuite:
         finally:
             for t in inflight:
                 t.cancel()
-        ended = max((r.done_ns or r.sent_ns) for r in results if r is not None)
-        records = []
-        for i, (p, res, (inp, out)) in enumerate(zip(prompts, results, lengths, strict=True)):
-            assert res is not None
-            rec = LoadRequest(unit_id=f"load/{window}/i{i}", window=window, index=i, slot_ns=slot_at[i],
-                              input_tokens_target=inp, output_tokens_target=out,
-                              input_tokens_measured=p.measured_tokens, input_tokens_shared_max=p.shared_max_tokens,
-                              result=res)
-            ctx.writer.append(rec)
-            records.append(rec)
-        record = LoadWindow(unit_id=f"load/{window}", window=window, mode=mode,
-                            arrival=s.arrival if mode == "rate" else None,
-                            burstiness=s.burstiness if mode == "rate" else None, offered_rate_rps=rate,
-                            max_concurrency=s.max_concurrency, requests=len(offsets),
-                            failed=sum(1 for r in records if not r.result.ok), started_ns=start, ended_ns=ended,
-                            slo=s.slo)
-        ctx.writer.append(record)  # last: it marks the window complete for resume
-        ctx.progress.done(task)
-        return record, records
+        return Dispatched(start, [r for r in results if r is not None], slot_at)
 
     async def _sessions(self, ctx: SuiteContext, builder: PromptBuilder, rate: float, sessions: int) -> None:
         """`sessions` sessions start on the arrival schedule (open loop); within one, turn t + 1 is sent as
@@ -261,20 +275,24 @@ class LoadSuite:
                 shared = p + c if p is not None and c is not None else None
                 due = res.done_ns or _perf_ns()
 
-        start = _perf_ns() + _LEAD_NS
-        running: list[asyncio.Task[None]] = []
-        for k, off in enumerate(offsets):
-            due = start + int(off * 1e9)
-            await _sleep_until(due)
-            running.append(asyncio.create_task(session(k, due)))
-        try:
-            await asyncio.gather(*running)
-        finally:
-            for r in running:
-                r.cancel()
+        host = _host_window(ctx, "r0", rate, sessions)
+        async with host or contextlib.nullcontext():
+            start = _perf_ns() + _LEAD_NS
+            running: list[asyncio.Task[None]] = []
+            for k, off in enumerate(offsets):
+                due = start + int(off * 1e9)
+                await sleep_until_ns(due)
+                running.append(asyncio.create_task(session(k, due)))
+            try:
+                await asyncio.gather(*running)
+            finally:
+                for r in running:
+                    r.cancel()
         done.sort(key=lambda q: q.index)
         for q in done:
             ctx.writer.append(q)
+        if host is not None and host.record is not None:
+            ctx.writer.append(host.record)
         ended = max((q.result.done_ns or q.result.sent_ns) for q in done)
         ctx.writer.append(LoadWindow(
             unit_id="load/r0", window="r0", mode="rate", arrival=s.arrival, burstiness=s.burstiness,
@@ -311,6 +329,16 @@ class LoadSuite:
 
         rest = await asyncio.gather(*(one(i, t) for i, t in enumerate(targets[1:], start=1)))
         return [first, *rest]
+
+
+def _host_window(ctx: SuiteContext, window: str, rate: float | None, burst: int) -> HostWindow | None:
+    """The host-conditions window of one load window ("load/r0 rate=5/s"; the saturation burst, or a
+    one-request trace, has no rate: "load/saturation c=64"). None: not measured (`ctx.host` unset)."""
+    if ctx.host is None:
+        return None
+    if rate is None:
+        return ctx.host.window(f"load/{window}", concurrency=max(1, burst))
+    return ctx.host.window(f"load/{window}", rate_rps=rate)
 
 
 def _forced_length_fields(engine: str, max_tokens: int) -> dict[str, Any]:
