@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from tests.needs import missing_module
@@ -136,3 +137,83 @@ def test_merged_run_aggregate_is_the_actors_sum_and_an_unpinnable_clock_untrusts
     analysis = analyze_run(reader)
     labels = set(analysis.sections["selfcheck"].labels)  # type: ignore[union-attr]
     assert {"speed@client0", "speed@client1", "speed@client2", "speed@client3"} <= labels
+
+
+def test_a_rate_schedule_split_over_actors_with_a_skewed_clock_reaches_the_server_on_time(
+        ray_driver: Any, cluster: LoopbackCluster, emu: EmulatorProcess, tmp_path: Path) -> None:
+    """`--rate` with `--clients 2`: one constant 40 req/s schedule, every other arrival to each actor, one actor's
+    clock 5 s ahead. The server (the emulator's own receive stamps, the driver's clock) must see each request
+    at its intended start (a 5 s skew left uncorrected sends half of them 5 s late or all at once), at the
+    offered rate; the merged run and each actor's share report their schedule adherence."""
+    from rigbench.analysis import summarize_load
+    from rigbench.client import run as run_loop
+    from rigbench.records import ClientShare, LoadRequest
+    from rigbench.rig import EndpointSpec
+    from rigbench.runner import RunConfig
+    from rigbench.scale import execute_run_with_clients, summarize_clients
+    from rigbench.store import RunReader
+    from rigbench.suites import SuiteSettings
+    from rigbench.suites.load import LoadSettings
+
+    load = LoadSettings(rate_rps=40, arrival="constant", requests=60, output_tokens=4)
+    cfg = RunConfig(suite_names=["load"], settings=SuiteSettings(load=load), out_dir=tmp_path,
+                    rig=EndpointSpec(base_url=emu.url), sanity=False, allow_untrusted=True, label="rate-clients")
+    emu.reset()
+    header = run_loop(execute_run_with_clients(cfg, address=cluster.address, clients=2, cpus_per_client=0.5,
+                                               skew_ns={1: 5_000_000_000}))
+    reader = RunReader(tmp_path / header.run_id)
+    reqs = sorted(reader.records("load_request", LoadRequest), key=lambda q: q.index)
+    assert len(reqs) == 60 and all(q.result.ok for q in reqs)
+    zero = reqs[0].result.scheduled_ns
+    assert zero is not None
+    # the one schedule, exactly: 25 ms apart on the driver's clock (to the nanosecond the float offsets round to)
+    assert all(abs((q.result.scheduled_ns or 0) - (zero + i * 25_000_000)) <= 1 for i, q in enumerate(reqs))
+    shares = reader.records("client_share", ClientShare)
+    assert sorted((s.actor, tuple(s.indices)) for s in shares) == [("client0", tuple(range(0, 60, 2))),
+                                                                    ("client1", tuple(range(1, 60, 2)))]
+    skewed = next(s for s in shares if s.actor == "client1")
+    assert abs(skewed.offset_ns - 5_000_000_000) <= skewed.offset_uncertainty_ns + 200_000
+    # truth: when the server read each request, against its intended start
+    truth = {t.response_id: t for t in emu.fetch_truth()}
+    late_s = np.array([(truth[q.result.response_id or ""].received_ns - (q.result.scheduled_ns or 0)) / 1e9
+                       for q in reqs])
+    slack_s = max(s.offset_uncertainty_ns for s in shares) / 1e9 + 0.0005
+    assert late_s.min() >= -slack_s, late_s.min()  # none sent early (the skew was taken off, not added)
+    assert float(np.median(late_s)) < 0.010 and late_s.max() < 0.25, late_s  # none held back by seconds
+    got = sorted(truth[q.result.response_id or ""].received_ns for q in reqs)
+    assert (len(got) - 1) / ((got[-1] - got[0]) / 1e9) == pytest.approx(40, rel=0.03)
+    # adherence: the merged window, as one process reports it, and each actor's own
+    s = summarize_load(reader)
+    assert s is not None and s.windows[0].requests == 60 and s.windows[0].scheduled_rate_rps == pytest.approx(40)
+    assert s.windows[0].send_lag_s is not None and s.windows[0].achieved_send_rate_rps is not None
+    actors = summarize_clients(reader)
+    assert [(a.actor, a.requests) for a in actors] == [("client0", 30), ("client1", 30)]
+    for a in actors:
+        assert a.send_lag_p50_s is not None and a.send_lag_p50_s < 0.010
+        assert a.sent_vs_scheduled is not None and a.sent_vs_scheduled == pytest.approx(1.0, abs=0.05)
+    assert {"load@client0", "load@client1"} <= {c["label"] for c in reader.raw_records("selfcheck")}
+
+
+def test_rigbench_run_rate_with_clients_splits_the_schedule_and_lists_each_actor_s_adherence(
+        cluster: LoopbackCluster, emu: EmulatorProcess, tmp_path: Path) -> None:
+    """The command line: `--rate` with `--clients 2 --ray ADDRESS` (refused before this was built) runs the
+    load suite from the actors and prints each actor's send lag and sent/scheduled rate."""
+    import os
+    import subprocess
+    import sys
+
+    from rigbench.records import ClientShare, LoadRequest
+    from rigbench.store import RunReader
+
+    res = subprocess.run([sys.executable, "-m", "rigbench", "run", "--endpoint", emu.url, "--rate", "20", "--arrival",
+                          "constant", "--requests", "10", "--output-tokens", "4", "--clients", "2", "--ray",
+                          cluster.address, "--no-sanity", "--allow-untrusted", "--out", str(tmp_path)],
+                         capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "COLUMNS": "220", "RAY_USAGE_STATS_ENABLED": "0"})
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    [run_dir] = [d for d in tmp_path.iterdir() if d.is_dir()]
+    reader = RunReader(run_dir)
+    assert len(reader.records("load_request", LoadRequest)) == 10
+    assert sorted(s.actor for s in reader.records("client_share", ClientShare)) == ["client0", "client1"]
+    assert "send lag p50 / p99" in res.stdout and "sent / scheduled rate" in res.stdout
+    assert "Load: schedule and throughput" in res.stdout

@@ -288,7 +288,8 @@ def test_per_request_csv_and_jsonl_from_run_and_from_report(tmp_path: Path) -> N
     (["--rate", "5", "--arrival", "bursty"], "--arrival: Input should be 'constant', 'poisson' or 'gamma'"),
     (["--rate", "5", "--sweep"], "give --sweep or --rate, not both"),
     (["--rate", "5", "--duration", "10", "--requests", "4"], "by --duration or by --requests, not both"),
-    (["--rate", "5", "--ray", "local"], "splitting one arrival schedule across client actors is not built yet"),
+    (["--rate", "5", "--max-concurrency", "4", "--ray", "local"], "with --clients the actors share no count"),
+    (["--rate", "5", "--sessions", "2", "--clients", "2", "--ray", "local"], "--sessions with --clients is not built"),
     (["--suite", "load"], "the load suite needs a rate, a sweep or a trace"),
 ])
 def test_bad_load_options_are_one_clear_line_and_exit_2_before_anything_is_sent(args: list[str], message: str,

@@ -136,3 +136,55 @@ def test_udp_alignment_measures_a_skewed_clock_and_says_when_it_cannot(echo_loop
     assert slow is not None and slow.uncertainty_ns >= 2_500_000
     assert abs(slow.offset_ns) <= slow.uncertainty_ns
     assert ping_udp("127.0.0.1", 9, 2, timeout_s=0.2) is None  # nobody there: no sample, not a guess
+
+
+def test_each_client_actor_s_schedule_adherence_is_its_own_and_names_the_late_one(tmp_path: Path) -> None:
+    """Rate mode over client actors: each actor's share of a window is judged on its own (send lag, sent
+    rate against its share of the schedule). client1 sends every arrival 30 ms late and is the bottleneck;
+    client0 keeps the schedule, and the saturation burst (no schedule: every request due at once, so sent
+    one after another) does not count against it."""
+    from rich.console import Console
+
+    from rigbench.records import ClientShare, LoadRequest, LoadWindow
+    from rigbench.scale import summarize_clients
+    from rigbench.scale._run import clients_table
+    from rigbench.store import RunHeader, RunWriter
+
+    w = RunWriter(tmp_path / "run", RunHeader(run_id="t", created_at="2026-01-01T00:00:00+00:00",
+                                              rigbench_version="0", plan={}))
+    zero, gap = 10**12, 100_000_000
+
+    def req(window: str, i: int, due: int, late_ns: int) -> LoadRequest:
+        sent = due + late_ns
+        res = StreamResult(sent_ns=sent, scheduled_ns=due, first_event_ns=sent + 10**7, done_ns=sent + 2 * 10**7,
+                           chunk_ns=[sent + 10**7, sent + 2 * 10**7], chunk_chars=[4, 4], chunk_kind="cc",
+                           content="a b", finish_reason="length", usage={"completion_tokens": 2}, http_status=200)
+        return LoadRequest(unit_id=f"load/{window}/i{i}", window=window, index=i, input_tokens_target=16,
+                           output_tokens_target=2, input_tokens_measured=16, result=res)
+
+    for i in range(4):  # the burst: client0 sends its two 50 ms apart, client1 at once
+        w.append(req("saturation", i, zero, 50_000_000 * (i // 2) if i % 2 == 0 else 0))
+    for i in range(40):
+        w.append(req("r0", i, zero + 10**10 + i * gap, 30_000_000 if i % 2 else 100_000))
+    for window, n in (("saturation", 4), ("r0", 40)):
+        for k in (0, 1):
+            idx = list(range(k, n, 2))
+            w.append(ClientShare(unit_id=f"load/{window}/client{k}", batch_unit_id=f"load/{window}",
+                                 actor=f"client{k}", node="127.0.0.1", indices=idx, output_tokens=2 * len(idx),
+                                 started_ns=zero, ended_ns=zero + 10**9, barrier_late_ns=0, offset_ns=0,
+                                 offset_uncertainty_ns=20_000))
+        w.append(LoadWindow(unit_id=f"load/{window}", window=window, mode="saturation" if window == "saturation"
+                            else "rate", arrival=None if window == "saturation" else "constant", burstiness=None,
+                            offered_rate_rps=None if window == "saturation" else 10.0, max_concurrency=None,
+                            requests=n, failed=0, started_ns=zero, ended_ns=zero + 2 * 10**10))
+    w.finish("complete")
+    a0, a1 = summarize_clients(RunReader(tmp_path / "run"))
+    assert (a0.actor, a0.requests, a1.actor, a1.requests) == ("client0", 22, "client1", 22)
+    assert a0.send_lag_p99_s == pytest.approx(0.0001) and a0.sent_vs_scheduled == pytest.approx(1.0)
+    assert a0.schedule_kept
+    assert a1.send_lag_p99_s == pytest.approx(0.030) and not a1.schedule_kept
+    console = Console(width=250, record=True)
+    console.print(clients_table([a0, a1]))
+    rows = {line.split("│")[1].strip(): line for line in console.export_text().splitlines() if "│ client" in line}
+    assert "0.10 / 0.10 ms" in rows["client0"] and rows["client0"].rstrip(" │").endswith("no")
+    assert "30.00 / 30.00 ms" in rows["client1"] and rows["client1"].rstrip(" │").endswith("YES")

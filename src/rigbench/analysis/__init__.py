@@ -20,7 +20,14 @@ from rigbench.analysis._kvcache import (
     kv_capacity,
     sessions_from_pool,
 )
-from rigbench.analysis._load import LoadSummary, LoadWindowSummary, load_timing, summarize_load
+from rigbench.analysis._load import (
+    SCHEDULE_LAG_P99_MAX_S,
+    SCHEDULE_RATE_MIN,
+    LoadSummary,
+    LoadWindowSummary,
+    load_timing,
+    summarize_load,
+)
 from rigbench.analysis._load_compare import LoadComparison, LoadRateComparison, compare_load
 from rigbench.analysis._quality import (
     EffortSummary,
@@ -73,6 +80,8 @@ __all__ = [
     "OTHER_CORES_MAX",
     "OUTLIER_Z",
     "REQUEST_COLUMNS",
+    "SCHEDULE_LAG_P99_MAX_S",
+    "SCHEDULE_RATE_MIN",
     "SLO_METRICS",
     "STEAL_CORES_MAX",
     "UNSTABLE_CV",

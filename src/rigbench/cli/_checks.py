@@ -63,7 +63,8 @@ _LOAD_FLAGS = ("rate", "arrival", "burstiness", "duration", "requests", "max_con
 
 
 def check_load_options(o: RunArgs) -> None:
-    """The load flags where they cannot apply: a plan (its `load:` key), and client actors (not built)."""
+    """The load flags where they cannot apply: a plan (its `load:` key); with client actors, a concurrency
+    cap and sessions (the actors split one schedule, but share no count and no session's replies)."""
     given = [f"--{k.replace('_', '-')}" for k in _LOAD_FLAGS if getattr(o, k) is not None] + (["--sweep"] if o.sweep else [])
     if not given:
         return
@@ -71,9 +72,13 @@ def check_load_options(o: RunArgs) -> None:
         raise UsageError(f"{given[0]} sets a single run's load; for the plan {o.plan} write it in the plan's "
                          "`load:` key (e.g. `load: {rate_rps: 5, duration_s: 30}`; docs/plans.md).")
     if o.ray is not None or o.clients > 1:
-        raise UsageError(f"{given[0]} with --ray/--clients: splitting one arrival schedule across client actors is "
-                         "not built yet. Offer the load from this process (drop --ray and --clients); one process "
-                         "holds about 1,000 req/s (docs/benchmarks.md).")
+        if o.max_concurrency is not None:
+            raise UsageError(f"--max-concurrency {o.max_concurrency} caps requests in flight across one process; "
+                             "with --clients the actors share no count. Drop --max-concurrency, or offer the load "
+                             "from one process (drop --ray and --clients).")
+        if o.sessions is not None:
+            raise UsageError("--sessions with --clients is not built: a session's turns wait on its own replies, "
+                             "which one process keeps. Drop --ray and --clients for multi-turn sessions.")
 
 
 _RETRY_FLAGS = ("retry_on", "max_retries", "max_retry_wait")

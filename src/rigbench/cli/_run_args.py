@@ -33,7 +33,8 @@ class RunArgs(RunOptions):
         "HOST:PORT. A plan's rigs become tasks placed by their resources; with --endpoint, --clients N spreads "
         "the speed load (docs/scale-out.md).", "--ray")] = None
     clients: Annotated[int, Flag(
-        "Client actors driving the speed suite's load (with --ray and --endpoint).", min=1)] = 1
+        "Client actors driving the speed suite's load, or one --rate/--sweep schedule split over them (with "
+        "--ray and --endpoint).", min=1)] = 1
     csv: Annotated[Path | None, Flag(
         "Also write one CSV row per request (intended start, send, first token, end, tokens, TTFT, ITL, "
         "error).")] = None

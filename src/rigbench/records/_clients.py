@@ -25,17 +25,17 @@ class ClientClock(Record):
 
 
 class ClientShare(Record):
-    """One actor's share of one speed batch, its span on the driver's clock, and the offset used."""
+    """One actor's share of one speed batch or load window, its span on the driver's clock, and the offset used."""
 
     kind: Literal["client_share"] = "client_share"
     unit_id: str  # "<batch unit id>/<actor>"
-    batch_unit_id: str
+    batch_unit_id: str  # a speed batch ("speed/chat_short/c4/r0") or a load window ("load/r0")
     actor: str
     node: str
-    indices: list[int]  # request indices of the batch this actor sent
+    indices: list[int]  # request indices of the batch (the window's schedule positions) this actor sent
     output_tokens: int  # as analysis counts them (usage, else chunks)
     started_ns: int  # driver clock
     ended_ns: int
-    barrier_late_ns: int  # how long after the common start this actor began (0: on time)
+    barrier_late_ns: int  # how long after the common start (a load window: its first due time) this actor began
     offset_ns: int
     offset_uncertainty_ns: int

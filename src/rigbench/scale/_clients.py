@@ -33,6 +33,7 @@ from rigbench.errors import UsageError
 from rigbench.records import ClientClock, ClientShare, SelfCheck, SpeedBatch, StreamResult
 from rigbench.scale._clock import ClockEcho, ClockSample, best_sample, ping_udp
 from rigbench.suites import SuiteContext
+from rigbench.suites.load import sleep_until_ns
 from rigbench.suites.speed import SpeedSuite
 
 __all__ = ["CLOCK_BOUND_NS", "ClientActor", "ClientPool", "RaySpeedSuite", "shift_result"]
@@ -144,6 +145,28 @@ class ClientActor:
         s = self.skew_ns
         return [shift_result(r, s) if s else r for r in results], started + s, ended + s
 
+    def run_schedule(self, bodies: list[dict[str, Any]], due_ns: list[int]) -> tuple[list[StreamResult], int, int]:
+        """Send each body at its own due time (this actor's clock), open loop; results on this actor's clock,
+        `scheduled_ns` the due time."""
+        return self._call(self._schedule(bodies, due_ns))
+
+    async def _schedule(self, bodies: list[dict[str, Any]], due_ns: list[int]) -> tuple[list[StreamResult], int, int]:
+        if self._mon is not None:  # send lags against each request's due time go to this actor's self-check
+            use_monitor(self._mon)
+        s = self.skew_ns
+        tasks = []
+        for body, due in zip(bodies, due_ns, strict=True):
+            await sleep_until_ns(due, self.now_ns)
+            tasks.append(asyncio.create_task(self.client.stream_chat(body, scheduled_ns=due - s)))
+        try:
+            results = await asyncio.gather(*tasks)
+        finally:
+            for t in tasks:
+                t.cancel()
+        started = min(r.sent_ns for r in results)
+        ended = max(r.done_ns or r.sent_ns for r in results)
+        return [shift_result(r, s) if s else r for r in results], started + s, ended + s
+
     def close(self) -> None:
         with contextlib.suppress(Exception):
             self._call(self.client.aclose())
@@ -163,10 +186,12 @@ class ClientPool:
     """The driver's handle on N client actors."""
 
     def __init__(self, ray: Any, n: int, base_url: str, api_key: str | None, *, cpus_per_client: float = 1.0,
-                 skew_ns: dict[int, int] | None = None, echo_delay_s: dict[int, float] | None = None) -> None:
+                 skew_ns: dict[int, int] | None = None, echo_delay_s: dict[int, float] | None = None,
+                 base_urls: list[str] | None = None) -> None:
         self.ray = ray
         self.n = n
         self.base_url = base_url
+        self.base_urls = base_urls or [base_url]  # actor i drives base_urls[i % len] (benchmarks: one server each)
         self.api_key = api_key
         self.cpus = cpus_per_client
         self._skew = skew_ns or {}
@@ -181,7 +206,8 @@ class ClientPool:
         for i in range(self.n):
             name = f"client{i}"
             h = cls.options(num_cpus=self.cpus, scheduling_strategy="SPREAD", max_restarts=0,
-                            name=None).remote(name, self.base_url, self.api_key, skew_ns=self._skew.get(i, 0),
+                            name=None).remote(name, self.base_urls[i % len(self.base_urls)], self.api_key,
+                                              skew_ns=self._skew.get(i, 0),
                                               echo_delay_s=self._delay.get(i, 0.0))
             self.members.append(_Member(name, h))
         try:
@@ -256,6 +282,39 @@ class ClientPool:
                 offset_uncertainty_ns=m.clock.uncertainty_ns))
         assert all(r is not None for r in results)
         return [r for r in results if r is not None], recs
+
+    async def run_schedule(self, bodies: list[dict[str, Any]], offsets_s: list[float], unit_id: str,
+                           lead_ns: int = START_MARGIN_NS) -> tuple[int, list[StreamResult], list[ClientShare]]:
+        """One open-loop schedule split over the actors: actor k sends arrivals k, k + N, k + 2N, ... (every
+        Nth of the one schedule), each at its intended start on the driver's clock converted to the actor's
+        own with the offset measured just before. Returns the schedule's zero (driver clock), every result
+        on the driver's clock (`scheduled_ns`: the intended start) and each actor's share."""
+        shares = [list(range(i, len(bodies), self.n)) for i in range(self.n)]
+        busy = [(m, idx) for m, idx in zip(self.members, shares, strict=True) if idx]
+        for m, _ in busy:
+            await self._align_one(m, BATCH_ALIGN_ROUNDS)
+        zero = _perf_ns() + lead_ns + 100_000 * len(busy)
+        due = [zero + int(off * 1e9) for off in offsets_s]
+        refs = []
+        for m, idx in busy:
+            assert m.clock is not None
+            refs.append(m.handle.run_schedule.remote([bodies[i] for i in idx], [due[i] + m.clock.offset_ns for i in idx]))
+        outs = await self._get(refs)
+        results: list[StreamResult | None] = [None] * len(bodies)
+        recs: list[ClientShare] = []
+        for (m, idx), (res, started, ended) in zip(busy, outs, strict=True):
+            assert m.clock is not None
+            off = m.clock.offset_ns
+            tokens = 0
+            for i, r in zip(idx, res, strict=True):
+                results[i] = shift_result(r, -off).model_copy(update={"scheduled_ns": due[i]})
+                tokens += request_timing(r).output_tokens if r.ok else 0
+            recs.append(ClientShare(
+                unit_id=f"{unit_id}/{m.name}", batch_unit_id=unit_id, actor=m.name, node=m.node, indices=idx,
+                output_tokens=tokens, started_ns=started - off, ended_ns=ended - off,
+                barrier_late_ns=max(0, started - off - due[idx[0]]), offset_ns=off,
+                offset_uncertainty_ns=m.clock.uncertainty_ns))
+        return zero, [r for r in results if r is not None], recs
 
     def stop(self) -> None:
         for m in self.members:

@@ -6,17 +6,26 @@ import os
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from rich.table import Table
 
-from rigbench.analysis import CPU_FRACTION_MAX, LOOP_LAG_P99_MAX_S
+from rigbench.analysis import (
+    CPU_FRACTION_MAX,
+    LOOP_LAG_P99_MAX_S,
+    SCHEDULE_LAG_P99_MAX_S,
+    SCHEDULE_RATE_MIN,
+    load_timing,
+)
 from rigbench.errors import UsageError
-from rigbench.records import ClientClock, ClientShare, Frozen, SelfCheck, SpeedBatch
+from rigbench.records import ClientClock, ClientShare, Frozen, LoadRequest, LoadWindow, SelfCheck, SpeedBatch
 from rigbench.rig import EndpointSpec
 from rigbench.runner import execute_run
 from rigbench.scale._clients import CLOCK_BOUND_NS, ClientPool, RaySpeedSuite
+from rigbench.scale._load import RayLoadSuite, check_clients_load
 from rigbench.scale._ray import connect
 from rigbench.store import HEADER_FILE, RunHeader, RunReader, TrustVerdict
 from rigbench.suites import Progress
+from rigbench.suites.load import LoadSuite
 from rigbench.suites.speed import SpeedSuite
 
 __all__ = ["ActorSummary", "check_client_options", "clock_reasons", "execute_run_with_clients",
@@ -32,8 +41,9 @@ def check_client_options(*, ray: str | None, clients: int, endpoint: str | None,
                          "(reachable from every node). To spread a plan's rigs over the cluster, pass the plan "
                          "file: rigbench run plan.yaml --ray ADDRESS.")
     names = [s.strip() for s in suites.split(",") if s.strip()]
-    if "speed" not in names:
-        raise UsageError(f"--clients spreads the speed suite's load, but --suite is {suites!r}: add speed.")
+    if "speed" not in names and "load" not in names:
+        raise UsageError(f"--clients spreads the speed suite's load (or, with --rate/--sweep/--trace, the load "
+                         f"suite's), but --suite is {suites!r}: add speed.")
 
 
 class ActorSummary(Frozen):
@@ -43,16 +53,54 @@ class ActorSummary(Frozen):
     node: str
     requests: int
     output_tokens: int
-    tok_s: float | None  # its tokens over its own spans (measured batches only)
+    tok_s: float | None  # its tokens over its own spans (measured batches and load windows)
     offset_before_ns: int | None
     offset_after_ns: int | None
     uncertainty_max_ns: int | None  # worst over every alignment used (before, per batch, after)
     cpu_fraction: float | None  # of one core, from its self-check
     loop_lag_p99_s: float | None
+    # Rate mode (load windows with a schedule, not the saturation burst): its send lag (as
+    # analysis.load_timing), and its worst window's sent rate over its share's scheduled rate (shares of 3
+    # or more requests). None: it sent no such window.
+    send_lag_p50_s: float | None = None
+    send_lag_p99_s: float | None = None
+    sent_vs_scheduled: float | None = None
+
+    @property
+    def schedule_kept(self) -> bool:
+        """Its sends kept the schedule as one process must (analysis' SCHEDULE_* bounds)."""
+        lag_ok = self.send_lag_p99_s is None or self.send_lag_p99_s <= SCHEDULE_LAG_P99_MAX_S
+        return lag_ok and (self.sent_vs_scheduled is None or self.sent_vs_scheduled >= SCHEDULE_RATE_MIN)
+
+
+def _adherence(shares: list[ClientShare], by_window: dict[str, dict[int, LoadRequest]]) -> dict[str, float | None]:
+    """One actor's send lag over its load-window shares, and its worst share's sent / scheduled rate."""
+    lags: list[float] = []
+    ratios: list[float] = []
+    for s in shares:
+        reqs = by_window.get(s.batch_unit_id.removeprefix("load/"), {})
+        mine = [reqs[i] for i in s.indices if i in reqs]
+        lags += [load_timing(q).send_lag_s for q in mine]
+        if len(mine) >= 3:
+            due = [q.result.scheduled_ns or q.result.sent_ns for q in mine]
+            sent = sorted(q.result.sent_ns for q in mine)
+            if max(due) > min(due) and sent[-1] > sent[0]:
+                ratios.append((max(due) - min(due)) / (sent[-1] - sent[0]))
+    if not lags:
+        return {"send_lag_p50_s": None, "send_lag_p99_s": None, "sent_vs_scheduled": None}
+    return {"send_lag_p50_s": float(np.percentile(lags, 50)), "send_lag_p99_s": float(np.percentile(lags, 99)),
+            "sent_vs_scheduled": min(ratios) if ratios else None}
 
 
 def summarize_clients(reader: RunReader) -> list[ActorSummary]:
-    measured = {b.unit_id for b in reader.records("speed_batch", SpeedBatch) if not b.warmup}
+    loads = reader.records("load_window", LoadWindow)
+    windows = {w.unit_id for w in loads}
+    scheduled = {w.unit_id for w in loads if w.mode != "saturation"}  # the burst has no schedule to keep
+    measured = {b.unit_id for b in reader.records("speed_batch", SpeedBatch) if not b.warmup} | windows
+    by_window: dict[str, dict[int, LoadRequest]] = {}
+    if windows:
+        for q in reader.records("load_request", LoadRequest):
+            by_window.setdefault(q.window, {})[q.index] = q
     shares: dict[str, ClientShare] = {}
     for s in reader.records("client_share", ClientShare):
         shares[s.unit_id] = s  # a batch redone on resume: its last write counts, as for requests
@@ -75,7 +123,8 @@ def summarize_clients(reader: RunReader) -> list[ActorSummary]:
                                 tok_s=toks / span if span > 0 else None, offset_before_ns=before,
                                 offset_after_ns=after, uncertainty_max_ns=max(uncs) if uncs else None,
                                 cpu_fraction=chk.cpu_fraction if chk else None,
-                                loop_lag_p99_s=chk.loop_lag_p99_s if chk else None))
+                                loop_lag_p99_s=chk.loop_lag_p99_s if chk else None,
+                                **_adherence([s for s in mine if s.batch_unit_id in scheduled], by_window)))
     return out
 
 
@@ -113,12 +162,15 @@ async def execute_run_with_clients(cfg: Any, progress: Progress | None = None, *
                                    console: Any = None, skew_ns: dict[int, int] | None = None,
                                    echo_delay_s: dict[int, float] | None = None,
                                    cpus_per_client: float | None = None) -> RunHeader:
-    """`execute_run` with the speed suite's load sent by `clients` Ray actors.
+    """`execute_run` with the speed suite's load (and the load suite's schedule) sent by `clients` Ray actors.
 
     `skew_ns` / `echo_delay_s` (per actor index) are for tests: a skewed clock, an unpinnable one.
     """
     if not isinstance(cfg.rig, EndpointSpec):
         raise UsageError("client actors drive an existing server: pass --endpoint URL.")
+    for s in cfg.suites:  # refused before any actor starts
+        if isinstance(s, LoadSuite):
+            check_clients_load(s.settings)
     if cpus_per_client is None:  # a core each; a private local instance shares this machine's cores
         cpus_per_client = min(1.0, (os.cpu_count() or 1) / clients) if address == "local" else 1.0
     with connect(address) as ray:
@@ -128,7 +180,8 @@ async def execute_run_with_clients(cfg: Any, progress: Progress | None = None, *
             progress.note(f"starting {clients} client actor(s) on the Ray cluster")
         await pool.start()
         try:
-            cfg.suites = [RaySpeedSuite(s, pool) if isinstance(s, SpeedSuite) else s for s in cfg.suites]
+            cfg.suites = [RaySpeedSuite(s, pool) if isinstance(s, SpeedSuite)
+                          else RayLoadSuite(s, pool) if isinstance(s, LoadSuite) else s for s in cfg.suites]
             header = await execute_run(cfg, progress)
         finally:
             pool.stop()
@@ -142,17 +195,21 @@ async def execute_run_with_clients(cfg: Any, progress: Progress | None = None, *
 
 def clients_table(summaries: list[ActorSummary]) -> Any:
     t = Table(title="client actors (measured; clock offsets against the driver, NTP-style)", title_justify="left")
+    rate = any(s.send_lag_p99_s is not None for s in summaries)
     for col in ("actor", "node", "requests", "output tokens", "tok/s", "clock offset", "+-", "client CPU",
-                "loop lag p99", "bottleneck"):
+                "loop lag p99", *(("send lag p50 / p99", "sent / scheduled rate") if rate else ()), "bottleneck"):
         t.add_column(col)
     for s in summaries:
         bound = (s.cpu_fraction is not None and s.cpu_fraction > CPU_FRACTION_MAX) or \
-            (s.loop_lag_p99_s is not None and s.loop_lag_p99_s > LOOP_LAG_P99_MAX_S)
+            (s.loop_lag_p99_s is not None and s.loop_lag_p99_s > LOOP_LAG_P99_MAX_S) or not s.schedule_kept
+        lag = (f"{s.send_lag_p50_s * 1e3:.2f} / {s.send_lag_p99_s * 1e3:.2f} ms"
+               if s.send_lag_p50_s is not None and s.send_lag_p99_s is not None else "–")
         t.add_row(s.actor, s.node, str(s.requests), str(s.output_tokens),
                   f"{s.tok_s:.1f}" if s.tok_s else "–",
                   f"{s.offset_before_ns / 1e6:+.3f} ms" if s.offset_before_ns is not None else "–",
                   f"{s.uncertainty_max_ns / 1e6:.3f} ms" if s.uncertainty_max_ns is not None else "–",
                   f"{s.cpu_fraction:.0%}" if s.cpu_fraction is not None else "–",
                   f"{s.loop_lag_p99_s * 1e3:.2f} ms" if s.loop_lag_p99_s is not None else "–",
+                  *((lag, f"{s.sent_vs_scheduled:.1%}" if s.sent_vs_scheduled is not None else "–") if rate else ()),
                   "[bold red]YES[/]" if bound else "no")
     return t
