@@ -22,9 +22,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from rigbench.analysis import arrival_ns, stream_arrival
+from rigbench.analysis import arrival_ns, assess_host, stream_arrival, summarize_load
 from rigbench.analysis._timing import request_timing
 from rigbench.client import ChatClient
+from rigbench.records import HostConditions, LoadRequest
 from rigbench.rig import VLLMLaunch
 from rigbench.rig.engines import VLLMAdapter, canonical_values, detect_engine, parse_prometheus
 from rigbench.rig.engines._vllm._env import find_vllm
@@ -227,6 +228,63 @@ class TestSharedServer:
         assert verdicts["tool_choice_auto"]["verdict"] == "fail", verdicts["tool_choice_auto"]
         assert verdicts["parallel_tool_calls_false"]["verdict"] == "not_applicable"
         assert "no call" in verdicts["parallel_tool_calls_false"]["detail"]
+
+
+    def test_rate_mode_and_a_two_point_sweep_against_vllm(self, rig: VLLMRig, tmp_path: Path) -> None:
+        """`--rate` (open loop, constant arrivals) and a 2-point `--sweep` with an SLO, attached to vLLM: every
+        request recorded with its intended start, sent on schedule, the offered rate achieved, goodput
+        counted, and trusted but for the skipped gate (a busy shared box may add a host finding, which its
+        window's record must then back)."""
+        common = ["--endpoint", rig.base_url, "--no-sanity", "--allow-untrusted", "--input-tokens", "64",
+                  "--output-tokens", "8", "--slo", "ttft=20s,e2e=60s"]
+        res = subprocess.run([sys.executable, "-m", "rigbench", "run", *common, "--rate", "1", "--arrival", "constant",
+                              "--requests", "6", "--out", str(tmp_path / "rate")],
+                             capture_output=True, text=True, timeout=900, env=ENV)
+        assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+        (run_dir,) = list((tmp_path / "rate").iterdir())
+        reader = RunReader(run_dir)
+        assert reader.header.fingerprint["engine"] == "vllm"
+        reqs = reader.records("load_request", LoadRequest)
+        assert len(reqs) == 6 and all(q.result.ok and q.result.completion_tokens == 8 for q in reqs)
+        assert all(q.input_tokens_measured == 64 == q.result.prompt_tokens for q in reqs)  # vLLM's own count
+        assert all(q.result.scheduled_ns is not None and q.result.scheduled_ns <= q.result.sent_ns for q in reqs)
+        s = summarize_load(reader)
+        assert s is not None
+        (w,) = s.windows
+        assert w.offered_rate_rps == 1.0 and w.scheduled_rate_rps == pytest.approx(1.0)
+        assert w.achieved_send_rate_rps == pytest.approx(1.0, rel=0.03)  # 5 s of schedule, sent on it
+        assert w.send_lag_s is not None and w.send_lag_s.median < 0.010
+        assert w.ttft_response_s is not None and w.e2e_response_s is not None and w.e2e_response_s.n == 6
+        assert w.slo is not None and w.slo.met == 6 and w.slo.goodput_rps == pytest.approx(6 / w.window_s)
+        _trusted_but_for_the_gate_and_the_host(reader)
+        assert "Load: schedule and throughput" in res.stdout
+
+        res = subprocess.run([sys.executable, "-m", "rigbench", "run", *common, "--sweep", "--sweep-points", "2",
+                              "--requests", "4", "--out", str(tmp_path / "sweep")],
+                             capture_output=True, text=True, timeout=900, env=ENV)
+        assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+        (sweep_dir,) = list((tmp_path / "sweep").iterdir())
+        sweep = summarize_load(RunReader(sweep_dir))
+        assert sweep is not None and sweep.saturation is not None and sweep.saturation.throughput_rps > 0
+        rates = sweep.rates
+        assert len(rates) == 2 and rates[0].offered_rate_rps is not None and rates[1].offered_rate_rps is not None
+        top = 0.95 * sweep.saturation.throughput_rps
+        assert rates[1].offered_rate_rps == pytest.approx(top, rel=0.01)
+        assert rates[0].offered_rate_rps == pytest.approx(top / 2, rel=0.01)
+        assert all(r.requests == 4 and r.failed == 0 and r.slo is not None for r in rates)
+        assert sweep.knee_rps is not None or any("knee lies below" in x for x in sweep.warnings)
+        _trusted_but_for_the_gate_and_the_host(RunReader(sweep_dir))
+
+
+def _trusted_but_for_the_gate_and_the_host(reader: RunReader) -> None:
+    trust = reader.header.trust
+    assert trust is not None
+    gate = "the sanity gate was skipped (--no-sanity): answers were not checked"
+    assert gate in trust.reasons
+    other = [r for r in trust.reasons if r != gate]
+    assert all(r.startswith("host busy") for r in other), other
+    if other:  # a busy shared box: the finding must be what the windows' records show
+        assert assess_host(reader.records("host_conditions", HostConditions)).busy
 
 
 def test_run_engine_vllm_killed_with_9_leaves_no_server_and_resumes(tmp_path: Path) -> None:
