@@ -12,13 +12,15 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from rigbench.analysis import analyze_run
 from rigbench.records import HostConditions
+from rigbench.rig._host import cpu_stat
 from rigbench.store import RunReader
 
 pytestmark = pytest.mark.live
@@ -74,16 +76,39 @@ def test_a_busy_neighbour_untrusts_the_speed_figures_and_allow_busy_host_keeps_t
     assert "host busy" in kept.stdout and "Host conditions: busy in 1 of 1 windows" in kept.stdout
 
 
+def _others_cores(run: Callable[[], subprocess.CompletedProcess[str]]) -> tuple[subprocess.CompletedProcess[str], float]:
+    """Run `run`, and measure on the side, with no help from rigbench, how many cores processes outside this
+    test's own tree used meanwhile: all CPUs' busy time (/proc/stat) less this process's and its reaped
+    children's (rigbench, and the llama-server it reaped), over the wall time."""
+    def busy() -> float:
+        return sum(b for b, _ in cpu_stat(Path("/proc/stat").read_text()).per_cpu.values())
+
+    def ours() -> float:
+        t = os.times()
+        return t.user + t.system + t.children_user + t.children_system
+
+    b0, o0, w0 = busy(), ours(), time.monotonic()
+    res = run()
+    return res, max(0.0, (busy() - b0) - (ours() - o0)) / (time.monotonic() - w0)
+
+
 def test_a_rate_window_beside_a_busy_neighbour_is_untrusted_and_a_quiet_one_is_not(tmp_path: Path) -> None:
     """The load suite's windows are judged as the speed suite's: a --rate run with the neighbour is UNTRUSTED
-    naming its window ("load/r0 rate=2/s"); the same run once the neighbour is gone keeps its host clean."""
+    naming its window ("load/r0 rate=2/s"). Control: the same run without it. On a shared box other people's
+    work may make that run busy too, rightly; so the control is judged against this test's own measure of
+    the others' cores over the run: clearly quiet (under 0.10) must give no finding, clearly busy (over
+    0.40) may, and in between the finding must agree with its window's record."""
     rate = ["--rate", "2", "--arrival", "constant", "--requests", "6", "--input-tokens", "64", "--output-tokens",
             "32", "--no-sanity", "--threads", "1"]
+
+    def run(out: Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "rigbench", "run", *rate, "--out", str(out)],
+                              capture_output=True, text=True, timeout=280, env={**os.environ, "COLUMNS": "160"})
+
     p = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
         os.sched_setaffinity(p.pid, {max(os.sched_getaffinity(0))})
-        res = subprocess.run([sys.executable, "-m", "rigbench", "run", *rate, "--out", str(tmp_path / "busy")],
-                             capture_output=True, text=True, timeout=280, env={**os.environ, "COLUMNS": "160"})
+        res = run(tmp_path / "busy")
     finally:
         p.kill()
         p.wait()
@@ -95,11 +120,15 @@ def test_a_rate_window_beside_a_busy_neighbour_is_untrusted_and_a_quiet_one_is_n
     assert rec.engine == "launched" and rec.engine_name == "llama-server" and rec.rate_rps == 2
     assert rec.other_cpu_s is not None and rec.other_cpu_s / rec.wall_s >= 0.5
 
-    quiet = subprocess.run([sys.executable, "-m", "rigbench", "run", *rate, "--out", str(tmp_path / "quiet")],
-                           capture_output=True, text=True, timeout=280, env={**os.environ, "COLUMNS": "160"})
+    quiet, others = _others_cores(lambda: run(tmp_path / "quiet"))
     [quiet_dir] = [d for d in (tmp_path / "quiet").iterdir() if d.is_dir()]
-    header = json.loads((quiet_dir / "run.json").read_text())
-    assert header["trust"]["reasons"] == ["the sanity gate was skipped (--no-sanity): answers were not checked"], \
-        quiet.stdout + quiet.stderr
+    reasons = json.loads((quiet_dir / "run.json").read_text())["trust"]["reasons"]
+    found = [r for r in reasons if r.startswith("host busy")]
     [rec] = RunReader(quiet_dir).records("host_conditions", HostConditions)
-    assert rec.window == "load/r0 rate=2/s" and rec.other_cpu_s is not None and rec.other_cpu_s / rec.wall_s < 0.25
+    assert rec.window == "load/r0 rate=2/s" and rec.other_cpu_s is not None
+    seen = f"others used {others:.2f} cores by this test's own measure; {reasons}; {quiet.stdout[-2000:]}"
+    if others < 0.10:
+        assert not found and rec.other_cpu_s / rec.wall_s < 0.25, seen  # a quiet host is not called busy
+    elif others <= 0.40:
+        assert bool(found) == (rec.other_cpu_s / rec.wall_s >= 0.25), seen  # the verdict is its record's
+    assert set(reasons) - set(found) == {"the sanity gate was skipped (--no-sanity): answers were not checked"}, seen
