@@ -51,6 +51,12 @@ PEERS = Path(os.environ.get("RIGBENCH_PEERS_DIR", Path.home() / ".cache" / "rigb
 TOKENIZER = PEERS / "smollm2-tokenizer"  # built from the GGUF's own vocabulary (see --help)
 PROMPT_TOKENS, OUTPUT_TOKENS = 128, 64
 TOOLS = ("rigbench", "guidellm", "aiperf", "vllm")
+# How each peer gets installed (pinned versions: docs/benchmarks.md); said at run time when one is missing.
+INSTALL = {
+    "guidellm": f"python3 -m venv {PEERS}/guidellm-0.8.1 && {PEERS}/guidellm-0.8.1/bin/pip install guidellm==0.8.1",
+    "aiperf": f"python3 -m venv {PEERS}/aiperf-0.13.0 && {PEERS}/aiperf-0.13.0/bin/pip install aiperf==0.13.0",
+    "vllm": "`rigbench setup --engine vllm` installs the managed CPU vLLM, whose `vllm bench serve` is used",
+}
 
 
 def _peer_bin(tool: str) -> Path | None:
@@ -96,9 +102,10 @@ def _requests_for(streams: int) -> int:
 # --- the tools' command lines, each as its own docs recommend for a fixed-shape streaming test ---
 
 
-def _cmd(tool: str, url: str, model: str, streams: int, n: int, out: Path, rate: float | None = None) -> list[str]:
+def _cmd(tool: str, url: str, model: str, streams: int, n: int, out: Path, rate: float | None = None,
+         arrival: str = "poisson") -> list[str]:
     if rate is not None:
-        return _rate_cmd(tool, url, model, n, out, rate)
+        return _rate_cmd(tool, url, model, n, out, rate, arrival)
     if tool == "rigbench":
         reps = max(1, n // streams)
         return [sys.executable, "-m", "rigbench", "run", "--endpoint", f"{url}/v1", "--model", model,
@@ -135,13 +142,18 @@ def _cmd(tool: str, url: str, model: str, streams: int, n: int, out: Path, rate:
             "--save-detailed", "--result-dir", str(out), "--result-filename", "vllm.json"]
 
 
-def _rate_cmd(tool: str, url: str, model: str, n: int, out: Path, rate: float) -> list[str]:
-    """The same Poisson arrivals at `rate` req/s (open loop, no concurrency cap), `n` requests, in each
-    tool's own rate mode (issue 20). GuideLLM's and AIPerf's option spellings follow their docs and are
-    not exercised here (neither is installed on the dev VM): a wrong one shows as the tool's error."""
+# Peers without a given arrival process in their rate mode: the row says so instead of running another one.
+NO_ARRIVAL = {("vllm", "constant"): "vllm bench serve has no constant arrivals (--burstiness shapes gamma gaps only)"}
+
+
+def _rate_cmd(tool: str, url: str, model: str, n: int, out: Path, rate: float, arrival: str = "poisson") -> list[str]:
+    """The same arrivals (Poisson or constant) at `rate` req/s (open loop, no concurrency cap), `n` requests,
+    in each tool's own rate mode (issue 20). GuideLLM's and AIPerf's option spellings follow their docs
+    (GuideLLM 0.8 `--profile kind=poisson|constant`, AIPerf 0.13 `--arrival-pattern`) and are not exercised
+    here (neither is installed on the dev VM): a wrong one shows as the tool's error in its row."""
     if tool == "rigbench":
         return [sys.executable, "-m", "rigbench", "run", "--endpoint", f"{url}/v1", "--model", model,
-                "--rate", f"{rate:g}", "--arrival", "poisson", "--requests", str(n), "--input-tokens",
+                "--rate", f"{rate:g}", "--arrival", arrival, "--requests", str(n), "--input-tokens",
                 str(PROMPT_TOKENS), "--output-tokens", str(OUTPUT_TOKENS), "--no-sanity", "--allow-untrusted",
                 "--out", str(out)]
     exe = _peer_bin(tool)
@@ -149,7 +161,7 @@ def _rate_cmd(tool: str, url: str, model: str, n: int, out: Path, rate: float) -
     if tool == "guidellm":
         return [str(exe), "run",
                 "--backend", f"kind=openai_http,target={url},model={model}",
-                "--profile", f"kind=poisson,rate={rate:g}",
+                "--profile", f"kind={arrival},rate={rate:g}",
                 "--data", f"kind=synthetic_text,prompt_tokens={PROMPT_TOKENS},output_tokens={OUTPUT_TOKENS}",
                 "--tokenizer", f"kind=huggingface_auto,model={TOKENIZER}",
                 "--constraint", f"kind=max_requests,count={n}",
@@ -160,7 +172,8 @@ def _rate_cmd(tool: str, url: str, model: str, n: int, out: Path, rate: float) -
                 "--tokenizer", str(TOKENIZER), "--synthetic-input-tokens-mean", str(PROMPT_TOKENS),
                 "--synthetic-input-tokens-stddev", "0", "--output-tokens-mean", str(OUTPUT_TOKENS),
                 "--output-tokens-stddev", "0", "--extra-inputs", "ignore_eos:true",
-                "--request-rate", f"{rate:g}", "--request-count", str(n), "--random-seed", "0",
+                "--request-rate", f"{rate:g}", "--arrival-pattern", arrival, "--request-count", str(n),
+                "--random-seed", "0",
                 "--ui-type", "none", "--export-level", "records", "--artifact-dir", str(out)]
     # vLLM: --request-rate draws Poisson arrivals (burstiness 1.0), no --max-concurrency: open loop
     return [*_vllm_launcher(exe), "bench", "serve", "--backend", "openai-chat", "--base-url", url,
@@ -489,7 +502,10 @@ def _one(tool: str, target: str, streams: int, args: argparse.Namespace, llama: 
                 url = url[:-3]
         else:
             url, model = llama["url"], llama["model"]
-        cmd = _cmd(tool, url, model, streams, n, out, rate)
+        if rate is not None and (tool, args.arrival) in NO_ARRIVAL:
+            return {"tool": tool, "target": target, "streams": streams, "rate_rps": rate, "requests_asked": n,
+                    "error": NO_ARRIVAL[(tool, args.arrival)]}
+        cmd = _cmd(tool, url, model, streams, n, out, rate, args.arrival)
         watch = LogWatch(llama["log"]) if target == "llama" else None
         load0 = os.getloadavg()[0]
         t0 = time.perf_counter()
@@ -530,6 +546,10 @@ def _one(tool: str, target: str, streams: int, args: argparse.Namespace, llama: 
             "stamp_err": _stamp_err(per, truth, _wall_minus_mono_ns()) if target == "emulator" else None,
             "itl_err": _err(itl_tool, itl_truth),
             "truth_ttft_p50_ms": round((_q(truth.ttft_s, 50) or 0) * 1e3, 3),
+            # side by side: what the tool itself reported (its own definition of TTFT, from its send)
+            "tool_ttft_p50_ms": None if _q(per.ttft_s, 50) is None else round((_q(per.ttft_s, 50) or 0) * 1e3, 3),
+            "tool_ttft_p99_ms": None if _q(per.ttft_s, 99) is None else round((_q(per.ttft_s, 99) or 0) * 1e3, 3),
+            "truth_ttft_p99_ms": round((_q(truth.ttft_s, 99) or 0) * 1e3, 3),
             "truth_itl_p50_ms": round((_q(itl_truth, 50) or 0) * 1e3, 3),
             "prompt_tokens_asked": PROMPT_TOKENS,
             "prompt_tokens_tool_median": statistics.median(per.prompt_tokens) if per.prompt_tokens else None,
@@ -602,11 +622,14 @@ def main() -> None:
                    help="requests per tool and round (default: 10 at 1 stream, 2 per stream up to 64, then 1 per stream)")
     p.add_argument("--rates", default="", help="open-loop Poisson rates (req/s), e.g. 5,20: each tool's rate mode "
                                              "instead of --streams (issue 20); default 200 requests each")
+    p.add_argument("--arrival", choices=["poisson", "constant"], default="poisson",
+                   help="with --rates: each tool's Poisson or constant arrivals (vllm bench serve: Poisson only)")
     p.add_argument("--json", default="")
     p.add_argument("--keep", default="", help="keep each tool's output and the truth under this directory")
     args = p.parse_args()
     tools = [t for t in args.tools.split(",") if t]
-    missing = {t: "not installed under " + str(PEERS) for t in tools if t != "rigbench" and _peer_bin(t) is None}
+    missing = {t: f"not installed (looked under {PEERS}; " + INSTALL[t] + ")" for t in tools
+               if t != "rigbench" and _peer_bin(t) is None}
     if not TOKENIZER.exists() and any(t != "rigbench" for t in tools):
         raise SystemExit(f"no tokenizer at {TOKENIZER}: the peers need one to size prompts (see docs/benchmarks.md)")
     results: dict[str, Any] = {
@@ -685,8 +708,9 @@ def _table(results: dict[str, Any]) -> str:
     rate_mode = any(r.get("rate_rps") for r in results["runs"])
     lines = [f"| tool | {'rate req/s' if rate_mode else 'streams'} | n ok | first-chunk stamp err p50 / p99 ms | TTFT err p50 / p99 ms | ITL err p50 / p99 ms (definition) | prompt tokens "
              "tool / server | CPU ms/request | CPU µs/event | events per CPU-s | load |"
-             + (" server req/s (vs offered) | gap CV |" if rate_mode else ""),
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |" + (" --- | --- |" if rate_mode else "")]
+             + (" server req/s (vs offered) | gap CV | TTFT p50 / p99 ms: tool | truth |" if rate_mode else ""),
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+             + (" --- | --- | --- | --- |" if rate_mode else "")]
 
     def med(rs: list[dict[str, Any]], *keys: str) -> str:
         xs = []
@@ -713,7 +737,8 @@ def _table(results: dict[str, Any]) -> str:
             f"| {med(ok, 'cpu_ms_per_request')} | {med(ok, 'cpu_us_per_event')} | {med(ok, 'events_per_cpu_s')} "
             f"| {min(loads, default=0):.1f}–{max(loads, default=0):.1f} |"
             + (f" {med(ok, 'arrivals', 'server_received_rps')} ({med(ok, 'arrivals', 'achieved_vs_offered')}) "
-               f"| {med(ok, 'arrivals', 'gap_cv')} |" if rate_mode else ""))
+               f"| {med(ok, 'arrivals', 'gap_cv')} | {med(ok, 'tool_ttft_p50_ms')} / {med(ok, 'tool_ttft_p99_ms')} "
+               f"| {med(ok, 'truth_ttft_p50_ms')} / {med(ok, 'truth_ttft_p99_ms')} |" if rate_mode else ""))
     return "\n".join(lines)
 
 
