@@ -21,15 +21,16 @@ import pytest
 from rich.console import Console
 
 from rigbench.analysis import RunAnalysis, analyze_run
-from rigbench.records import PreflightFinding, PreflightReport, TrafficCheck
+from rigbench.records import PreflightFinding, PreflightReport, SloTargets, TrafficCheck
 from rigbench.report import render_html, render_markdown, render_terminal, synth_note, synthetic_acceptance
 from rigbench.store import RunReader
+from tests.unit.test_load import _synthetic_run
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "golden"
 H200 = ROOT / "benchmarks" / "results" / "h200"
 RUNS = [GOLDEN / "run_v1", GOLDEN / "emulator_a", GOLDEN / "emulator_b", H200 / "20261129-191906-h200-depth4-1c8a",
-        H200 / "20261129-191407-h200-nodraft-5101", Path("with-preflight-and-traffic")]
+        H200 / "20261129-191407-h200-nodraft-5101", Path("with-preflight-and-traffic"), Path("rate-mode")]
 
 
 def _with_preflight_and_traffic(tmp: Path) -> Path:
@@ -51,10 +52,20 @@ def _with_preflight_and_traffic(tmp: Path) -> Path:
     return run
 
 
+def _rate_mode(tmp: Path) -> Path:
+    """A rate-mode run (load windows with an SLO, one of them late): the load tables and goodput."""
+    fast, slow, late = (0.0, 20.0), (0.0, 300.0), (200.0, 20.0)
+    return _synthetic_run(tmp, [(1.0, [fast] * 10), (2.0, [fast] * 9 + [slow]), (3.0, [late] * 10)],
+                          SloTargets(ttft_s=0.1), attainment=0.9).dir
+
+
+def _built(run: Path, tmp: Path) -> Path:
+    return run if run.is_absolute() else {"rate-mode": _rate_mode}.get(run.name, _with_preflight_and_traffic)(tmp)
+
+
 @pytest.fixture
 def analysis(request: pytest.FixtureRequest, tmp_path: Path) -> RunAnalysis:
-    run: Path = request.param
-    return analyze_run(RunReader(run if run.is_absolute() else _with_preflight_and_traffic(tmp_path)))
+    return analyze_run(RunReader(_built(request.param, tmp_path)))
 
 Sections = dict[str, dict[str, Any]]  # title -> level, rows (header first), notes
 
@@ -225,9 +236,10 @@ def test_the_run_level_findings_are_the_same_in_each(analysis: RunAnalysis) -> N
 
 
 def test_every_kind_of_section_is_checked_by_some_fixture(tmp_path: Path) -> None:
-    runs = [r if r.is_absolute() else _with_preflight_and_traffic(tmp_path) for r in RUNS]
+    runs = [_built(r, tmp_path / r.name) for r in RUNS]
     titles = {t for run in runs for t in _md_sections(render_markdown(analyze_run(RunReader(run)), paths=True))}
     for kind in ("Startup", "Speed", "Latency percentiles", "Host conditions", "Preflight", "Decode roofline",
-                 "Server telemetry", "Client vs server timings", "Sanity gate", "Traffic check", "Quality",
+                 "Server telemetry", "Client vs server timings", "Sanity gate", "Traffic check", "Load (rate mode)",
+                 "Load: goodput", "Quality",
                  "MMLU-Pro", "Task pack", "Agent readiness", "Conformance probes", "Fingerprint"):
         assert any(t.startswith(kind) for t in titles), (kind, sorted(titles))
