@@ -21,7 +21,7 @@ import pytest
 from rich.console import Console
 
 from rigbench.analysis import RunAnalysis, analyze_run
-from rigbench.records import PreflightFinding, PreflightReport, SloTargets, TrafficCheck
+from rigbench.records import PreflightFinding, PreflightReport, RetryAttempt, SloTargets, TrafficCheck
 from rigbench.report import render_html, render_markdown, render_terminal, synth_note, synthetic_acceptance
 from rigbench.store import RunReader
 from tests.unit.test_load import _synthetic_run
@@ -34,7 +34,8 @@ RUNS = [GOLDEN / "run_v1", GOLDEN / "emulator_a", GOLDEN / "emulator_b", H200 / 
 
 
 def _with_preflight_and_traffic(tmp: Path) -> Path:
-    """run_v1 with a preflight finding (text a Markdown table must escape) and a failed traffic check."""
+    """run_v1 with a preflight finding (text a Markdown table must escape), a failed traffic check and
+    a retried request."""
     run = tmp / "with-preflight-and-traffic"
     shutil.copytree(GOLDEN / "run_v1", run)
     head = json.loads((run / "run.json").read_text())
@@ -47,8 +48,13 @@ def _with_preflight_and_traffic(tmp: Path) -> Path:
                TrafficCheck(outputs=12, duplicate_outputs=3, usage_checked=12, usage_method="bytes_bound",
                             usage_inflated=0, timings_checked=12, timings_inconsistent=0,
                             reasons=["3 of 12 outputs identical to another prompt's"])]
-    with (run / "records.jsonl").open("a") as f:
-        f.writelines(r.model_dump_json() + "\n" for r in records)
+    lines = (run / "records.jsonl").read_text().splitlines()
+    first = next(i for i, line in enumerate(lines) if '"speed_request"' in line)
+    req = json.loads(lines[first])  # its first attempt was turned away with a 503, then sent again
+    req["result"]["retries"] = [RetryAttempt(attempt=1, http_status=503, retry_after="1", wait_asked_s=1.0,
+                                             wait_s=1.0, sent_ns=0, done_ns=1000).model_dump(mode="json")]
+    lines[first] = json.dumps(req)
+    (run / "records.jsonl").write_text("\n".join([*lines, *(r.model_dump_json() for r in records)]) + "\n")
     return run
 
 
@@ -240,6 +246,6 @@ def test_every_kind_of_section_is_checked_by_some_fixture(tmp_path: Path) -> Non
     titles = {t for run in runs for t in _md_sections(render_markdown(analyze_run(RunReader(run)), paths=True))}
     for kind in ("Startup", "Speed", "Latency percentiles", "Host conditions", "Preflight", "Decode roofline",
                  "Server telemetry", "Client vs server timings", "Sanity gate", "Traffic check", "Load (rate mode)",
-                 "Load: goodput", "Quality",
+                 "Load: goodput", "Retries", "Quality",
                  "MMLU-Pro", "Task pack", "Agent readiness", "Conformance probes", "Fingerprint"):
         assert any(t.startswith(kind) for t in titles), (kind, sorted(titles))
