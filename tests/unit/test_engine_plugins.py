@@ -172,3 +172,14 @@ def test_a_package_cannot_take_a_built_ins_name(broken: Path) -> None:
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env_with(broken), timeout=120)
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout) == ["rigbench.rig.engines._vllm._engine", "rigbench"]
+
+
+def test_rigbench_setup_asks_the_engine_an_installed_one_too(plugin: Path) -> None:
+    res = rigbench("setup", "--engine", "emulator", env=env_with(plugin))
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    out = " ".join(res.stdout.split())
+    assert "nothing to fetch or build" in out and "ready: `rigbench run --engine emulator` starts it as it is." in out
+    # an engine with nothing of rigbench's to prepare says so, exit 2, no traceback
+    res = rigbench("setup", "--engine", "sglang", env=env_with(plugin))
+    assert res.returncode == 2 and "`rigbench setup` has nothing to prepare for sglang" in res.stderr, res.stderr
+    _no_traceback(res)

@@ -242,7 +242,6 @@ ENGINE_NAMES_LEFT: dict[str, int] = {
     "cli/_kv.py": 12,
     "cli/_progress.py": 1,
     "cli/_report.py": 10,
-    "cli/_setup.py": 29,
     "honesty/_prefix_cache.py": 4,
     "honesty/_preflight.py": 5,
     "report/__init__.py": 3,

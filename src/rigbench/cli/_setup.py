@@ -1,58 +1,42 @@
-"""`rigbench setup`: fetch and build the embedded rig's parts ahead of time (cached)."""
+"""`rigbench setup`: fetch, build or install what launching an engine needs, ahead of time (cached).
+
+The engine does it (`Engine.setup`), so this names none; its options are `rigbench run`'s own
+(`rig.RigFlags`: --engine, --llama-server, --vllm-python), declared once.
+"""
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Annotated
-
 import typer
-from rich.console import Console
+from pydantic import BaseModel, create_model
 
 from rigbench.cli._app import app
 from rigbench.cli._console import make_console
 from rigbench.cli._progress import RichProgress
+from rigbench.cli._typed import options_command
 from rigbench.errors import UsageError
-from rigbench.rig import EMBEDDED_MODEL, ensure_llama_server, find_vllm, hf_copy_of_gguf, install_vllm
+from rigbench.rig import RigFlags
+from rigbench.rig.engines import get_engine
 
 __all__ = ["setup"]
 
+# `rigbench setup`'s options: those rig flags of `rigbench run`, with their types, defaults and help
+SetupArgs = create_model("SetupArgs", **{  # type: ignore[call-overload]
+    n: (RigFlags.model_fields[n].rebuild_annotation(), RigFlags.model_fields[n].default) for n in RigFlags.SETUP_FLAGS})
+
 
 @app.command()
-def setup(
-    llama_server: Annotated[Path | None, typer.Option(help="Use this llama-server instead of PATH/cache/build.")] = None,
-    engine: Annotated[str, typer.Option(help="llamacpp (default): llama-server + the GGUF. vllm: the managed vLLM "
-                                        "CPU venv (unless vLLM is installed) + a Hugging Face copy of the model.")
-                      ] = "llamacpp",
-    vllm_python: Annotated[Path | None, typer.Option(help="--engine vllm: use this interpreter's vLLM.")] = None,
-) -> None:
-    """Fetch SmolLM2-135M (sha256-checked), find or build llama-server and smoke-test it on this CPU
-    (or, with --engine vllm, prepare vLLM), so `rigbench run` starts at once."""
+@options_command(SetupArgs)
+def setup(ctx: typer.Context | None, o: BaseModel) -> None:
+    """Prepare an engine so `rigbench run` starts at once: by default the embedded rig (fetch SmolLM2-135M,
+    sha256-checked; find or build llama-server and smoke-test it on this CPU); with --engine vllm, vLLM (the
+    managed CPU venv unless vLLM is installed) and a Hugging Face copy of the model."""
+    flags = RigFlags.of(o.model_dump())
+    engine = get_engine(flags.engine)  # unknown: the error lists the engines there are
     console = make_console()
-    if engine == "vllm":
-        _setup_vllm(console, vllm_python)
-        return
-    if engine not in ("llamacpp", "llama.cpp"):
-        raise UsageError(f"--engine {engine!r}: `rigbench setup` prepares llamacpp or vllm.")
     with RichProgress(console) as prog:
-        model = EMBEDDED_MODEL.resolve()
-        prog.note(f"model: {model} (sha256 verified)")
-        found = ensure_llama_server(llama_server, lambda: model, progress=prog.build, note=prog.note)
-        build = f", {found.build_variant} CPU build" if found.build_variant else ""
-        prog.note(f"llama-server: {found.path} ({found.origin}{build}; smoke test {found.smoke_test})")
-        if found.fallback != "none":
-            prog.note(f"CPU fallback in use: {found.fallback} ({found.fallback_reason}); it can lower decode speed")
-    console.print("[green]ready[/]: `rigbench run` will use these.")
-
-
-def _setup_vllm(console: Console, vllm_python: Path | None) -> None:
-    with RichProgress(console) as prog:
-        install = find_vllm(vllm_python)
-        if install is None:
-            prog.note("installing the managed vLLM CPU venv (once: about 3 min, 3.4 GB; cached)")
-            install = install_vllm(prog.build)
-        prog.note(f"vLLM {install.version or '?'} ({install.origin}): {install.python}")
-        gguf = EMBEDDED_MODEL.resolve()
-        prog.note(f"model: {gguf} (sha256 verified)")
-        hf_dir = hf_copy_of_gguf(gguf, install, prog.build)
-        prog.note(f"Hugging Face copy for vLLM: {hf_dir}")
-    console.print("[green]ready[/]: `rigbench run --engine vllm` will use these.")
+        ready = engine.setup(flags, prog.note, prog.build)
+    if ready is None:
+        raise UsageError(f"--engine {flags.engine!r}: `rigbench setup` has nothing to prepare for {engine.name}: "
+                         "rigbench does not start it from `rigbench run` flags (attach with --endpoint, or launch "
+                         "it from a plan rig: docs/plans.md).")
+    console.print(f"[green]ready[/]: {ready}")

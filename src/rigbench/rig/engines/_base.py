@@ -165,6 +165,13 @@ class Engine(Protocol):
         nothing of its own to prepare returns `rigbench.rig.launched_rig(spec, log_path, api_key=api_key)`."""
         ...
 
+    def setup(self, flags: RigFlags, note: Callable[[str], None],
+              progress: Callable[[int, int | None, str], None]) -> str | None:
+        """`rigbench setup --engine NAME`: fetch, build or install ahead of time (cached) what launching it
+        needs, saying what was done through `note`; returns what `rigbench run` will then use (one line),
+        or None when there is nothing to prepare (the user starts it, or it needs nothing)."""
+        ...
+
     def rig_from_run_flags(self, flags: RigFlags) -> dict[str, Any] | None:
         """The plan rig section (`{"launch": spec}`, or `{"embedded": {...}}`) that `rigbench run --engine
         NAME` makes of the run's rig flags, refusing a flag it cannot honour (UsageError); None: `rigbench

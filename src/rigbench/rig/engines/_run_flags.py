@@ -71,6 +71,8 @@ class RigFlags(Frozen):
     kv_cache_gib: Annotated[float | None, Flag(
         "--engine vllm: KV pool in GiB on a CPU build (VLLM_CPU_KVCACHE_SPACE; default 1).", min=0.125)] = None
 
+    # the flags `rigbench setup` takes too (an engine's `setup` reads them)
+    SETUP_FLAGS: ClassVar[tuple[str, ...]] = ("engine", "llama_server", "vllm_python")
     # flags that only apply when rigbench launches the server (refused with --endpoint)
     LAUNCH_ONLY: ClassVar[tuple[str, ...]] = ("model_file", "llama_server", "draft_model", "vllm_python", "kv_cache_gib")
 

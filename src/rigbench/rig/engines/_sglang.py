@@ -207,6 +207,10 @@ class SGLangEngine:
 
         return launched_rig(spec, log_path, api_key=api_key)
 
+    def setup(self, flags: RigFlags, note: Callable[[str], None],
+              progress: Callable[[int, int | None, str], None]) -> None:
+        return None  # started by the user or by a plan rig: nothing of rigbench's to prepare
+
     def rig_from_run_flags(self, flags: RigFlags) -> None:
         return None  # started by the user (attach with --endpoint) or by a plan rig's `launch:`
 

@@ -266,6 +266,23 @@ class LlamaCppEngine:
             return prepare_llamacpp_rig(spec.config(), log_path, build_progress=build_progress, note=note)
         return launched_rig(spec, log_path, api_key=api_key)
 
+    def setup(self, flags: RigFlags, note: Callable[[str], None],
+              progress: Callable[[int, int | None, str], None]) -> str:
+        """The embedded rig's parts: SmolLM2-135M (sha256-checked), llama-server found or built and smoke-tested."""
+        # function-level: the build and the model sources import the rig layer, which imports this registry
+        from rigbench.rig._models import EMBEDDED_MODEL
+        from rigbench.rig.engines._llamacpp._smoke import ensure_llama_server
+
+        model = EMBEDDED_MODEL.resolve()
+        note(f"model: {model} (sha256 verified)")
+        found = ensure_llama_server(Path(flags.llama_server) if flags.llama_server else None, lambda: model,
+                                    progress=progress, note=note)
+        build = f", {found.build_variant} CPU build" if found.build_variant else ""
+        note(f"llama-server: {found.path} ({found.origin}{build}; smoke test {found.smoke_test})")
+        if found.fallback != "none":
+            note(f"CPU fallback in use: {found.fallback} ({found.fallback_reason}); it can lower decode speed")
+        return "`rigbench run` will use these."
+
     def rig_from_run_flags(self, flags: RigFlags) -> dict[str, Any]:
         """The embedded rig, with the flags given."""
         if flags.vllm_python or flags.kv_cache_gib:

