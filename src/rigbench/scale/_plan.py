@@ -33,6 +33,7 @@ from rigbench.plan import (
     run_config_for,
     write_plan_index,
 )
+from rigbench.rig.engines import engine_source, known_engines
 from rigbench.runner import execute_run
 from rigbench.scale._placement import check_placeable, rig_resources, task_options
 from rigbench.scale._ray import connect
@@ -87,6 +88,20 @@ def rig_task(loaded: LoadedPlan, rig: ResolvedRig, run_id: str, prior: dict[str,
         yield ("end", outcome.get("end", ("failed", "the rig's thread ended without a result")))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _package_needed(rig: ResolvedRig) -> str:
+    """For a rig whose engine an installed package adds: that the node needs the package too."""
+    kind = getattr(rig.spec, "kind", None)
+    if not isinstance(kind, str) or kind not in {e.name for e in known_engines()}:
+        return ""
+    source = engine_source(kind)
+    if source == "rigbench":
+        return ""
+    if source == "register_engine":
+        return (f", and its engine {kind!r}, which register_engine added in this driver only: install it as a "
+                "package with a `rigbench.engines` entry point (docs/engines.md)")
+    return f", and the package of its engine {kind!r}, {source}, which this driver has"
 
 
 def _last_line(e: BaseException) -> str:
@@ -158,8 +173,8 @@ class _Plan:
         except self.ray.exceptions.RayTaskError as e:  # the task itself broke (not the rig: that ends in "end")
             status = "failed"
             error = (f"the rig's Ray task failed on its node: {_last_line(e)}. Check that every node has rigbench "
-                     f"and the same Ray as this driver (pip install 'rigbench[ray]'); what reached the driver is "
-                     f"kept in {run_dir}, and `--resume {self.plan_dir}` continues it.")
+                     f"and the same Ray as this driver (pip install 'rigbench[ray]'){_package_needed(rig)}; what "
+                     f"reached the driver is kept in {run_dir}, and `--resume {self.plan_dir}` continues it.")
         except self.ray.exceptions.RayError as e:
             first = _last_line(e)
             status = "failed"
