@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from rigbench import runner
 from rigbench.client import ChatClient
 from rigbench.honesty import PREFIX_CACHE_UNTRUST_SHARE, judge_prefix_cache, prefix_cache_use
 from rigbench.records import (
@@ -166,7 +165,9 @@ def _run(url: str, out: Path) -> tuple[dict[str, object], Path]:
 def test_a_replayed_run_is_untrusted_and_the_report_says_ttft_measured_a_cache_hit(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # the adversary: the same prompts twice (nonce fixed, same seed), to a server that caches prefixes
-    monkeypatch.setattr(runner, "SuiteContext", functools.partial(SuiteContext, prompt_nonce="feedcafe"))
+    import rigbench.runner._run as running  # where execute_run builds each suite's context
+
+    monkeypatch.setattr(running, "SuiteContext", functools.partial(SuiteContext, prompt_nonce="feedcafe"))
     with EmulatorProcess(CACHING) as emu:
         first, _ = _run(emu.url, tmp_path / "a")
         second, run_dir = _run(emu.url, tmp_path / "b")

@@ -222,7 +222,7 @@ def test_runs_recorded_before_resume_under_the_same_flags(run: str, captured: li
                                                           tmp_path: Path) -> None:
     """An old header loads, and the settings its own command line resolves to today match the ones it
     recorded: `--resume` of such a run is not refused as a changed configuration."""
-    from rigbench.runner import _refuse_changed_plan
+    from rigbench.runner._resume import _refuse_changed_plan
     from rigbench.store import RunReader
 
     header = RunReader(GOLDEN / run).header
