@@ -37,8 +37,8 @@ from typing import Any
 
 from rigbench.client import ChatClient
 from rigbench.honesty._sanity import SanityVerdict, run_sanity_gate
-from rigbench.rig import LlamaCppConfig, prepare_llamacpp_rig
 from rigbench.rig._models import LocalFile
+from rigbench.rig.engines._llamacpp._embedded import LlamaCppConfig, prepare_llamacpp_rig
 from rigbench.testing import Emulator, EmulatorScript
 from rigbench.testing._rogue import ROGUES
 from rigbench.testing._script import Delay

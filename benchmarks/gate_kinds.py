@@ -32,8 +32,8 @@ from typing import Any
 from rigbench.client import ChatClient
 from rigbench.honesty import _sanity
 from rigbench.honesty._sanity import CheckKind, SanityQuestion, generate_questions, run_sanity_gate
-from rigbench.rig import LlamaCppConfig, prepare_llamacpp_rig
 from rigbench.rig._models import LocalFile
+from rigbench.rig.engines._llamacpp._embedded import LlamaCppConfig, prepare_llamacpp_rig
 
 LANGS = ("en", "fr", "es", "de", "ja")
 # Capitals tried beyond the gate's table (each a candidate; the gate keeps those answered reliably).

@@ -580,7 +580,8 @@ def _one(tool: str, target: str, streams: int, args: argparse.Namespace, llama: 
 
 
 def _start_llama(args: argparse.Namespace) -> dict[str, Any]:
-    from rigbench.rig import EMBEDDED_MODEL, find_llama_server
+    from rigbench.rig import EMBEDDED_MODEL
+    from rigbench.rig.engines._llamacpp._build import find_llama_server
 
     # the llama-server and GGUF `rigbench setup` provides (PATH first, then rigbench's cached build)
     found = find_llama_server()

@@ -28,8 +28,8 @@ from typing import Any
 
 from rigbench.client import ChatClient
 from rigbench.honesty._preflight import preflight
-from rigbench.rig import VLLMLaunch
 from rigbench.rig.engines import VLLMAdapter, canonical_values
+from rigbench.rig.engines._vllm import VLLMLaunch
 from rigbench.rig.engines._vllm._rig import VLLMRig
 
 NGRAM = {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4, "prompt_lookup_min": 2}

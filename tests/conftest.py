@@ -22,10 +22,9 @@ from rigbench.rig import (
     EMBEDDED_MODEL,
     EngineProcess,
     RigInfo,
-    build_llama_server,
-    find_llama_server,
     free_port,
 )
+from rigbench.rig.engines._llamacpp._build import build_llama_server, find_llama_server
 from tests.skip_check import (  # noqa: F401  (hooks: `requires` marker, CI skip check)
     pytest_collectreport,
     pytest_runtest_logreport,

@@ -26,8 +26,8 @@ from rigbench.analysis import arrival_ns, assess_host, stream_arrival, summarize
 from rigbench.analysis._timing import request_timing
 from rigbench.client import ChatClient
 from rigbench.records import HostConditions, LoadRequest
-from rigbench.rig import VLLMLaunch
 from rigbench.rig.engines import VLLMAdapter, canonical_values, detect_engine, parse_prometheus
+from rigbench.rig.engines._vllm import VLLMLaunch
 from rigbench.rig.engines._vllm._env import find_vllm
 from rigbench.rig.engines._vllm._rig import VLLMRig
 from rigbench.store import RunReader

@@ -248,7 +248,6 @@ ENGINE_NAMES_LEFT: dict[str, int] = {
     "report/_honesty.py": 4,
     "report/_speed.py": 1,
     "report/_vllm_export.py": 10,
-    "rig/__init__.py": 21,  # its re-exports: each import path from an engine package names it
     "rig/_open.py": 1,  # the embedded rig's import path, for the RigSpec union
     "rig/_process.py": 2,
     "testing/_server.py": 6,

@@ -21,7 +21,8 @@ from rigbench.cli._run_args import CLI_ONLY_OPTIONS
 from rigbench.cli._typed import options_command, params_of
 from rigbench.errors import UsageError
 from rigbench.plan import RunOptions, plan_from_options
-from rigbench.rig import EmbeddedRig, EndpointSpec, Flag, RigFlags, VLLMLaunch
+from rigbench.rig import EmbeddedRig, EndpointSpec, Flag, RigFlags
+from rigbench.rig.engines._vllm import VLLMLaunch
 
 PARAMS = set(inspect.signature(run).parameters)
 FIELDS = (set(RunOptions.model_fields) - {"rig"}) | set(RigFlags.model_fields)

@@ -21,7 +21,7 @@ from rigbench.rig.engines._llamacpp._embedded import EmbeddedRig
 from rigbench.rig.engines._registry import get_engine
 from rigbench.rig.engines._spec import EngineSpec
 
-__all__ = ["RigSpec", "check_rig", "describe_rig", "open_rig", "size_rig"]
+__all__ = ["EmbeddedRig", "RigSpec", "check_rig", "describe_rig", "open_rig", "size_rig"]
 
 # The embedded rig, an endpoint, or a launch spec (an engine's typed spec, a command, a container: what
 # rigbench.rig.LaunchSpec validates); each has a `kind`.

@@ -13,9 +13,9 @@ from typing import Any
 
 from rigbench.errors import UsageError
 from rigbench.records import OFF_LEVELS
-from rigbench.rig.engines import ENGINE_NAMES, get_adapter
+from rigbench.rig.engines import get_adapter
 
-__all__ = ["KNOWN_ENGINES", "effort_request_fields"]
+__all__ = ["effort_request_fields"]
 
 def _unknown_engine_fields(level: str) -> dict[str, Any]:
     if level in OFF_LEVELS:
@@ -36,5 +36,3 @@ def effort_request_fields(engine: str, level: str | None) -> dict[str, Any]:
         return _unknown_engine_fields(level)
     return dict(adapter.reasoning_fields(level))
 
-
-KNOWN_ENGINES = ENGINE_NAMES
