@@ -249,7 +249,6 @@ ENGINE_NAMES_LEFT: dict[str, int] = {
     "report/_speed.py": 1,
     "report/_vllm_export.py": 10,
     "rig/_open.py": 1,  # the embedded rig's import path, for the RigSpec union
-    "rig/_process.py": 2,
     "testing/_server.py": 6,
 }
 

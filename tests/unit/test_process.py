@@ -23,8 +23,16 @@ def test_port_in_use(tmp_path: Path) -> None:
 
 
 def test_missing_binary(tmp_path: Path) -> None:
-    with pytest.raises(RigStartError, match="not found"):
+    with pytest.raises(RigStartError, match="not found") as e:
         EngineProcess([str(tmp_path / "no-such-engine")], tmp_path / "log").start()
+    assert str(e.value).endswith("Check the path.")  # a generic process names no engine's own remedy
+
+
+def test_missing_llama_server_says_rigbench_can_build_one(tmp_path: Path) -> None:
+    from rigbench.rig.engines._llamacpp._smoke import smoke_test
+
+    with pytest.raises(RigStartError, match=r"(?s)not found.*omit --llama-server"):
+        smoke_test(tmp_path / "llama-server", tmp_path / "model.gguf", tmp_path / "log")
 
 
 def test_crash_during_start_names_command_and_log(tmp_path: Path) -> None:

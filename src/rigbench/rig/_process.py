@@ -73,8 +73,10 @@ class EngineProcess:
     """Runs `argv` in a new session (process group), stdout+stderr appended to `log_path`."""
 
     def __init__(self, argv: list[str], log_path: Path, *, env: dict[str, str] | None = None,
-                 death_signal: int = signal.SIGTERM) -> None:
+                 death_signal: int = signal.SIGTERM, missing_hint: str = "Check the path.") -> None:
         self.argv = argv
+        # what to do when the program is not there: the engine that starts it knows (how rigbench builds it)
+        self.missing_hint = missing_hint
         self.log_path = log_path
         self._env = env
         # what the engine gets when rigbench dies without stopping it: SIGTERM lets an engine take
@@ -108,7 +110,7 @@ class EngineProcess:
             )
         except FileNotFoundError as e:
             raise RigStartError(f"cannot start the engine: {self.argv[0]} not found.\n  command: {self.command}\n"
-                                "Check the path, or let rigbench build llama-server (omit --llama-server).") from e
+                                f"{self.missing_hint}") from e
         except PermissionError as e:
             raise RigStartError(f"cannot start the engine: {self.argv[0]} is not executable.\n"
                                 f"  command: {self.command}") from e

@@ -91,7 +91,8 @@ def smoke_test(binary: Path, model: Path, log_path: Path, *, extra_args: list[st
             "--no-webui", *(extra_args or [])]
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log_path.write_text("")
-    proc = EngineProcess(argv, log_path, death_signal=LlamaCppEngine.death_signal)
+    proc = EngineProcess(argv, log_path, death_signal=LlamaCppEngine.death_signal,
+                         missing_hint="Check the path, or let rigbench build llama-server (omit --llama-server).")
     t0 = time.monotonic()
     proc.start(port=port)
     try:
