@@ -163,6 +163,8 @@ class ToyEngine:
     flag_syntax = FlagSyntax(markers=("toy-server",), programs=("toy-server",), bare=frozenset({"--fast"}),
                              aliases=MappingProxyType({"-n": "--slots"}), model_positional=True)
     context_overrun_note = " The toy wraps around past its window."
+    context_fix = "toy-server --window"
+    prefix_cache_reset = "toy-server POST /forget"
 
     def preflight_rules(self, cmd: ServingCommand, given: PreflightInput) -> list[PreflightFinding]:
         if "--fast" not in cmd.options:
@@ -235,9 +237,22 @@ def test_a_registered_engine_gets_its_own_and_the_generic_preflight_rules(toy: T
     assert set(by_id) == {"toy_fast", "stop_splits_turn", "scenario_over_context", "concurrency_over_slots"}
     assert "--window 1024" in by_id["scenario_over_context"].evidence
     assert by_id["scenario_over_context"].problem.endswith("The toy wraps around past its window.")
+    assert "toy-server --window" in by_id["scenario_over_context"].fix  # its own way to raise the context
     assert "4 slots (--slots 4)" in by_id["concurrency_over_slots"].evidence
     # the toy's stop flag is read on every command line, as the built-ins' are
     assert "stop_splits_turn" in {f.id for f in preflight("vllm serve m --halt '<|eom|>'").findings}
+
+
+def test_the_prefix_cache_remedy_says_how_each_engine_clears_its_cache(toy: ToyEngine) -> None:
+    from rigbench.honesty._prefix_cache import remedy
+
+    assert "toy-server POST /forget" in remedy()
+    assert "POST /reset_prefix_cache" in remedy()  # a built-in's, alongside
+    unregister_engine("toy")
+    try:
+        assert "/forget" not in remedy()
+    finally:
+        register_engine(toy)
 
 
 def test_a_command_read_for_an_engine_that_is_gone_gets_the_generic_rules_only(toy: ToyEngine) -> None:

@@ -381,6 +381,8 @@ class EmulatorEngine:
     speculative_flags: Mapping[str, str] = MappingProxyType({})
     flag_syntax = FlagSyntax(markers=("rigbench.testing",), programs=())
     context_overrun_note = ""
+    context_fix = ""
+    prefix_cache_reset = ""
 
     def adapter(self) -> EmulatorAdapter:
         return EmulatorAdapter()

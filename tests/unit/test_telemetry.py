@@ -187,8 +187,9 @@ async def test_a_registered_engines_own_metric_names_are_sampled(server: tuple[F
     base = get_engine("llamacpp")
     members = {m: getattr(base, m) for m in ("aliases", "default_port", "start_timeout_s", "speculative_flags",
                                              "command", "crash_hint", "flag_syntax", "context_overrun_note",
-                                             "preflight_rules", "served_context", "flag_slots", "stop_strings",
-                                             "identify")}
+                                             "context_fix", "prefix_cache_reset", "preflight_rules",
+                                             "served_context", "flag_slots", "stop_strings", "identify", "open",
+                                             "setup", "rig_from_run_flags")}
     from typing import Literal
 
     from rigbench.rig.engines import EngineSpec

@@ -32,6 +32,7 @@ from rigbench.records import (
     StreamResult,
     TelemetryRecord,
 )
+from rigbench.rig.engines import known_engines
 
 __all__ = ["PREFIX_CACHE_UNTRUST_SHARE", "PrefixCacheVerdict", "judge_prefix_cache", "load_prefix_cache_use",
            "prefix_cache_use"]
@@ -50,9 +51,14 @@ _SOURCE_TEXT: dict[str, str] = {
     "usage": "server-reported, usage.prompt_tokens_details.cached_tokens",
     "counters": "server-reported, /metrics prefix-cache counters over the scenario (other clients count too)",
 }
-REMEDY = ("Remedy: measure on a server whose cache holds none of these prompts: restart it (or clear its cache: "
-          "SGLang POST /flush_cache, vLLM POST /reset_prefix_cache with VLLM_SERVER_DEV_MODE=1), keep other "
-          "clients and any caching proxy off it, and do not replay a run's prompts")
+
+
+def remedy() -> str:
+    """What to do about prompts the cache already held: each engine that can clear its cache says how."""
+    resets = [e.prefix_cache_reset for e in known_engines() if e.prefix_cache_reset]
+    clear = f" (or clear its cache: {', '.join(resets)})" if resets else ""
+    return (f"Remedy: measure on a server whose cache holds none of these prompts: restart it{clear}, keep other "
+            "clients and any caching proxy off it, and do not replay a run's prompts")
 
 
 class PrefixCacheVerdict(NamedTuple):
@@ -178,7 +184,7 @@ def judge_prefix_cache(rows: Iterable[ScenarioPrefixCache]) -> PrefixCacheVerdic
         if row.beyond_tokens <= 0:
             continue
         if row.beyond_share >= PREFIX_CACHE_UNTRUST_SHARE:
-            reasons.append(f"{_describe(row)}. {REMEDY}")
+            reasons.append(f"{_describe(row)}. {remedy()}")
         else:
-            warnings.append(f"{_describe(row)} (below the {_pct(PREFIX_CACHE_UNTRUST_SHARE)} that untrusts). {REMEDY}")
+            warnings.append(f"{_describe(row)} (below the {_pct(PREFIX_CACHE_UNTRUST_SHARE)} that untrusts). {remedy()}")
     return PrefixCacheVerdict(reasons, warnings)

@@ -134,8 +134,12 @@ def _context_checks(cmd: ServingCommand | None, engine: Engine | None, inp: Pref
                 "truncated, and a truncated prompt measures a different workload."
                 + (engine.context_overrun_note if engine is not None else ""),
         evidence=f"served context {ctx} ({how}); over it: {listing}",
-        fix="raise the served context (vLLM --max-model-len, SGLang --context-length, llama-server -c with "
-            "fewer -np slots) or drop those scenarios")]
+        fix=f"raise the served context ({', '.join(_context_fixes())}) or drop those scenarios")]
+
+
+def _context_fixes() -> list[str]:
+    """Each engine's way to raise its served context, in the order command lines are matched back to front."""
+    return [e.context_fix for e in reversed(known_engines()) if e.context_fix]
 
 
 def _slot_checks(cmd: ServingCommand | None, engine: Engine | None, inp: PreflightInput) -> list[PreflightFinding]:

@@ -190,6 +190,16 @@ class Engine(Protocol):
         """What this engine does with a request past its context (appended to that finding; "" if untested)."""
         ...
 
+    @property
+    def context_fix(self) -> str:
+        """How to raise its served context, for that finding's fix ("" if no flag does)."""
+        ...
+
+    @property
+    def prefix_cache_reset(self) -> str:
+        """How to empty its prefix cache without a restart, for the prefix-cache remedy ("" if only a restart does)."""
+        ...
+
     def preflight_rules(self, cmd: ServingCommand, given: PreflightInput) -> list[PreflightFinding]:
         """Its own configuration traps in `cmd`; the engine-independent rules live in rigbench.honesty."""
         ...

@@ -123,6 +123,8 @@ class OllamaEngine:
     # Ollama is configured through its environment, not flags: preflight has no command line to read.
     flag_syntax = FlagSyntax(markers=(), programs=())
     context_overrun_note = ""
+    context_fix = ""
+    prefix_cache_reset = ""
 
     def adapter(self) -> OllamaAdapter:
         return OllamaAdapter()

@@ -185,6 +185,8 @@ class SGLangEngine:
 
     flag_syntax = SGLANG_FLAGS
     context_overrun_note = ""
+    context_fix = "SGLang --context-length"
+    prefix_cache_reset = "SGLang POST /flush_cache"
 
     def adapter(self) -> SGLangAdapter:
         return SGLangAdapter()

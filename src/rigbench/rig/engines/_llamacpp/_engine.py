@@ -244,6 +244,8 @@ class LlamaCppEngine:
 
     flag_syntax = LLAMACPP_FLAGS
     context_overrun_note = ""
+    context_fix = "llama-server -c with fewer -np slots"
+    prefix_cache_reset = ""
 
     def adapter(self) -> LlamaCppAdapter:
         return LlamaCppAdapter()

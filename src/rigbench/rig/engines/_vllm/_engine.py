@@ -367,6 +367,8 @@ class VLLMEngine:
     speculative_flags = MappingProxyType({"--speculative-config": "config"})
 
     flag_syntax = VLLM_FLAGS
+    context_fix = "vLLM --max-model-len"
+    prefix_cache_reset = "vLLM POST /reset_prefix_cache with VLLM_SERVER_DEV_MODE=1"
     context_overrun_note = (
         " vLLM (verified live on 0.32) refuses a prompt past --max-model-len with HTTP 400, but when "
         "only prompt + output is over it answers 200 with the output cut short and finish_reason "
