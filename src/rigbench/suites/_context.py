@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from rigbench.client import ChatClient
+from rigbench.records import StreamResult
 from rigbench.rig import HostWatch, RigInfo
 from rigbench.store import RunWriter
 
@@ -23,17 +24,23 @@ __all__ = ["NullProgress", "Progress", "Suite", "SuiteContext"]
 
 
 class Progress(Protocol):
-    def task(self, description: str, total: int | None) -> int: ...
-    def advance(self, task_id: int, n: int = 1) -> None: ...
+    """What a suite tells the display. `task`: `total` measured units, plus `warmup` warm-up units that
+    are not counted in it; `duration_s`: the task offers load for this long (a rate window). `advance`:
+    units done; `result`, the request that just ended (for live figures); `warmup`, they were warm-up."""
+
+    def task(self, description: str, total: int | None, *, warmup: int = 0,
+             duration_s: float | None = None) -> int: ...
+    def advance(self, task_id: int, n: int = 1, *, result: StreamResult | None = None,
+                warmup: bool = False) -> None: ...
     def done(self, task_id: int) -> None: ...
     def note(self, message: str) -> None: ...
 
 
 class NullProgress:
-    def task(self, description: str, total: int | None) -> int:
+    def task(self, description: str, total: int | None, *, warmup: int = 0, duration_s: float | None = None) -> int:
         return 0
 
-    def advance(self, task_id: int, n: int = 1) -> None:
+    def advance(self, task_id: int, n: int = 1, *, result: StreamResult | None = None, warmup: bool = False) -> None:
         pass
 
     def done(self, task_id: int) -> None:

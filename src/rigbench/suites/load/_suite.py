@@ -158,7 +158,8 @@ class LoadSuite:
                    "seed": i, **_forced_length_fields(ctx.rig.engine, out)}
                   for i, (p, (_, out)) in enumerate(zip(prompts, lengths, strict=True))]
         shape = f"{s.input_tokens.describe()} in / {s.output_tokens.describe()} out" if mode != "trace" else "trace lengths"
-        task = ctx.progress.task(f"{label} ({len(offsets)} requests, {shape})", len(offsets))
+        task = ctx.progress.task(f"{label} ({len(offsets)} requests, {shape})", len(offsets),
+                                 duration_s=s.duration_s if mode == "rate" else None)
         # who used the host's CPU while this window's load ran (judged as the speed suite's windows are)
         burst = min(len(offsets), s.max_concurrency or len(offsets))
         host = _host_window(ctx, window, rate, burst)
@@ -204,7 +205,7 @@ class LoadSuite:
                 if slots is not None:
                     slots.release()
             results[i] = res.model_copy(update={"scheduled_ns": due})
-            ctx.progress.advance(task)
+            ctx.progress.advance(task, result=res)
 
         start = _perf_ns() + _LEAD_NS
         inflight: list[asyncio.Task[None]] = []
@@ -267,7 +268,7 @@ class LoadSuite:
                     input_tokens_target=inp, output_tokens_target=out,
                     input_tokens_measured=prompts[i].measured_tokens if t == 0 else None,
                     input_tokens_shared_max=prompts[i].shared_max_tokens if t == 0 else shared, result=res))
-                ctx.progress.advance(task)
+                ctx.progress.advance(task, result=res)
                 if not res.ok:
                     return  # a session whose turn failed has no history to go on with
                 history = [*messages, {"role": "assistant", "content": res.content}]

@@ -68,9 +68,11 @@ class SpeedSuite:
             # Batches are walked lazily (a range per level, the done set asked per batch): memory does not
             # grow with --repetitions. The bar's total is counted, not listed.
             done = {(c, r) for c in s.concurrency for r in self._done_reps(scenario, c, ctx.done_units)}
+            # measured requests are counted; warm-up ones are shown apart (never "0/3" for 2 repetitions)
             task = ctx.progress.task(
-                f"speed {scenario.name} ({scenario.input_tokens} in / {scenario.output_tokens} out)",
-                (s.warmup + s.repetitions) * sum(s.concurrency) - sum(c for c, _ in done),
+                f"speed {scenario.name} {scenario.input_tokens}→{scenario.output_tokens}",
+                s.repetitions * sum(s.concurrency) - sum(c for c, r in done if r >= 0),
+                warmup=s.warmup * sum(s.concurrency) - sum(c for c, r in done if r < 0),
             )
             for conc in s.concurrency:
                 if sum(1 for c, _ in done if c == conc) == s.warmup + s.repetitions:
@@ -152,7 +154,7 @@ class SpeedSuite:
                 **extra,
             }
             res = await ctx.client.stream_chat(body)
-            ctx.progress.advance(task)
+            ctx.progress.advance(task, result=res, warmup=rep < 0)
             return res
 
         started = time.perf_counter_ns()
