@@ -1,5 +1,6 @@
 """Golden CLI output (as pyperf does): `rigbench report RUN`, `rigbench compare A B` and
-`rigbench ls` on checked-in runs, at 80 columns, compared line by line with tests/golden/cli/.
+`rigbench ls` on checked-in runs, and `rigbench run --help`, at 80 columns,
+compared line by line with tests/golden/cli/.
 
 After an intended change of the output, regenerate and review the diff:
     RIGBENCH_UPDATE_GOLDEN=1 python -m pytest -q tests/unit/test_golden_cli.py
@@ -29,6 +30,7 @@ CASES = {
                           f"{H200}/20261129-191906-h200-depth4-1c8a"],
     "compare_quality": ["compare", "tests/golden/emulator_a", "tests/golden/emulator_b"],
     "ls_h200": ["ls", H200],
+    "run_help": ["run", "--help"],
 }
 
 
@@ -40,7 +42,7 @@ def test_cli_output_matches_golden(case: str) -> None:
     assert res.returncode == 0, res.stderr
     got = "\n".join(line.rstrip() for line in res.stdout.splitlines()) + "\n"
     path = EXPECTED / f"{case}.txt"
-    want = path.read_text()
+    want = path.read_text() if path.exists() else ""  # a new case: its first update writes the file
     if update and got != want:
         path.write_text(got)
         pytest.fail(f"rewrote {path.relative_to(ROOT)}: review `git diff` and run again without RIGBENCH_UPDATE_GOLDEN")

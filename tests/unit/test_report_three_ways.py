@@ -235,7 +235,11 @@ def test_the_run_level_findings_are_the_same_in_each(analysis: RunAnalysis) -> N
     term = _terminal(a)
     shown = [_flat(line.strip(" │")[2:]) for line in term.splitlines() if line.strip(" │").startswith("! ")]
     if len(reasons) > 4:
-        more = f"and {len(reasons) - 3} more UNTRUSTED reasons (every one: rigbench report {a.run_dir} --markdown FILE)"
+        # where the rest are printed: the sanity gate's below, with the gate; any other only in the Markdown
+        gate = {f"UNTRUSTED: {r}" for r in a.sections["sanity"][0].reasons} if "sanity" in a.sections else set()
+        where = ("the sanity gate's, listed with it below" if set(reasons[3:]) <= gate
+                 else f"every one: rigbench report {a.run_dir} --markdown FILE")
+        more = f"and {len(reasons) - 3} more UNTRUSTED reasons ({where})"
         assert _flat(more) in shown
         expected = [w for w in expected if w not in reasons[3:]] + [more]
     assert sorted(_flat(w) for w in expected) == sorted(shown)

@@ -100,3 +100,10 @@ def test_the_engine_flag_picks_the_spec_and_a_bad_one_is_a_usage_error() -> None
         plan_from_options({"suite": "speed", "endpoint": "http://127.0.0.1:9/v1", "kv_cache_gib": 2.0})
     with pytest.raises(UsageError, match=r"--draft-max: Input should be a valid integer.*; got 'deep'"):
         plan_from_options({"suite": "speed", "draft_max": "deep"})  # a hand-edited run.json, say
+
+
+def test_packs_are_a_comma_list_like_every_other_list() -> None:
+    one = RunOptions.of({"suite": "packs", "pack": ["multilingual,extra.yaml"]})
+    repeated = RunOptions.of({"suite": "packs", "pack": ["multilingual", "extra.yaml"]})
+    assert one.pack == repeated.pack == ["multilingual", "extra.yaml"]
+    assert plan_from_options(one).plan.packs.packs == ["multilingual", "extra.yaml"]

@@ -34,7 +34,8 @@ def main() -> None:
         sys.argv.append("--help")  # `rigbench` alone: the help, exit 0 (not click's usage error with exit 2)
     try:
         with handle_stop_signals():
-            code = app(standalone_mode=False)  # click's own errors come back here: one line, like ours
+            # click's own errors come back here: one line, like ours; `rigbench` in usage lines however started
+            code = app(prog_name="rigbench", standalone_mode=False)
         sys.exit(code if isinstance(code, int) else 0)
     except TyperException as e:  # click's usage errors: an unknown option, a wrong type, a missing argument
         ctx = getattr(e, "ctx", None)

@@ -2,11 +2,34 @@
 
 from __future__ import annotations
 
-import typer
+import inspect
+from typing import Any
 
-__all__ = ["app"]
+import typer
+from typer.core import TyperGroup
+
+__all__ = ["app", "reflow"]
+
+
+def reflow(doc: str | None) -> str | None:
+    """A docstring as help text: paragraphs kept, each one line, so the help wraps at the terminal's
+    width (typer keeps a docstring's own line breaks after its first paragraph, which cut sentences at
+    80 columns)."""
+    if not doc:
+        return doc
+    return "\n\n".join(" ".join(p.split()) for p in inspect.cleandoc(doc).split("\n\n"))
+
+
+class _Group(TyperGroup):
+    def __init__(self, **attrs: Any) -> None:
+        super().__init__(**attrs)
+        self.help = reflow(self.help)
+        for command in self.commands.values():
+            command.help = reflow(command.help)
+
 
 app = typer.Typer(
+    cls=_Group,
     name="rigbench",
     help=(
         "How fast, how good and how agent-ready is your LLM rig (model + engine + flags + machine)?\n\n"
@@ -29,7 +52,7 @@ def _print_version(value: bool) -> None:
 
 @app.callback()
 def _main(
-    version: bool = typer.Option(False, "--version", "-V", callback=_print_version, is_eager=True,
+    version: bool = typer.Option(False, "--version", "-V", callback=_print_version, is_eager=True, metavar="",
                                  help="Print rigbench's version and exit."),
 ) -> None:
     """How fast, how good and how agent-ready is your LLM rig (model + engine + flags + machine)?

@@ -18,11 +18,16 @@ __all__ = ["check"]
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def check(
     ctx: typer.Context,
-    tools: Annotated[bool, typer.Option(help="The workload sends tools (agent suites).")] = False,
-    concurrency: Annotated[list[str] | None, typer.Option(help="Client concurrency levels, comma-separated as in "
-                                                          "`run` (e.g. 1,4,8; repeating the option works too).")] = None,
-    scenario: Annotated[list[str] | None, typer.Option(help="NAME:INPUT:OUTPUT tokens (repeatable).")] = None,
-    stop: Annotated[list[str] | None, typer.Option(help="Stop strings the client will send (repeatable).")] = None,
+    tools: Annotated[bool, typer.Option("--tools", metavar="", help="The workload sends tools (agent suites).")] = False,
+    concurrency: Annotated[list[str] | None, typer.Option(metavar="LIST", help="Client concurrency levels, "
+                                                          "comma-separated as in `run` (e.g. 1,4,8; repeating the "
+                                                          "option works too).")] = None,
+    scenario: Annotated[list[str] | None, typer.Option(metavar="LIST", help="Scenario shapes as "
+                                                       "NAME:INPUT:OUTPUT tokens, comma-separated (e.g. "
+                                                       "chat:128:256,long:8192:256; repeating the option works "
+                                                       "too).")] = None,
+    stop: Annotated[list[str] | None, typer.Option(metavar="TEXT", help="A stop string the client will send; "
+                                                   "repeatable (a stop string may hold commas).")] = None,
 ) -> None:
     """Check a vLLM / SGLang / llama-server command line for known traps. Exits 1 on an error finding.
 
@@ -41,7 +46,7 @@ def check(
             if levels[-1] < 1:
                 raise UsageError(f"--concurrency {item}: a concurrency level is a positive number of requests in flight; got {levels[-1]}.")
     scen = []
-    for s in scenario or []:
+    for s in (part for item in scenario or [] for part in item.split(",")):
         try:
             name, i, o = s.split(":")
             scen.append(ScenarioLength(name=name, input_tokens=int(i), output_tokens=int(o)))

@@ -110,6 +110,8 @@ def check_run_options(o: RunArgs) -> None:
                          "leave --endpoint out to launch the embedded rig.")
     check_output_file(o.csv, "--csv")
     check_output_file(o.jsonl, "--jsonl")
+    check_output_file(o.html, "--html")
+    check_output_file(o.json_out, "--json")
     check_load_options(o)
     check_retry_options(o)
     if o.plan is not None:
@@ -124,7 +126,9 @@ def check_run_options(o: RunArgs) -> None:
     _positive_int(o.rig.draft_max, "--draft-max")
     _positive_int(o.rig.port, "--port", high=65535)
     check_finite(o.rig.spec_synth_len, "--spec-synth-len")
-    check_finite(o.bandwidth_gbs, "--bandwidth-gbs")
+    # bounds checked here, not by typer: a range in the help's type column would narrow its descriptions
+    check_finite(o.bandwidth_gbs, "--bandwidth-gbs", low=0.001, low_inclusive=True)
+    check_finite(o.rig.kv_cache_gib, "--kv-cache-gib", low=0.125, low_inclusive=True)
     check_finite(o.idle_timeout, "--idle-timeout")
     check_finite(o.request_timeout, "--request-timeout")
     _positive_int(o.max_retries, "--max-retries", high=100)

@@ -45,17 +45,18 @@ __all__ = ["compare"]
 
 @app.command()
 def compare(
-    runs: Annotated[list[Path], typer.Argument(help="Baseline run first, then the runs to compare with it.")],
+    runs: Annotated[list[Path], typer.Argument(metavar="RUN...", help="Baseline run first, then the runs to compare with it.")],
     metric: Annotated[str, typer.Option(help="e2e_tok_s, decode_tok_s, aggregate_tok_s or ttft_s.")] = "e2e_tok_s",
     alpha: Annotated[float, typer.Option(help="Significance level of the tests (difference and equivalence).")] = 0.05,
     margin: Annotated[float, typer.Option(help="Equivalence margin in percent: 'same within ±5%' for a speed "
                                           "ratio, ±5 points for an accuracy.")] = DEFAULT_MARGIN * 100,
-    allow_mismatch: Annotated[bool, typer.Option(help="Compare runs whose rigs differ in model, engine "
+    allow_mismatch: Annotated[bool, typer.Option("--allow-mismatch", metavar="", help="Compare runs whose rigs differ in model, engine "
                                                  "version or host (the differences are listed).")] = False,
     markdown: Annotated[Path | None, typer.Option(help="Also write the tables as Markdown here.")] = None,
 ) -> None:
-    """'same within ±M%' when an equivalence test says so, 'differs' when a significance test does,
-    else 'inconclusive', with about how many repetitions per side would tell."""
+    """Compare runs with a baseline, scenario by scenario and suite by suite: 'same within ±M%' when an
+    equivalence test says so, 'differs' when a significance test does, else 'inconclusive', with about how
+    many repetitions per side would tell."""
     if len(runs) < 2:
         raise UsageError("give a baseline run and at least one run to compare with it.")
     if not 0.0 < alpha < 1.0:  # nan fails this too

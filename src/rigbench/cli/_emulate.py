@@ -19,6 +19,9 @@ from rigbench.testing import ROGUES, EmulatorScript, serve
 
 __all__ = ["emulate"]
 
+# `emulate --help` panels
+SERVER, TIMING, STREAM, FAULTS = "Server", "Timing", "Stream shape", "Faults, rogues and answers"
+
 FAULT_HELP = (
     'A fault as JSON, repeatable, e.g. \'{"kind": "disconnect", "every": 10, "at_token": 5}\'. '
     "Kinds: http_status, stall, disconnect, malformed, error_event. A rate limit that lifts: "
@@ -27,38 +30,49 @@ FAULT_HELP = (
 
 
 class EmulateArgs(BaseModel):
-    """`rigbench emulate`'s options, declared once (the command is made from them: cli/_typed.py)."""
+    """`rigbench emulate`'s options, declared once (the command is made from them: cli/_typed.py), in the
+    help panels of `emulate --help`."""
 
-    port: Annotated[int, Flag("TCP port to listen on.", "--port", "-p")] = 8000
-    host: Annotated[str, Flag("Address to bind.")] = "127.0.0.1"
-    model: Annotated[str, Flag("Model name served on /v1/models.")] = "emulated-model"
-    ttft_ms: Annotated[float, Flag("Mean time to first token, ms.")] = 50.0
-    ttft_jitter_ms: Annotated[float, Flag("TTFT spread, ms (half-width or std dev).")] = 0.0
-    itl_ms: Annotated[float, Flag("Mean delay per generated token, ms.")] = 10.0
-    itl_jitter_ms: Annotated[float, Flag("Per-token delay spread, ms.")] = 0.0
-    dist: Annotated[str, Flag("Jittered delays: uniform|normal|exponential|lognormal.")] = "uniform"
-    output_tokens: Annotated[int, Flag("Tokens per answer (capped by max_tokens).")] = 64
-    tokens_per_chunk: Annotated[int, Flag("Tokens per streamed chunk.")] = 1
-    spec_depth: Annotated[int, Flag("Draw chunk sizes like speculative decoding, this depth.")] = 0
-    spec_accept: Annotated[float, Flag("Per-draft-token acceptance probability.")] = 0.7
-    reasoning_tokens: Annotated[int, Flag("Send the first N tokens as reasoning deltas.")] = 0
-    tool_call: Annotated[bool, Flag("Answer with one tool call streamed over the tokens.")] = False
-    role_chunk: Annotated[bool, Flag("Send a role-only first event.")] = True
-    usage: Annotated[str, Flag("Usage placement: final_chunk|last_token_chunk|none.")] = "final_chunk"
-    keepalive_ms: Annotated[float | None, Flag("`: keep-alive` comments during waits this long.")] = None
-    fault: Annotated[list[str], Flag(FAULT_HELP)] = Field(default_factory=list)
-    script: Annotated[Path | None, Flag("An EmulatorScript JSON file (overrides the options).")] = None
-    seed: Annotated[int, Flag("Seed for every random draw.")] = 0
-    rogue: Annotated[str | None, Flag("Play a rogue server (docs/honesty.md): " + ", ".join(ROGUES) + ".")] = None
+    port: Annotated[int, Flag("TCP port to listen on.", "--port", "-p", rich_help_panel=SERVER)] = 8000
+    host: Annotated[str, Flag("Address to bind.", rich_help_panel=SERVER)] = "127.0.0.1"
+    model: Annotated[str, Flag("Model name served on /v1/models.", rich_help_panel=SERVER)] = "emulated-model"
+    ttft_ms: Annotated[float, Flag("Mean time to first token, ms.", rich_help_panel=TIMING)] = 50.0
+    ttft_jitter_ms: Annotated[float, Flag("TTFT spread, ms (half-width or std dev).", rich_help_panel=TIMING)] = 0.0
+    itl_ms: Annotated[float, Flag("Mean delay per generated token, ms.", rich_help_panel=TIMING)] = 10.0
+    itl_jitter_ms: Annotated[float, Flag("Per-token delay spread, ms.", rich_help_panel=TIMING)] = 0.0
+    dist: Annotated[str, Flag("Jittered delays: uniform, normal, exponential or lognormal.", metavar="NAME",
+                              rich_help_panel=TIMING)] = "uniform"
+    output_tokens: Annotated[int, Flag("Tokens per answer (capped by max_tokens).", rich_help_panel=STREAM)] = 64
+    tokens_per_chunk: Annotated[int, Flag("Tokens per streamed chunk.", rich_help_panel=STREAM)] = 1
+    spec_depth: Annotated[int, Flag("Draw chunk sizes like speculative decoding, this depth.",
+                                    rich_help_panel=STREAM)] = 0
+    spec_accept: Annotated[float, Flag("Per-draft-token acceptance probability.", rich_help_panel=STREAM)] = 0.7
+    reasoning_tokens: Annotated[int, Flag("Send the first N tokens as reasoning deltas.",
+                                          rich_help_panel=STREAM)] = 0
+    tool_call: Annotated[bool, Flag("Answer with one tool call streamed over the tokens.", "--tool-call",
+                                    metavar="", rich_help_panel=STREAM)] = False
+    role_chunk: Annotated[bool, Flag("Send a role-only first event.", rich_help_panel=STREAM)] = True
+    usage: Annotated[str, Flag("Usage placement: final_chunk, last_token_chunk or none.", metavar="WHERE",
+                               rich_help_panel=STREAM)] = "final_chunk"
+    keepalive_ms: Annotated[float | None, Flag("`: keep-alive` comments during waits this long.",
+                                               rich_help_panel=TIMING)] = None
+    fault: Annotated[list[str], Flag(FAULT_HELP, metavar="JSON", rich_help_panel=FAULTS)] = Field(
+        default_factory=list)
+    script: Annotated[Path | None, Flag("An EmulatorScript JSON file (overrides the options).",
+                                        rich_help_panel=SERVER)] = None
+    seed: Annotated[int, Flag("Seed for every random draw.", rich_help_panel=SERVER)] = 0
+    rogue: Annotated[str | None, Flag("Play a rogue server (docs/honesty.md): " + ", ".join(ROGUES) + ".",
+                                      rich_help_panel=FAULTS)] = None
     answers: Annotated[bool, Flag(
         "Answer questions like a healthy model (the honest baseline of --rogue): sums, copies, counts, capitals, "
-        "prompt-dependent prose.", "--answers")] = False
+        "prompt-dependent prose.", "--answers", metavar="", rich_help_panel=FAULTS)] = False
     prefix_cache: Annotated[bool, Flag(
         "Report prompt tokens served from a prefix cache, as a caching server does: the longest prefix (in words) "
-        "shared with any earlier prompt, in `timings.cache_n` and `usage.prompt_tokens_details`. Send it the "
+        "shared with any earlier prompt, in `timings.cache_n` and in `usage`'s prompt_tokens_details. Send it the "
         "same prompts twice and rigbench's prefix-cache check untrusts the run (docs/honesty.md).",
-        "--prefix-cache")] = False
-    uvloop: Annotated[bool, Flag("Run on uvloop (the `fast` extra).", "--uvloop")] = False
+        "--prefix-cache", metavar="", rich_help_panel=STREAM)] = False
+    uvloop: Annotated[bool, Flag("Run on uvloop (the `fast` extra).", "--uvloop", metavar="",
+                                 rich_help_panel=SERVER)] = False
 
 
 @app.command()

@@ -12,6 +12,7 @@ from rigbench.analysis import Comparison, Revision, RunAnalysis, analyze_run, co
 from rigbench.cli._console import make_console
 from rigbench.cli._paths import write_output
 from rigbench.cli._progress import RichProgress
+from rigbench.cli._report import ReportFiles, report_runs
 from rigbench.cli._signals import interrupt_exit_code, interrupt_name
 from rigbench.client import run as run_loop
 from rigbench.outside import for_console, visible
@@ -55,7 +56,9 @@ def _status_table(index: PlanIndex) -> Table:
 
 
 def run_plan(plan_file: Path, *, resume: Path | None, out: Path, markdown: Path | None,
-             allow_untrusted: bool, ray: str | None = None) -> None:
+             allow_untrusted: bool, ray: str | None = None, files: ReportFiles | None = None) -> None:
+    """`files`: HTML, JSON and per-request files of the plan's runs, as `rigbench report PLAN_DIR` writes
+    them (the Markdown is the plan's comparison post)."""
     console = make_console()
     loaded = load_plan(plan_file)
     plan_dir = resume or out / new_run_id(f"plan-{loaded.plan.name}")
@@ -96,6 +99,9 @@ def run_plan(plan_file: Path, *, resume: Path | None, out: Path, markdown: Path 
         write_output(markdown, render_blog_markdown(names, analyses, comparisons, find_revisions(names, analyses)))
         console.print(f"Markdown report: {for_console(markdown)}")
     console.print(f"plan directory: {for_console(plan_dir)}  (index: {for_console(plan_dir / 'plan.json')})")
+    if analyses:  # the last lines: each rig's verdict and figures, and where the files are
+        console.print()
+        report_runs([plan_dir], console, (files or ReportFiles())._replace(markdown=None), terminal=False)
     bad = [e for e in index.rigs if e.status != "complete"]
     untrusted = [e for e in index.rigs if e.trusted is False]
     if bad or (untrusted and not allow_untrusted):

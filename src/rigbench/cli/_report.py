@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NamedTuple
 
 import typer
+from rich.console import Console
 
-from rigbench.analysis import analyze_run, compare_suites
+from rigbench.analysis import RunAnalysis, analyze_run, compare_suites
 from rigbench.cli._app import app
 from rigbench.cli._console import make_console
 from rigbench.cli._export import write_request_exports
@@ -34,83 +35,106 @@ from rigbench.report import (
 )
 from rigbench.store import RunReader
 
-__all__ = ["ls", "report"]
+__all__ = ["ReportFiles", "ls", "report", "report_runs"]
 
 
 @app.command()
 def report(
-    runs: Annotated[list[Path], typer.Argument(help="Run directories (or plan directories) to render; with "
+    runs: Annotated[list[Path], typer.Argument(metavar="RUN...", help="Run directories (or plan directories) to render; with "
                                                "several, the first is the baseline of the speed-up table.")],
-    html: Annotated[Path | None, typer.Option(help="Write a self-contained HTML report (tables, plots, "
+    html: Annotated[Path | None, typer.Option(metavar="FILE", help="Write a self-contained HTML report (tables, plots, "
                                               "fingerprints) to this file.")] = None,
-    markdown: Annotated[Path | None, typer.Option(help="Write the Markdown report to this file.")] = None,
-    json_out: Annotated[Path | None, typer.Option("--json", help="Write the analysed run as JSON here.")] = None,
-    vllm_json: Annotated[Path | None, typer.Option(help="Write the first run's speed requests as the JSON "
+    markdown: Annotated[Path | None, typer.Option(metavar="FILE", help="Write the Markdown report to this file.")] = None,
+    json_out: Annotated[Path | None, typer.Option("--json", metavar="FILE", help="Write the analysed runs as JSON here.")] = None,
+    vllm_json: Annotated[Path | None, typer.Option(metavar="FILE", help="Write the first run's speed requests as the JSON "
                                                    "`vllm bench serve --save-result --save-detailed` writes "
                                                    "(field mapping: docs/metrics.md).")] = None,
-    csv: Annotated[Path | None, typer.Option(help="Write one CSV row per request of every run (intended start, "
+    csv: Annotated[Path | None, typer.Option(metavar="FILE", help="Write one CSV row per request of every run (intended start, "
                                              "send, first token, end, tokens, TTFT, ITL, error).")] = None,
-    jsonl: Annotated[Path | None, typer.Option(help="Write one JSON line per request of every run (the --csv "
+    jsonl: Annotated[Path | None, typer.Option(metavar="FILE", help="Write one JSON line per request of every run (the --csv "
                                                "fields).")] = None,
-    paths: Annotated[bool, typer.Option("--paths", help="Keep home-directory and temporary paths and local "
+    paths: Annotated[bool, typer.Option("--paths", metavar="", help="Keep home-directory and temporary paths and local "
                                         "ports in the Markdown and HTML reports (hidden by default).")] = False,
 ) -> None:
-    """Re-render saved runs (complete or not) in the terminal, and optionally as Markdown, HTML, JSON
-    or vLLM-style JSON."""
-    console = make_console()
+    """Show saved runs (complete or not) in the terminal, and write them as files: Markdown, HTML, JSON,
+    vLLM-style JSON, per-request CSV or JSON lines."""
+    files = ReportFiles(html, markdown, json_out, vllm_json, csv, jsonl, paths)
+    files.check()
+    report_runs(runs, make_console(), files)
+
+
+class ReportFiles(NamedTuple):
+    """The files `rigbench report` (and `rigbench run`) write besides the terminal report."""
+
+    html: Path | None = None
+    markdown: Path | None = None
+    json_out: Path | None = None
+    vllm_json: Path | None = None
+    csv: Path | None = None
+    jsonl: Path | None = None
+    paths: bool = False  # keep home-directory and temporary paths and local ports
+
+    def check(self) -> None:
+        """Before anything is measured or read: each path can be written."""
+        for name, path in self._asdict().items():
+            if name != "paths":
+                check_output_file(path, "--json" if name == "json_out" else "--" + name.replace("_", "-"))
+
+
+def report_runs(runs: list[Path], console: Console, files: ReportFiles, *, terminal: bool = True) -> list[RunAnalysis]:
+    """`rigbench report RUN...`: each run in the terminal (unless `terminal` is False), the runs against the
+    first, the files asked for, and a summary as the last lines. Returns the runs' analyses."""
     # lazy: start-up; cli._plan loads rigbench.plan and every suite (~0.3 s)
     from rigbench.cli._plan import across_runs, named_runs
 
-    for path, option in ((html, "--html"), (markdown, "--markdown"), (json_out, "--json"), (vllm_json, "--vllm-json"),
-                         (csv, "--csv"), (jsonl, "--jsonl")):
-        check_output_file(path, option)
-
     named = named_runs(runs)
     runs = [p for _, p in named]
-    md_parts: list[str] = []
-    json_parts: list[str] = []
+    paths = files.paths
     analyses = []
     for run_dir in runs:
         a = analyze_run(RunReader(run_dir))
         analyses.append(a)
-        render_terminal(a, console)
-        console.print()
-        md_parts.append(render_markdown(a, paths=paths))
-        json_parts.append(render_json(a))
+        if terminal:
+            render_terminal(a, console)
+            console.print()
     names = rig_labels([n for n, _ in named], [a.header for a in analyses])
-    if len(runs) > 1:  # each run one level below the document's H1, under its label
-        md_parts = [shift_headings(render_markdown(a, paths=paths, title=f"{n}: {report_title([a.header])}"), 1)
-                    for n, a in zip(names, analyses, strict=True)]
-    comparisons, revisions = across_runs(names, runs, analyses) if len(runs) > 1 else ([], [])
-    suites = [compare_suites(RunReader(runs[0]), RunReader(p)) for p in runs[1:]]
-    if len(runs) > 1:  # across the runs: speed-up, then quality and agent, each against the first
+    across = len(runs) > 1 and bool(terminal or files.html or files.markdown)
+    comparisons, revisions = across_runs(names, runs, analyses) if across else ([], [])
+    suites = [compare_suites(RunReader(runs[0]), RunReader(p)) for p in runs[1:]] if across else []
+    if len(runs) > 1 and terminal:  # across the runs: speed-up, then quality and agent, each against the first
         console.rule(f"{len(runs)} runs against {for_console(names[0])}")
         differences_terminal(console, names, [a.header for a in analyses])
         if comparisons:
             console.print(speedup_table(names, analyses, comparisons))
         for name, sc in zip(names[1:], suites, strict=True):
             suite_comparison_terminal(sc, console, baseline=names[0], other=name)
-        # the blog-ready comparison first, then each run in full
-        md_parts.insert(0, render_blog_markdown(names, analyses, comparisons, revisions, suites, paths=paths))
-    files: list[tuple[str, str]] = []
-    if html:
+    written: list[tuple[str, str]] = []
+    if files.html:
         # lazy: start-up; render_html loads matplotlib (~0.6 s)
         from rigbench.report import render_html
 
-        write_output(html, render_html(names, analyses, comparisons, revisions, suites, paths=paths))
-        files.append(("HTML report", str(html)))
-    if markdown:
-        write_output(markdown, "\n\n".join(md_parts))
-        files.append(("Markdown report", str(markdown)))
-    if vllm_json:
+        write_output(files.html, render_html(names, analyses, comparisons, revisions, suites, paths=paths))
+        written.append(("HTML report", str(files.html)))
+    if files.markdown:
+        if len(runs) > 1:  # the blog-ready comparison first, then each run in full, one level below its H1
+            md_parts = [render_blog_markdown(names, analyses, comparisons, revisions, suites, paths=paths)]
+            md_parts += [shift_headings(render_markdown(a, paths=paths, title=f"{n}: {report_title([a.header])}"), 1)
+                         for n, a in zip(names, analyses, strict=True)]
+        else:
+            md_parts = [render_markdown(a, paths=paths) for a in analyses]
+        write_output(files.markdown, "\n\n".join(md_parts))
+        written.append(("Markdown report", str(files.markdown)))
+    if detailed := files.vllm_json:
         reqs = RunReader(runs[0]).records("speed_request", SpeedRequest)
-        write_output(vllm_json, json.dumps(vllm_detailed_result(reqs), indent=1))
-        files.append(("vLLM-style detailed JSON", str(vllm_json)))
-    write_request_exports([RunReader(p) for p in runs], csv=csv, jsonl=jsonl, console=console)
-    if json_out:
-        write_output(json_out, json_parts[0] if len(json_parts) == 1 else "[\n" + ",\n".join(json_parts) + "\n]")
-        files.append(("JSON", str(json_out)))
-    summary_terminal(console, names, analyses, files)
+        write_output(detailed, json.dumps(vllm_detailed_result(reqs), indent=1))
+        written.append(("vLLM-style detailed JSON", str(detailed)))
+    write_request_exports([RunReader(p) for p in runs], csv=files.csv, jsonl=files.jsonl, console=console)
+    if files.json_out:
+        json_parts = [render_json(a) for a in analyses]
+        write_output(files.json_out, json_parts[0] if len(json_parts) == 1 else "[\n" + ",\n".join(json_parts) + "\n]")
+        written.append(("JSON", str(files.json_out)))
+    summary_terminal(console, names, analyses, written)
+    return analyses
 
 
 @app.command("ls")

@@ -26,7 +26,7 @@ __all__ = ["NOT_SETTINGS", "recorded_options", "refuse_damaged", "resumed_option
 
 # Options that say where output goes or how to exit, not what is measured: free to change on resume.
 NOT_SETTINGS = frozenset({"ctx", "plan", "resume", "out", "markdown", "allow_untrusted", "allow_busy_host", "label", "api_key_env",
-                          "port", "retry_failed", "allow_long_run"})
+                          "port", "retry_failed", "allow_long_run", "html", "json_out"})
 
 M = TypeVar("M", bound=BaseModel)
 

@@ -27,8 +27,10 @@ def _read_weights(model: Path) -> WeightsInfo:
 def roofline_cmd(
     weights_gb: Annotated[float | None, typer.Option("--weights-gb", help="Bytes read per decoded token, in GB "
                                                       "(dense: all weights; MoE: the active ones).")] = None,
-    model: Annotated[Path | None, typer.Option(help="Read the weight bytes from a .gguf, a .safetensors file or "
-                                                "a model directory instead.")] = None,
+    model_file: Annotated[Path | None, typer.Option("--model-file", help="Read the weight bytes from a .gguf, a "
+                                                    ".safetensors file or a model directory instead.")] = None,
+    model: Annotated[Path | None, typer.Option("--model", hidden=True, help="Deprecated: --model-file (in `run`, "
+                                               "--model is the served model name).")] = None,
     bandwidth_gbs: Annotated[float | None, typer.Option("--bandwidth-gbs", help="Memory bandwidth, GB/s.")] = None,
     device: Annotated[str | None, typer.Option(help="A known device instead of --bandwidth-gbs "
                                                "(e.g. 'GB10', 'H100 SXM', 'RTX 4090', 'M2 Max').")] = None,
@@ -45,8 +47,15 @@ def roofline_cmd(
     check_finite(tok_s, "--tok-s", high=1e7)
     check_finite(acceptance_length, "--acceptance-length", low=1.0, low_inclusive=True, high=1e3)
     check_finite(prefill_share, "--prefill-share", low=0.0, low_inclusive=True, high=0.999)
+    if model is not None:
+        if model_file is not None:
+            raise UsageError("give the model once: --model-file (--model is its deprecated old name).")
+        typer.echo("rigbench roofline: --model is deprecated here, use --model-file (in `run`, --model is the "
+                   "served model name).", err=True)
+        model_file, model = model, None
+    model = model_file
     if (weights_gb is None) == (model is None):
-        raise UsageError("give exactly one of --weights-gb or --model.")
+        raise UsageError("give exactly one of --weights-gb or --model-file.")
     if model is not None:
         info = _read_weights(model)
         weights = info.weights_bytes

@@ -6,13 +6,11 @@ from pathlib import Path
 
 import typer
 
-from rigbench.analysis import analyze_run
 from rigbench.cli._app import app
 from rigbench.cli._checks import check_run_options
 from rigbench.cli._console import make_console
-from rigbench.cli._export import write_request_exports
-from rigbench.cli._paths import write_output
 from rigbench.cli._progress import RichProgress
+from rigbench.cli._report import ReportFiles, report_runs
 from rigbench.cli._resume import recorded_options, resumed_options
 from rigbench.cli._run_args import RunArgs
 from rigbench.cli._signals import interrupt_exit_code, interrupt_name
@@ -20,9 +18,8 @@ from rigbench.cli._typed import options_command
 from rigbench.client import run as run_loop
 from rigbench.errors import UsageError
 from rigbench.outside import for_console
-from rigbench.report import render_markdown, render_terminal
 from rigbench.rig.engines import engine_problems
-from rigbench.store import RunReader, new_run_id
+from rigbench.store import new_run_id
 
 __all__ = ["run"]
 
@@ -73,7 +70,8 @@ def _run_plan(o: RunArgs, plan: Path) -> None:
     if o.clients > 1:
         raise UsageError("--clients spreads one endpoint's speed load; a plan's rigs are spread with "
                          "--ray alone. Drop --clients, or run --endpoint URL --clients N --ray ADDRESS.")
-    run_plan(plan, resume=o.resume, out=o.out, markdown=o.markdown, allow_untrusted=o.allow_untrusted, ray=o.ray)
+    run_plan(plan, resume=o.resume, out=o.out, markdown=o.markdown, allow_untrusted=o.allow_untrusted, ray=o.ray,
+             files=ReportFiles(html=o.html, json_out=o.json_out, csv=o.csv, jsonl=o.jsonl))
 
 
 def _run_one(o: RunArgs) -> None:
@@ -107,14 +105,9 @@ def _run_one(o: RunArgs) -> None:
             console.print(f"[yellow]interrupted ({interrupt_name()}): the partial run is kept; continue it with "
                           f"`rigbench run --resume {for_console(run_dir)}`[/]")
             raise typer.Exit(interrupt_exit_code()) from None
-    reader = RunReader(out / header.run_id if resume is None else resume)
-    analysis = analyze_run(reader)
-    render_terminal(analysis, console)
-    if o.markdown:
-        write_output(o.markdown, render_markdown(analysis))
-        console.print(f"Markdown report: {for_console(o.markdown)}")
-    write_request_exports(reader, csv=o.csv, jsonl=o.jsonl, console=console)
+    files = ReportFiles(html=o.html, markdown=o.markdown, json_out=o.json_out, csv=o.csv, jsonl=o.jsonl)
+    report_runs([out / header.run_id if resume is None else resume], console, files)  # as `rigbench report`
     if header.trust is not None and not header.trust.trusted and not o.allow_untrusted:
-        make_console(stderr=True).print("[bold red]The run is UNTRUSTED (reasons above); exiting 1. "
+        make_console(stderr=True).print("[bold red]The run is UNTRUSTED (reasons in its panel above); exiting 1. "
                                    "Pass --allow-untrusted to exit 0 anyway.[/]")
         raise typer.Exit(1)

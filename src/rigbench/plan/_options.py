@@ -28,119 +28,178 @@ class RunOptions(Frozen):
 
     rig: RigFlags = Field(default_factory=RigFlags)  # first: --endpoint, --model, --engine lead the help
     api_key_env: Annotated[str | None, Flag(
-        "Name of the environment variable holding the API key (the key never appears in output or files).")] = None
+        "Environment variable holding the API key (never printed or saved).",
+        metavar="VAR", rich_help_panel="Rig")] = None
     suite: Annotated[str, Flag(
-        "Comma-separated suites to run (speed, quality, mmlu_pro, packs, effort, agent, ...).")] = "speed"
+        "Suites to run, comma-separated: speed, load, quality, mmlu_pro, packs, effort, agent (or a "
+        "part of it: agent_probes, agent_tools, agent_bfcl, agent_tasks).",
+        metavar="LIST", rich_help_panel="Suites")] = "speed"
     profile: Annotated[str, Flag(
-        "Speed profile: quick (shrunk shapes, for small CPU rigs) or full (the seed's shapes: 128/256, 8192/256, "
-        "512/1024, 16384/128).")] = "quick"
-    scenarios: Annotated[str | None, Flag("Comma-separated speed scenarios (default: all four).")] = None
-    repetitions: Annotated[int, Flag("Measured repetitions per scenario.", min=1)] = 5
-    warmup: Annotated[int, Flag("Warm-up repetitions (not counted).", min=0)] = 1
+        "Speed shapes: quick (small, for CPU rigs) or full (the production-size shapes of the "
+        "hand-run benchmark rigbench automates). Listed under --scenarios.",
+        metavar="NAME", rich_help_panel="Workload (speed suite)")] = "quick"
+    scenarios: Annotated[str | None, Flag(
+        "Speed scenarios, comma-separated (default: all four). Input/output tokens, quick | full:\n\n"
+        "chat_short          128/64 | 128/256\n\n"
+        "chat_long_context  1024/64 | 8192/256\n\n"
+        "code_generation    256/128 | 512/1024\n\n"
+        "summarization      2048/32 | 16384/128",
+        metavar="LIST", rich_help_panel="Workload (speed suite)")] = None
+    repetitions: Annotated[int, Flag(
+        "Measured repetitions per scenario and level.",
+        min=1, metavar="N", rich_help_panel="Workload (speed suite)")] = 5
+    warmup: Annotated[int, Flag(
+        "Warm-up repetitions before them (not measured).",
+        min=0, metavar="N", rich_help_panel="Workload (speed suite)")] = 1
     max_requests: Annotated[int | None, Flag(
-        "Refuse, before anything starts, a speed plan of more requests than this (default 1,000,000: a typo "
-        "guard).")] = None
-    concurrency: Annotated[str, Flag("Concurrency levels, e.g. 1,2,4,8.")] = "1"
-    seed: Annotated[int, Flag("Seed for prompts and sampling.")] = 0
+        "Refuse, before anything starts, a speed plan of more requests (default 1,000,000: a typo "
+        "guard).",
+        metavar="N", rich_help_panel="Workload (speed suite)")] = None
+    concurrency: Annotated[str, Flag(
+        "Concurrency levels, comma-separated, e.g. 1,2,4,8.",
+        metavar="LIST", rich_help_panel="Workload (speed suite)")] = "1"
+    seed: Annotated[int, Flag(
+        "Seed for prompts and sampling.",
+        metavar="N", rich_help_panel="Workload (speed suite)")] = 0
     allow_busy_host: Annotated[bool, Flag(
-        "Keep speed figures measured while other processes (or the hypervisor) used the engine's cores: the run "
-        "stays trusted and the busy-host finding is shown.")] = False
+        "Keep speed figures measured while other processes used the engine's cores: the run stays "
+        "trusted and the busy-host finding is shown.",
+        "--allow-busy-host", metavar="", rich_help_panel="Output and verdict")] = False
     allow_long_run: Annotated[bool, Flag(
-        "Run past a day: a load schedule known to take longer is refused up front, and a speed run projected "
-        "longer (from its first measured batch) stops there, unless given.")] = False
+        "Run past a day: a load schedule known to take longer is refused up front, and a speed run "
+        "projected longer (from its first measured batch) stops there, unless given.",
+        "--allow-long-run", metavar="", rich_help_panel="Timeouts and retries")] = False
     allow_unconfined: Annotated[bool, Flag(
-        "Run model-written code (code packs, agent tasks) even where bubblewrap cannot confine it; results are "
-        "marked 'unconfined'.")] = False
+        "Run model-written code (code packs, agent tasks) even where bubblewrap cannot confine it; "
+        "results are marked 'unconfined'.",
+        "--allow-unconfined", metavar="", rich_help_panel="Suites")] = False
     no_sanity: Annotated[bool, Flag(
-        "Skip the known-answer gate (the run is then marked untrusted).", "--no-sanity")] = False
+        "Skip the known-answer gate (the run is then untrusted).",
+        "--no-sanity", metavar="", rich_help_panel="Suites")] = False
     sanity_max_tokens: Annotated[int, Flag(
-        "Token budget per known-answer question (room for models that think first).", min=8)] = 1024
+        "Token budget per known-answer question (room for models that think first).",
+        min=8, metavar="N", rich_help_panel="Suites")] = 1024
     sanity_seed: Annotated[int | None, Flag(
-        "Seed of the gate's generated questions (default: a fresh one per run, recorded in the run).")] = None
+        "Seed of the gate's questions (default: fresh per run, recorded).",
+        metavar="N", rich_help_panel="Suites")] = None
     mmlu_data: Annotated[str | None, Flag(
-        "MMLU-Pro data: a local directory of parquet/JSONL files (default: download TIGER-Lab/MMLU-Pro from "
-        "the hub).")] = None
+        "MMLU-Pro data: a directory of parquet/JSONL files (default: download TIGER-Lab/MMLU-Pro).",
+        metavar="DIR", rich_help_panel="Suites")] = None
     mmlu_questions: Annotated[int | None, Flag(
-        "MMLU-Pro questions per subject (default 200, as the seed).", min=1)] = None
-    mmlu_subjects: Annotated[str | None, Flag("Comma-separated MMLU-Pro subjects (default: all 14).")] = None
+        "MMLU-Pro questions per subject (default 200).",
+        min=1, metavar="N", rich_help_panel="Suites")] = None
+    mmlu_subjects: Annotated[str | None, Flag(
+        "MMLU-Pro subjects, comma-separated (default: all 14).",
+        metavar="LIST", rich_help_panel="Suites")] = None
     pack: Annotated[list[str], Flag(
-        "Task pack for --suite packs/effort: a shipped name (multilingual) or a YAML path; repeatable.",
-        "--pack")] = Field(default_factory=list)
+        "Task packs for --suite packs/effort, comma-separated: shipped names (multilingual) or YAML "
+        "paths.",
+        "--pack", metavar="LIST", rich_help_panel="Suites")] = Field(default_factory=list)
     effort_levels: Annotated[str | None, Flag(
-        "Reasoning-effort levels for --suite effort, e.g. none,low,medium,high,xhigh.")] = None
+        "Reasoning efforts for --suite effort, comma-separated, e.g. none,low,medium,high,xhigh.",
+        metavar="LIST", rich_help_panel="Suites")] = None
     bandwidth_gbs: Annotated[float | None, Flag(
-        "Memory bandwidth (GB/s) for the decode roofline when the device is not in rigbench's table (measure "
-        "it with `rigbench probe`).", min=0.001)] = None
+        "Memory bandwidth for the decode roofline when the device is not in rigbench's table "
+        "(measure it: `rigbench probe`).",
+        metavar="GB/S", rich_help_panel="Rig")] = None
     idle_timeout: Annotated[float | None, Flag(
-        "Fail a request (typed record `idle_timeout`) after this many seconds without a generated token; "
-        "keep-alive comments do not count (default 600).")] = None
+        "Fail a request (`idle_timeout`) after this many seconds without a generated token; "
+        "keep-alive comments do not count (default 600).",
+        metavar="S", rich_help_panel="Timeouts and retries")] = None
     request_timeout: Annotated[float | None, Flag(
-        "Fail a request (typed record `total_timeout`) that runs longer than this many seconds "
-        "(default 3600).")] = None
+        "Fail a request (`total_timeout`) that runs longer than this many seconds (default 3600).",
+        metavar="S", rich_help_panel="Timeouts and retries")] = None
     retry_on: Annotated[str | None, Flag(
-        "Send a request again when the server answers one of these HTTP statuses, e.g. 429,503, after its "
-        "Retry-After (else 1, 2, 4... s); waits are recorded, never timed as latency (default: no "
-        "retries).")] = None
-    max_retries: Annotated[int | None, Flag("With --retry-on: retries per request at most (default 3).")] = None
+        "Send a request again when the server answers one of these HTTP statuses, comma-separated, "
+        "e.g. 429,503, after its Retry-After (else 1, 2, 4... s); waits are recorded, never timed as "
+        "latency (default: no retries).",
+        metavar="LIST", rich_help_panel="Timeouts and retries")] = None
+    max_retries: Annotated[int | None, Flag(
+        "With --retry-on: retries per request at most (default 3).",
+        metavar="N", rich_help_panel="Timeouts and retries")] = None
     max_retry_wait: Annotated[float | None, Flag(
-        "With --retry-on: seconds one request may wait for retries in all; a longer Retry-After ends its "
-        "retries at once (default 60).")] = None
+        "With --retry-on: seconds one request may wait for retries in all; a longer Retry-After ends "
+        "its retries at once (default 60).",
+        metavar="S", rich_help_panel="Timeouts and retries")] = None
     tool_trials: Annotated[int | None, Flag(
-        "Agent suite: trials of each tool-call case (default 3; plan key agent.tool_trials).")] = None
+        "Agent: trials of each tool-call case (default 3).",
+        metavar="N", rich_help_panel="Suites")] = None
     bfcl_per_category: Annotated[int | None, Flag(
-        "Agent suite: BFCL items per category (default 10; 0 skips BFCL; plan key "
-        "agent.bfcl_per_category).")] = None
-    bfcl_trials: Annotated[int | None, Flag("Agent suite: trials of each BFCL item (default 1).")] = None
+        "Agent: BFCL items per category (default 10; 0 skips BFCL).",
+        metavar="N", rich_help_panel="Suites")] = None
+    bfcl_trials: Annotated[int | None, Flag(
+        "Agent: trials of each BFCL item (default 1).",
+        metavar="N", rich_help_panel="Suites")] = None
     bfcl_data: Annotated[str | None, Flag(
-        "Agent suite: a directory holding the BFCL data files (default: the pinned release, downloaded "
-        "once).")] = None
+        "Agent: the BFCL data files (default: the pinned release, downloaded once).",
+        metavar="DIR", rich_help_panel="Suites")] = None
     agent_tasks: Annotated[str | None, Flag(
-        "Agent suite: comma-separated multi-turn tasks, shipped names or task directories (default: every "
-        "shipped task).")] = None
+        "Agent: multi-turn tasks, comma-separated shipped names or task directories (default: all "
+        "shipped).",
+        metavar="LIST", rich_help_panel="Suites")] = None
     task_trials: Annotated[int | None, Flag(
-        "Agent suite: trials of each multi-turn task, the k of pass@k (default 3).")] = None
+        "Agent: trials of each multi-turn task, the k of pass@k (default 3).",
+        metavar="N", rich_help_panel="Suites")] = None
     max_turns: Annotated[int | None, Flag(
-        "Agent suite: a task trial stops after this many model turns (default 20).")] = None
+        "Agent: model turns per task trial at most (default 20).",
+        metavar="N", rich_help_panel="Suites")] = None
     task_max_tokens: Annotated[int | None, Flag(
-        "Agent suite: token budget per model turn of a task (default 1024).")] = None
+        "Agent: token budget per model turn of a task (default 1024).",
+        metavar="N", rich_help_panel="Suites")] = None
     set_: Annotated[list[str], Flag(
-        "Any suite setting a plan file takes, as SECTION.KEY=VALUE (VALUE read as YAML), repeatable: e.g. "
-        "--set agent.repeat_limit=5 --set mmlu_pro.shots=3 --set speed.temperature=0.7 (keys: docs/plans.md).",
-        "--set")] = Field(default_factory=list)
+        "Any plan-file suite setting, SECTION.KEY=VALUE (YAML value), repeatable: e.g. --set "
+        "mmlu_pro.shots=3 (keys: docs/plans.md).",
+        "--set", metavar="KEY=VAL", rich_help_panel="Suites")] = Field(default_factory=list)
     # the load suite (rate mode): suites/load/_flags.py maps them to its settings
     rate: Annotated[float | None, Flag(
-        "Offer load at this many requests per second, open loop (the load suite replaces speed; "
-        "docs/metrics.md, rate mode).")] = None
-    arrival: Annotated[str | None, Flag("Arrival process of --rate: constant, poisson (default) or gamma.")] = None
+        "Offer this many requests per second, open loop (the load suite replaces speed; "
+        "docs/metrics.md).",
+        metavar="RPS", rich_help_panel="Rate mode (load suite)")] = None
+    arrival: Annotated[str | None, Flag(
+        "Arrivals of --rate: constant, poisson (default) or gamma.",
+        metavar="NAME", rich_help_panel="Rate mode (load suite)")] = None
     burstiness: Annotated[float | None, Flag(
-        "Gamma shape of --arrival gamma (1 is Poisson, below 1 burstier).")] = None
-    duration: Annotated[float | None, Flag("Offer each rate for this many seconds (else --requests).")] = None
+        "Gamma shape of --arrival gamma (1 is Poisson, below 1 burstier).",
+        metavar="X", rich_help_panel="Rate mode (load suite)")] = None
+    duration: Annotated[float | None, Flag(
+        "Offer each rate for this many seconds (else --requests).",
+        metavar="S", rich_help_panel="Rate mode (load suite)")] = None
     requests: Annotated[int | None, Flag(
-        "Requests per rate (default 32; the sweep's saturation burst: default 64).")] = None
+        "Requests per rate (default 32; a sweep's saturation burst: 64).",
+        metavar="N", rich_help_panel="Rate mode (load suite)")] = None
     max_concurrency: Annotated[int | None, Flag(
-        "At most this many requests in flight; later ones wait, and the wait counts in their response "
-        "time.")] = None
+        "Requests in flight at most; later ones wait, and the wait counts in their response time.",
+        metavar="N", rich_help_panel="Rate mode (load suite)")] = None
     sweep: Annotated[bool, Flag(
-        "Find the saturation throughput, then measure --sweep-points rates below it (goodput and knee with "
-        "--slo).", "--sweep")] = False
-    sweep_points: Annotated[int | None, Flag("Rates a sweep measures (default 5).")] = None
+        "Find the saturation throughput, then measure --sweep-points rates below it.",
+        "--sweep", metavar="", rich_help_panel="Rate mode (load suite)")] = False
+    sweep_points: Annotated[int | None, Flag(
+        "Rates a sweep measures (default 5).",
+        metavar="N", rich_help_panel="Rate mode (load suite)")] = None
     slo: Annotated[str | None, Flag(
-        "Latency targets for goodput, e.g. ttft=500ms,itl=50ms,e2e=10s (TTFT and e2e from the intended "
-        "start).")] = None
+        "Latency targets of goodput, comma-separated, e.g. ttft=500ms,itl=50ms,e2e=10s (TTFT and "
+        "e2e from the intended start).",
+        metavar="LIST", rich_help_panel="Rate mode (load suite)")] = None
     slo_attainment: Annotated[float | None, Flag(
-        "The knee: highest rate where at least this fraction met every target (default 0.99).")] = None
+        "The knee: the highest rate where this fraction met every target (default 0.99).",
+        metavar="X", rich_help_panel="Rate mode (load suite)")] = None
     input_tokens: Annotated[str | None, Flag(
-        "Load suite: rendered input tokens per request, a count or uniform:LO,HI, normal:MEAN,SD, "
-        "lognormal:MEAN,SD (default 128).")] = None
+        "Input tokens per request: a count, or uniform:LO,HI, normal:MEAN,SD, lognormal:MEAN,SD "
+        "(default 128).",
+        metavar="DIST", rich_help_panel="Rate mode (load suite)")] = None
     output_tokens: Annotated[str | None, Flag(
-        "Load suite: output tokens per request, as --input-tokens (default 64).")] = None
+        "Output tokens per request, as --input-tokens (default 64).",
+        metavar="DIST", rich_help_panel="Rate mode (load suite)")] = None
     trace: Annotated[str | None, Flag(
-        "Load suite: replay this trace's arrivals and lengths (JSONL or CSV; Azure, Mooncake or rigbench "
-        "columns; docs/metrics.md).")] = None
+        "Replay this trace's arrivals and lengths (JSONL or CSV: Azure, Mooncake or rigbench "
+        "columns).",
+        metavar="FILE", rich_help_panel="Rate mode (load suite)")] = None
     sessions: Annotated[int | None, Flag(
-        "Load suite: multi-turn sessions started at --rate; each turn sends the history plus a new user "
-        "message.")] = None
-    turns: Annotated[int | None, Flag("Turns per session (default 2).")] = None
+        "Multi-turn sessions started at --rate; each turn sends the history and a new message.",
+        metavar="N", rich_help_panel="Rate mode (load suite)")] = None
+    turns: Annotated[int | None, Flag(
+        "Turns per session (default 2).",
+        metavar="N", rich_help_panel="Rate mode (load suite)")] = None
 
     @field_validator("bfcl_data", "trace", mode="before")
     @classmethod
@@ -156,6 +215,12 @@ class RunOptions(Frozen):
     @classmethod
     def _none(cls, v: Any) -> Any:
         return list(v or [])
+
+    @field_validator("pack")
+    @classmethod
+    def _comma_list(cls, v: list[str]) -> list[str]:
+        """--pack a,b as --pack a --pack b (lists are comma-separated in every option)."""
+        return [p.strip() for item in v for p in item.split(",") if p.strip()]
 
     @classmethod
     def of(cls, options: Mapping[str, Any]) -> RunOptions:

@@ -11,6 +11,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from matplotlib import rc_context
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
@@ -25,7 +26,11 @@ _COLORS = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#D
 def svg(fig: Figure) -> str:
     """The figure as an <svg> element to inline in HTML (no XML prolog, no DOCTYPE, no external refs)."""
     buf = io.StringIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
+    # a fixed salt for the clip-path ids (matplotlib draws a random one per id): the same run gives the
+    # same page, so `run --html` and `report --html` agree byte for byte. An id then follows from its
+    # clip path alone, so ids repeated across a page's plots name identical clips.
+    with rc_context({"svg.hashsalt": "rigbench"}):
+        fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
     text = buf.getvalue()
     text = re.sub(r"<\?xml[^>]*\?>\s*", "", text)
     text = re.sub(r"<!DOCTYPE[^>]*>\s*", "", text)

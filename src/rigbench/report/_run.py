@@ -40,12 +40,22 @@ def _findings_panel(a: RunAnalysis, console: Console) -> None:
     for n in lines:
         parts.append(Text("! " + visible(n.text, multiline=True), style=_PANEL_STYLE[n.severity]))
     if len(shown) < len(reasons):
-        parts.append(Text(f"! and {len(reasons) - len(shown)} more UNTRUSTED reasons (every one: "
-                          f"rigbench report {visible(a.run_dir)} --markdown FILE)", style="red"))
+        rest = [n.text for n in reasons[len(shown):]]
+        parts.append(Text(f"! and {len(rest)} more UNTRUSTED reasons ({_where_rest(a, rest)})", style="red"))
     for n in sec.notes:
         if n.severity not in ("critical", "error"):
             parts.append(Text("! " + visible(n.text, multiline=True), style=_PANEL_STYLE.get(n.severity, "")))
     console.print(Panel(Group(*parts), title="rigbench", title_align="left"))
+
+
+def _where_rest(a: RunAnalysis, rest: list[str]) -> str:
+    """Where the reasons the panel leaves out are printed: the sanity gate's are listed with it below;
+    any other only in the Markdown report."""
+    gate = a.sections.get("sanity")
+    gate_reasons = {f"UNTRUSTED: {r}" for r in gate[0].reasons} if gate is not None else set()
+    if all(w in gate_reasons for w in rest):
+        return "the sanity gate's, listed with it below"
+    return f"every one: rigbench report {visible(a.run_dir)} --markdown FILE"
 
 
 def render_terminal(a: RunAnalysis, console: Console) -> None:

