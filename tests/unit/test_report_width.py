@@ -115,3 +115,23 @@ def test_whole_reports_fit(width: int) -> None:
     # a failed gate's ten reasons are counted in the header, not listed there one by one
     head = text[: text.index("Startup")]
     assert head.count("UNTRUSTED:") == 3 and "and 7 more UNTRUSTED reasons" in head
+
+
+def test_the_panels_more_reasons_line_says_where_they_are() -> None:
+    # a failed gate: the reasons the panel leaves out are the gate's, printed with the sanity section below
+    a = _analysis(H200 / "20261129-191407-h200-nodraft-5101")
+    c = _console(80)
+    render_terminal(a, c)
+    text = c.file.getvalue()  # type: ignore[attr-defined]
+    flat = " ".join(text.split())
+    assert "more UNTRUSTED reasons (the sanity gate's, listed with it below)" in flat
+    assert "--markdown FILE" not in flat  # not sent to another command for what is printed here
+    gate = " ".join(text[text.index("Sanity gate"):].split())
+    untrusted = [w.removeprefix("UNTRUSTED: ") for w in a.warnings if w.startswith("UNTRUSTED")]
+    assert all(" ".join(r.split())[:40] in gate for r in untrusted[3:]), untrusted[3:]
+    # control: reasons printed nowhere else keep the pointer to the Markdown report, which lists every one
+    other = a.model_copy(update={"warnings": [f"UNTRUSTED: reason {i}" for i in range(6)]})
+    c = _console(80)
+    render_terminal(other, c)
+    flat = " ".join(c.file.getvalue().split())  # type: ignore[attr-defined]
+    assert "and 3 more UNTRUSTED reasons (every one: rigbench report" in flat and "--markdown FILE)" in flat
