@@ -56,3 +56,25 @@ def test_a_rate_mode_run_ends_on_its_knee_and_goodput(tmp_path: Path) -> None:
     assert "saturation:" in said and "req/s" in said
     assert "knee (at least 99% met the SLO):" in said
     assert said.count("req/s offered:") == 2 and "goodput" in said and "met the SLO)" in said
+
+
+def test_a_plan_run_writes_the_reports_of_its_rigs_and_ends_on_their_summary(tmp_path: Path) -> None:
+    a = {k: tmp_path / f"run.{k}" for k in ("html", "json")}
+    b = {k: tmp_path / f"report.{k}" for k in ("html", "json")}
+    with EmulatorProcess(SCRIPT) as emu:
+        plan = tmp_path / "plan.yaml"
+        plan.write_text("name: emu\nsanity: false\n"
+                        "speed: {scenarios: [chat_short], repetitions: 2, warmup: 0}\nrigs:\n"
+                        f"  - {{name: one, endpoint: {{base_url: \"{emu.url}\"}}}}\n"
+                        f"  - {{name: two, endpoint: {{base_url: \"{emu.url}\"}}}}\n")
+        res = invoke("run", str(plan), "--out", str(tmp_path / "runs"), "--allow-untrusted",
+                     "--html", str(a["html"]), "--json", str(a["json"]))
+    assert res.code == 0 and res.traceback is None, res.stderr + res.stdout[-3000:]
+    (plan_dir,) = (tmp_path / "runs").iterdir()
+    report = invoke("report", str(plan_dir), "--html", str(b["html"]), "--json", str(b["json"]))
+    assert report.code == 0, report.stderr
+    for k in a:
+        assert a[k].read_text() == b[k].read_text(), f"run PLAN --{k} and report PLAN_DIR --{k} differ"
+    lines = [line for line in res.stdout.splitlines() if line.strip()]
+    said = "\n".join(lines[lines.index(next(x for x in lines if x.startswith("Summary"))):])
+    assert said.count("chat_short (c=1): decode") == 2 and f"HTML report: {a['html']}" in said
