@@ -8,6 +8,7 @@ import re
 
 import click
 import typer
+from typer.core import TyperOption
 from typer.testing import CliRunner
 
 from rigbench.cli import app
@@ -32,13 +33,19 @@ def _run_command() -> click.Command:
     return group.commands["run"]  # type: ignore[attr-defined]
 
 
+PANELS = {"Rig", "Suites", "Workload (speed suite)", "Rate mode (load suite)", "Output and verdict", "Timeouts and retries",
+          "Resume", "Scale-out"}
+
+
 def test_every_run_option_sits_in_a_named_panel() -> None:
-    loose = [p.name for p in _run_command().params
-             if isinstance(p, click.Option) and p.name != "help" and not getattr(p, "rich_help_panel", None)]
-    assert loose == [], f"`run` options outside the help panels (give them rich_help_panel=): {loose}"
+    options = [p for p in _run_command().params if isinstance(p, TyperOption) and p.name != "help"]
+    assert len(options) > 60
+    loose = [p.name for p in options if not getattr(p, "rich_help_panel", None)]
+    assert loose == [], f"`run` options outside the help panels (give their Flag rich_help_panel=): {loose}"
+    panels = {getattr(p, "rich_help_panel", None) for p in options}
+    assert panels == PANELS, f"a misspelt panel makes a panel of its own: {panels - PANELS}"
     text = _help("run")
-    for panel in ("Rig", "Suites", "Workload (speed suite)", "Rate mode (load suite)", "Output and verdict",
-                  "Timeouts and retries", "Resume", "Scale-out"):
+    for panel in PANELS:
         assert f"─ {panel} ─" in text, panel
 
 
