@@ -113,3 +113,19 @@ def test_live_figures_come_from_the_request_as_the_report_defines_them() -> None
                        chunk_kind="c" * 101, usage={"completion_tokens": 101}, http_status=200)
     # 100 tokens after the first in 1.0 s: 100 tok/s; the first token at 100 ms
     assert live_figures(res) == "100 tok/s, TTFT 100 ms"
+
+
+def test_the_eta_counts_down_between_units_instead_of_growing_while_one_runs() -> None:
+    now = [0.0]
+    prog = RichProgress(Console(file=io.StringIO(), width=80, emoji=False), get_time=lambda: now[0])
+    with prog:
+        t = prog.task("sanity gate: 4 known-answer questions", 4)
+        now[0] = 10.0
+        prog.advance(t)  # one in 10 s: three more take about 30 s
+        assert "ETA 0:30" in prog.lines()[0]
+        now[0] = 20.0  # a slow second question: the estimate counts down, it does not grow
+        assert "ETA 0:20" in prog.lines()[0]
+        now[0] = 60.0
+        assert "ETA 0:00" in prog.lines()[0]
+        prog.advance(t)  # two in 60 s: two more take about 60 s
+        assert "ETA 1:00" in prog.lines()[0]

@@ -16,6 +16,7 @@ every advance, at the next redraw.
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, ProgressColumn, SpinnerColumn, Task, TextColumn
@@ -85,8 +86,9 @@ class _Figures(ProgressColumn):
 
 
 class _Clock(ProgressColumn):
-    """ETA at the pace so far (warm-up requests take as long as measured ones, so they count towards the
-    pace, not the count); elapsed/duration for a window of fixed length; elapsed once done."""
+    """ETA at the pace up to the last unit done (warm-up requests take as long as measured ones, so they
+    count towards the pace, not the count), counting down until the next; elapsed/duration for a window
+    of fixed length; elapsed once done."""
 
     max_refresh = 0.5
 
@@ -97,13 +99,17 @@ class _Clock(ProgressColumn):
             return Text(f"{_clock(elapsed)}/{_clock(duration)}", style="dim")
         done = task.completed + (task.fields.get("warmup_done") or 0)
         planned = (task.total or 0) + (task.fields.get("warmup_total") or 0)
-        if task.finished or task.total is None or not done or not elapsed or done >= planned:
+        paced_at = task.fields.get("paced_at")  # elapsed at the last unit done
+        if task.finished or task.total is None or not done or not paced_at or done >= planned:
             return Text(_clock(elapsed), style="dim")
-        return Text(f"ETA {_clock(elapsed * (planned - done) / done)}", style="dim")
+        # the pace up to the last unit done, counted down since: no drift while a long unit runs
+        eta = paced_at * (planned - done) / done - ((elapsed or paced_at) - paced_at)
+        return Text(f"ETA {_clock(max(eta, 0.0))}", style="dim")
 
 
 class RichProgress:
-    def __init__(self, console: Console) -> None:
+    def __init__(self, console: Console, *, get_time: Callable[[], float] | None = None) -> None:
+        """`get_time`: the clock of elapsed times and the ETA (tests pass a fake one)."""
         self.console = console
         self._p = Progress(
             SpinnerColumn(),
@@ -113,7 +119,7 @@ class RichProgress:
             BarColumn(bar_width=8), _Count(table_column=Column(min_width=3, justify="right", no_wrap=True)),
             _Figures(), _Clock(table_column=Column(min_width=8, justify="right", no_wrap=True)),
             console=console, transient=False, expand=True,
-            refresh_per_second=REDRAWS_PER_S, auto_refresh=console.is_terminal)
+            refresh_per_second=REDRAWS_PER_S, auto_refresh=console.is_terminal, get_time=get_time)
         self._build_task: int | None = None
 
     def __enter__(self) -> RichProgress:
@@ -125,17 +131,18 @@ class RichProgress:
 
     def task(self, description: str, total: int | None, *, warmup: int = 0, duration_s: float | None = None) -> int:
         return int(self._p.add_task(for_console(description), total=total, warmup_total=warmup, warmup_done=0,
-                                    warming=False, last=None, duration_s=duration_s))
+                                    warming=False, last=None, duration_s=duration_s, paced_at=None))
 
     def advance(self, task_id: int, n: int = 1, *, result: StreamResult | None = None,
                 warmup: bool = False) -> None:
         tid = task_id  # rich's TaskID is an int
+        task = self._p.tasks[self._index(tid)]
         if warmup:  # not measured: neither counted nor shown as figures
-            done = self._p.tasks[self._index(tid)].fields.get("warmup_done", 0) + n
-            self._p.update(tid, warmup_done=done, warming=True)  # type: ignore[arg-type]
+            self._p.update(tid, warmup_done=task.fields.get("warmup_done", 0) + n, warming=True,  # type: ignore[arg-type]
+                           paced_at=task.elapsed)
         else:
             figures = {} if result is None else {"last": result}
-            self._p.update(tid, advance=n, warming=False, **figures)  # type: ignore[arg-type]
+            self._p.update(tid, advance=n, warming=False, paced_at=task.elapsed, **figures)  # type: ignore[arg-type]
 
     def done(self, task_id: int) -> None:
         t = self._p.tasks[self._index(task_id)]
