@@ -97,6 +97,7 @@ def test_a_pipe_gets_the_final_state_once() -> None:
     prog = RichProgress(Console(file=out, width=80, emoji=False))
     with prog:
         t = prog.task("speed chat_short 128→64", 3, warmup=1)
+        assert "warm-up 0/1" in prog.lines()[0]  # warm-up runs first: said before its first request ends
         prog.advance(t, warmup=True)
         for _ in range(3):
             prog.advance(t)

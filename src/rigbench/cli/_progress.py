@@ -131,7 +131,7 @@ class RichProgress:
 
     def task(self, description: str, total: int | None, *, warmup: int = 0, duration_s: float | None = None) -> int:
         return int(self._p.add_task(for_console(description), total=total, warmup_total=warmup, warmup_done=0,
-                                    warming=False, last=None, duration_s=duration_s, paced_at=None))
+                                    warming=warmup > 0, last=None, duration_s=duration_s, paced_at=None))
 
     def advance(self, task_id: int, n: int = 1, *, result: StreamResult | None = None,
                 warmup: bool = False) -> None:
