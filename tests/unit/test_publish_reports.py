@@ -7,7 +7,9 @@ really differs, never by `#1`.
 from __future__ import annotations
 
 import itertools
+import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -107,3 +109,31 @@ def test_check_says_one_slot_not_one_slots() -> None:
     assert "1 slot (" in one["concurrency_over_slots"].evidence and "1 slots" not in one["concurrency_over_slots"].problem
     two = {f.id: f for f in preflight("llama-server -m m.gguf -np 2", PreflightInput(concurrency=[4])).findings}
     assert "2 slots (" in two["concurrency_over_slots"].evidence  # control: the plural stays
+
+
+def _with_failed_gate(tmp: Path) -> Path:
+    """run_v1 whose known-answer gate failed: one answer errored (the request failed), one was wrong."""
+    from rigbench.records import SanityAnswer, SanityVerdict
+
+    run = tmp / "failed-gate"
+    shutil.copytree(V1, run)
+    head = json.loads((run / "run.json").read_text())
+    head["source_data_id"] = None  # a record added below: no recorded id to contradict
+    (run / "run.json").write_text(json.dumps(head))
+    errored = SanityAnswer(question_id="en_capital_france", language="en", prompt="Capital of France?", answer="",
+                           reasoning_chars=0, finish_reason=None, error="timed out after 30 s", correct=False)
+    wrong = errored.model_copy(update={"question_id": "en_count", "answer": "seven", "error": None,
+                                       "finish_reason": "stop"})
+    verdict = SanityVerdict(trusted=False, answers=[errored, wrong], max_tokens=64,
+                            reasons=["en_capital_france: request failed: timed out after 30 s",
+                                     "en_count: wrong answer: 'seven'"])
+    with (run / "records.jsonl").open("a") as f:
+        f.write(verdict.model_dump_json() + "\n")
+    return run
+
+
+def test_a_failed_gate_reads_as_a_post_with_its_reasons_marked(tmp_path: Path) -> None:
+    md = render_markdown(analyze_run(RunReader(_with_failed_gate(tmp_path))))
+    _assert_publishable(md)  # the gate's error notes are list items with a bold lead, not bold paragraphs
+    assert "- **✗ en_capital_france**: request failed: timed out after 30 s" in md
+    assert "- **✗ en_count**: wrong answer" in md

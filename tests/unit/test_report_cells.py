@@ -153,7 +153,9 @@ def _preflight() -> Section:
 
 
 def _md_read(md: str) -> str:
-    """Markdown as its reader sees it: backslash escapes and entities resolved (rigbench.outside)."""
+    """Markdown as its reader sees it: bold markers dropped, backslash escapes and entities resolved
+    (rigbench.outside)."""
+    md = re.sub(r"(?<!\\)\*\*", "", md)  # bold markers (a literal * is escaped: \*)
     return html.unescape(re.sub(r"\\(.)", r"\1", md))
 
 
@@ -209,7 +211,7 @@ def test_a_failed_gate_gives_its_reasons_in_markdown_and_its_answers_on_the_term
     sec = _sanity()
     assert sec.title.startswith("Sanity gate: FAILED, 0/10")
     md = section_markdown(sec, heading=None)
-    assert "- **✗ en_capital_france: wrong answer" in md  # the terminal's reasons, now in Markdown too
+    assert "- **✗ en_capital_france**: wrong answer" in md  # the terminal's reasons, now in Markdown too
     assert len(_terminal_rows(sec)) == 10  # Markdown's per-question table, now on the terminal too
 
 

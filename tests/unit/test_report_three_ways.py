@@ -80,9 +80,7 @@ Sections = dict[str, dict[str, Any]]  # title -> level, rows (header first), not
 
 
 def _md_text(t: str) -> str:
-    t = t.strip()
-    if t.startswith("**") and t.endswith("**") and len(t) > 4:
-        t = t[2:-2]
+    t = re.sub(r"(?<!\\)\*\*", "", t.strip())  # bold markers (a literal * is escaped: \*)
     return html.unescape(re.sub(r"\\(.)", r"\1", t))
 
 

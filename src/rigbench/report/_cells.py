@@ -10,8 +10,11 @@ How a severity shows (a cell or note without one is plain everywhere):
 | muted    | dim           | plain        | plain           |
 | notable  | bold          | plain        | bold            |
 | warn     | yellow        | plain        | plain           |
-| error    | red           | bold         | bold            |
-| critical | bold magenta  | bold         | bold            |
+| error    | red           | bold lead    | bold            |
+| critical | bold magenta  | bold lead    | bold            |
+
+A Markdown note of a bold severity has only its lead in bold (up to its first colon, else its
+first word): a whole bold list item reads as a shouted paragraph in a post.
 
 A section's `title_severity` colours its title on the terminal only (Markdown and HTML titles are
 already bold). A note of `level` 1 is a sub-item of the note before it: indented on the terminal and
@@ -175,8 +178,15 @@ def section_markdown(sec: Section, *, heading: str | None = "###", align: bool =
 
 
 def _md_note(n: Note) -> str:
+    """A note of a bold severity is marked by its lead in bold (up to its first colon, else its first
+    word), never bold whole: a bold list item reads as a shouted paragraph in a post."""
     t = for_markdown(n.text)
-    return f"**{t}**" if n.severity in _MD_BOLD else t
+    if n.severity not in _MD_BOLD:
+        return t
+    lead, sep, rest = t.partition(": ")
+    if not (sep and rest and lead):
+        lead, sep, rest = t.partition(" ")
+    return f"**{lead}**{sep}{rest}" if sep and rest else f"**{t}**"
 
 
 def markdown_table(sec: Section, *, align: bool = True) -> list[str]:
