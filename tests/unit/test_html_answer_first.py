@@ -41,7 +41,7 @@ def test_the_first_screen_answers_then_plots_tables_details_fingerprints() -> No
     verdict = page[page.index("<h2>Verdict</h2>"):page.index("<h2>Headline figures</h2>")]
     assert "UNTRUSTED" in verdict and "the sanity gate was skipped" in verdict
     headline = page[page.index("<h2>Headline figures</h2>"):page.index("<h2>Plots</h2>")]
-    assert "chat_short" in headline and "121.1±2.5" in headline  # decode tok/s of chat_short
+    assert "chat_short" in headline and "121±2" in headline  # decode tok/s of chat_short
     # the terminal's sections are all there: startup, roofline, client vs server timings
     details = page[page.index("run_v1: details"):page.index("<h2>Warnings</h2>")]
     for what in ("Startup (measured by rigbench)", "Decode roofline", "Client vs server", "Latency percentiles"):
@@ -92,3 +92,31 @@ def test_ten_runs_at_once_stay_readable() -> None:
     assert measured.count("<tr>") == 11  # header + one row per run
     # one plot per kind, not one per run
     assert page.count("TTFT and ITL over requests (CDF)") == 1
+
+
+def test_a_speed_figure_is_written_the_same_in_every_table_that_shows_it() -> None:
+    """One rounding rule (report/_fmt.py): chat_short's decode tok/s (121.1 ± 2.5 unrounded), TTFT and
+    ITL read the same in the headline, the table across runs, the run's own speed table (HTML and
+    Markdown) and the summary."""
+    from rigbench.report import render_markdown
+    from rigbench.report._summary import _headline
+
+    a = analyze_run(RunReader(V1))
+    _, page = _page([V1])
+    md = render_markdown(a)
+
+    def row(table_html: str) -> list[str]:  # the chat_short row's cells, tags stripped
+        tr = next(t for t in re.findall(r"<tr>(.*?)</tr>", table_html) if ">chat_short<" in t)
+        return [re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", tr)]
+
+    headline = row(page[page.index("<h2>Headline figures</h2>"):page.index("<h2>Plots</h2>")])
+    across = row(page[page.index("<h2>Speed, run by run</h2>"):page.index("run_v1: details")])
+    details = page[page.index("run_v1: details"):page.index("<h2>Warnings</h2>")]
+    own = row(details[details.index("<h3>Speed"):])
+    md_own = [c.strip() for c in next(line for line in md.splitlines() if line.startswith("| chat_short |")).split("|")]
+    figures = ("121±2", "374±24", "8.3±0.2")  # decode tok/s, TTFT ms, ITL ms
+    for table in (headline, across, own, md_own):
+        for f in figures:
+            assert f in table, (f, table)
+    assert "chat_short (c=1): decode 121±2 tok/s, TTFT 374±24 ms" in _headline(a)  # the end-of-report summary
+    assert "121.1±2.5" not in page and "121.1±2.5" not in md  # control: the other rule is gone

@@ -14,7 +14,7 @@ from rigbench.analysis import Comparison, Revision, RunAnalysis, SuiteComparison
 from rigbench.outside import visible
 from rigbench.report._cells import section_markdown
 from rigbench.report._differences import differences_section
-from rigbench.report._fmt import fmt_margin, fmt_stat
+from rigbench.report._fmt import fmt_margin, fmt_stat, fmt_tok_s
 from rigbench.report._labels import SYNTH_NOTE, synthetic_acceptance
 from rigbench.report._publish import hide_session_details, report_title
 from rigbench.report._suite_compare import suite_comparison_markdown
@@ -50,12 +50,12 @@ def _grid(names: Sequence[str], analyses: Sequence[RunAnalysis],
     multi_conc = len({r.concurrency for r in base.rows}) > 1
     for r in base.rows:
         label = r.scenario + (f" (c={r.concurrency})" if multi_conc else "")
-        cells = [label, f"{r.input_tokens_target} / {r.output_tokens_target}", fmt_stat(r.e2e_tok_s, digits=1)]
+        cells = [label, f"{r.input_tokens_target} / {r.output_tokens_target}", fmt_tok_s(r.e2e_tok_s)]
         comps: list[Comparison | None] = [*comparisons, *[None] * (len(others) - len(comparisons))]
         for other, comp, L in zip(others, comps, synth[1:], strict=True):
             o = other.get((r.scenario, r.concurrency))
             ratio = _ratio(comp, r.scenario, r.concurrency)
-            cells += [fmt_stat(o.e2e_tok_s, digits=1) if o else "–", ratio + (" synthetic" if L is not None else "")]
+            cells += [fmt_tok_s(o.e2e_tok_s) if o else "–", ratio + (" synthetic" if L is not None else "")]
         rows.append(cells)
     return head, rows
 

@@ -4,13 +4,37 @@ from __future__ import annotations
 
 from rigbench.analysis import MAX_NEEDED, Stat
 
-__all__ = ["fmt_bytes", "fmt_margin", "fmt_stat", "verdict_cell", "verdict_sentence"]
+__all__ = ["fmt_bytes", "fmt_itl_ms", "fmt_margin", "fmt_stat", "fmt_tok_s", "fmt_ttft_ms", "verdict_cell",
+           "verdict_sentence"]
 
 
 def fmt_stat(s: Stat | None, *, digits: int = 2, scale: float = 1.0, unit: str = "") -> str:
     if s is None or s.n == 0:
         return "–"
     return f"{s.median * scale:.{digits}f}±{s.std * scale:.{digits}f}{unit}"
+
+
+# The speed figures (median ± standard deviation over requests) are written by one rule in every table
+# that shows them (per-run speed table, HTML headline and cross-run tables, the end-of-report summary):
+# tok/s to about three significant digits, TTFT to the whole millisecond, ITL to 0.1 ms. At the spreads
+# these figures have (a few percent), a further digit is noise.
+
+
+def fmt_tok_s(s: Stat | None) -> str:
+    """tok/s to about three significant digits: 65.4±0.4, 121±2, 1663±25."""
+    if s is None or s.n == 0:
+        return "–"
+    return fmt_stat(s, digits=0 if abs(s.median) >= 100 else 1 if abs(s.median) >= 10 else 2)
+
+
+def fmt_ttft_ms(s: Stat | None) -> str:
+    """TTFT in whole milliseconds: 73±5 (given in seconds)."""
+    return fmt_stat(s, digits=0, scale=1e3)
+
+
+def fmt_itl_ms(s: Stat | None) -> str:
+    """ITL in milliseconds to 0.1 ms: 15.1±0.1 (given in seconds)."""
+    return fmt_stat(s, digits=1, scale=1e3)
 
 
 def fmt_bytes(n: int | None) -> str:

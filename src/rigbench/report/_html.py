@@ -18,7 +18,7 @@ from rigbench.report._blog import _NOTE, _grid, _revision_note
 from rigbench.report._cells import Cell, html_table, section_html
 from rigbench.report._differences import differences_section
 from rigbench.report._fingerprint import fingerprint_section
-from rigbench.report._fmt import fmt_stat
+from rigbench.report._fmt import fmt_itl_ms, fmt_tok_s, fmt_ttft_ms
 from rigbench.report._labels import SYNTH_NOTE, synthetic_acceptance
 from rigbench.report._plots import (
     plot_acceptance,
@@ -116,9 +116,9 @@ def _headline(names: Sequence[str], analyses: Sequence[RunAnalysis]) -> str:
             rs = sorted((r for r in a.speed.rows if r.scenario == sc), key=lambda r: r.concurrency)
             lo, hi = rs[0], rs[-1]
             e = eff.get((lo.scenario, lo.concurrency))
-            rows.append([n, sc, fmt_stat(lo.decode_tok_s, digits=1), "n/c" if lo.ttft_not_comparable
-                         else fmt_stat(lo.ttft_s, digits=0, scale=1e3), fmt_stat(lo.itl_mean_s, digits=1, scale=1e3),
-                         f"{fmt_stat(hi.aggregate_tok_s, digits=0)} (c={hi.concurrency})",
+            rows.append([n, sc, fmt_tok_s(lo.decode_tok_s), "n/c" if lo.ttft_not_comparable
+                         else fmt_ttft_ms(lo.ttft_s), fmt_itl_ms(lo.itl_mean_s),
+                         f"{fmt_tok_s(hi.aggregate_tok_s)} (c={hi.concurrency})",
                          "–" if e is None else f"{e:.0%}"])
     head = ["run", "scenario", "decode tok/s", "TTFT ms", "ITL ms", "aggregate tok/s at top c",
             "of roofline"]
@@ -195,10 +195,9 @@ def _speed_side_by_side(names: Sequence[str], analyses: Sequence[RunAnalysis]) -
             if r is None:
                 rows.append([sc, str(c), n, Cell("not measured", "muted"), "", "", "", "", ""])
                 continue
-            rows.append([sc, str(c), n, str(r.requests - r.failed), fmt_stat(r.e2e_tok_s, digits=1),
-                         fmt_stat(r.decode_tok_s, digits=1),
-                         "n/c" if r.ttft_not_comparable else fmt_stat(r.ttft_s, digits=0, scale=1e3),
-                         fmt_stat(r.itl_mean_s, digits=1, scale=1e3), fmt_stat(r.aggregate_tok_s, digits=0)])
+            rows.append([sc, str(c), n, str(r.requests - r.failed), fmt_tok_s(r.e2e_tok_s), fmt_tok_s(r.decode_tok_s),
+                         "n/c" if r.ttft_not_comparable else fmt_ttft_ms(r.ttft_s), fmt_itl_ms(r.itl_mean_s),
+                         fmt_tok_s(r.aggregate_tok_s)])
     head = ["scenario", "c", "run", "n", "e2e tok/s", "decode tok/s", "TTFT ms", "ITL ms", "aggregate tok/s"]
     return ("<h2>Speed, run by run</h2>" + html_table(head, rows, numeric_from=3)
             + f'<p class="note">Median ± standard deviation over requests (warm-up excluded). {_e(LATENCY_KEY)}</p>')

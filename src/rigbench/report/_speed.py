@@ -13,7 +13,7 @@ from rich.table import Table
 
 from rigbench.analysis import ScenarioSpeed, SpeedSummary, Stat
 from rigbench.report._cells import Note, Section, section_markdown, simple_table
-from rigbench.report._fmt import fmt_stat
+from rigbench.report._fmt import fmt_itl_ms, fmt_tok_s, fmt_ttft_ms
 
 __all__ = ["LATENCY_HEAD", "NM", "PROVENANCE_KEY", "SPEED_HEAD", "latency_cells", "latency_markdown", "latency_section",
            "latency_table", "not_measurable_notes", "speed_cells", "speed_markdown", "speed_section", "speed_table"]
@@ -63,23 +63,16 @@ def _n(r: ScenarioSpeed) -> str:
     return f"{r.requests - r.failed}" + (f" ({r.failed} failed)" if r.failed else "")
 
 
-def _rate(s: Stat | None) -> str:
-    """tok/s to about three significant digits: 65.4±0.4, 771±2 (a fourth digit is noise here)."""
-    if s is None or s.n == 0:
-        return "–"
-    return fmt_stat(s, digits=0 if abs(s.median) >= 100 else 1 if abs(s.median) >= 10 else 2)
-
-
 def speed_cells(summary: SpeedSummary) -> list[list[str]]:
     """One row per scenario and concurrency (then the skipped scenarios), in `SPEED_HEAD` order."""
     rows = []
     for r in summary.rows:
-        ttft = fmt_stat(r.ttft_s, digits=0, scale=1e3) if r.ttft_not_comparable is None else "n/c*"
-        decode, itl = _rate(r.decode_tok_s), fmt_stat(r.itl_mean_s, digits=1, scale=1e3)
+        ttft = fmt_ttft_ms(r.ttft_s) if r.ttft_not_comparable is None else "n/c*"
+        decode, itl = fmt_tok_s(r.decode_tok_s), fmt_itl_ms(r.itl_mean_s)
         if r.latency_not_measurable:
             ttft = decode = itl = NM
         rows.append([r.scenario, f"{r.input_tokens_target}→{r.output_tokens_target}", str(r.concurrency), _n(r),
-                     _rate(r.e2e_tok_s), decode, ttft, itl, _rate(r.aggregate_tok_s),
+                     fmt_tok_s(r.e2e_tok_s), decode, ttft, itl, fmt_tok_s(r.aggregate_tok_s),
                      f"{r.tokens_per_chunk:.2f}" if r.tokens_per_chunk is not None else "–",
                      r.provenance.label if r.provenance is not None else "–"])
     for name, reason in summary.skipped.items():

@@ -10,7 +10,7 @@ from rich.text import Text
 
 from rigbench.analysis import LoadSummary, RunAnalysis
 from rigbench.outside import visible
-from rigbench.report._fmt import fmt_stat
+from rigbench.report._fmt import fmt_tok_s, fmt_ttft_ms
 
 __all__ = ["summary_terminal"]
 
@@ -23,8 +23,8 @@ def _headline(a: RunAnalysis) -> list[str]:
         return parts or ["no speed results"]
     for sc in dict.fromkeys(r.scenario for r in a.speed.rows):
         r = min((r for r in a.speed.rows if r.scenario == sc), key=lambda r: r.concurrency)
-        ttft = "n/c" if r.ttft_not_comparable else fmt_stat(r.ttft_s, digits=0, scale=1e3) + " ms"
-        parts.append(f"{sc} (c={r.concurrency}): decode {fmt_stat(r.decode_tok_s, digits=1)} tok/s, TTFT {ttft}")
+        ttft = "n/c" if r.ttft_not_comparable else fmt_ttft_ms(r.ttft_s) + " ms"
+        parts.append(f"{sc} (c={r.concurrency}): decode {fmt_tok_s(r.decode_tok_s)} tok/s, TTFT {ttft}")
     return parts
 
 
