@@ -137,3 +137,12 @@ def test_a_failed_gate_reads_as_a_post_with_its_reasons_marked(tmp_path: Path) -
     _assert_publishable(md)  # the gate's error notes are list items with a bold lead, not bold paragraphs
     assert "- **✗ en_capital_france**: request failed: timed out after 30 s" in md
     assert "- **✗ en_count**: wrong answer" in md
+
+
+def test_a_long_section_title_is_a_short_heading_and_a_line_under_it() -> None:
+    md = render_markdown(analyze_run(RunReader(EMU_B)))  # a run from before host conditions were recorded
+    lines = md.splitlines()
+    at = lines.index("## Host conditions: not recorded")
+    assert lines[at + 2].startswith("This run predates rigbench measuring them, so a busy host")
+    long_headings = [line for line in lines if line.startswith("#") and len(line) > 100]
+    assert not long_headings, long_headings

@@ -95,7 +95,9 @@ def _md_sections(md: str) -> Sections:
             continue
         if cur is None:
             continue
-        if line.startswith("|"):
+        if line.strip() and not line.startswith(("|", " ", "-")) and not cur["rows"] and not cur["notes"]:
+            cur["lead"] = _md_text(line)  # the line under a heading: the rest of a long title
+        elif line.startswith("|"):
             if not re.fullmatch(r"\|(-+:?\|)+", line):
                 cur["rows"].append([_md_text(c) for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]])
         elif re.match(r"\s*- ", line):
@@ -120,6 +122,8 @@ class _Html(HTMLParser):
             self._buf = (tag, [])
         elif tag == "p" and "note" in cls.split():
             self._buf = ("note", [])
+        elif tag == "p" and "lead" in cls.split():
+            self._buf = ("lead", [])
         elif tag == "tr":
             self._row = []
         elif tag in ("td", "th") and self._row is not None:
@@ -129,7 +133,7 @@ class _Html(HTMLParser):
             self.items.append(("li-start", cls))
 
     def handle_endtag(self, tag: str) -> None:
-        if self._buf and tag == ("p" if self._buf[0] == "note" else self._buf[0]):
+        if self._buf and tag == ("p" if self._buf[0] in ("note", "lead") else self._buf[0]):
             self.items.append((self._buf[0], "".join(self._buf[1])))
             self._buf = None
         elif tag in ("td", "th") and self._cell is not None and self._row is not None:
@@ -172,6 +176,8 @@ def _html_sections(page: str, name: str) -> tuple[Sections, list[tuple[str, str]
             cur["rows"].append(value)
         elif kind == "note" and cur is not None:
             cur["notes"].append(value)
+        elif kind == "lead" and cur is not None:
+            cur["lead"] = value
         elif kind == "li-start":
             cls = value
         elif kind == "li" and where == "Warnings":
@@ -206,6 +212,8 @@ def test_terminal_markdown_and_html_show_the_same_sections_rows_and_notes(analys
     lines = term.splitlines()
     for title, sec in md.items():
         assert _flat(title) in flat, title  # a long title wraps at its table's width
+        if "lead" in sec:
+            assert _flat(sec["lead"]) in flat, (title, sec["lead"])
         for row in sec["rows"][1:]:  # the terminal's header may be its short form (with a key)
             cells = [c for c in row if c.strip()]
             if title.startswith("Preflight"):  # one card per finding: its cells on lines of their own

@@ -16,6 +16,9 @@ How a severity shows (a cell or note without one is plain everywhere):
 A Markdown note of a bold severity has only its lead in bold (up to its first colon, else its
 first word): a whole bold list item reads as a shouted paragraph in a post.
 
+A section's `lead` continues a title too long for a heading: a short title, then the lead as the first
+line under it (a line on the terminal, a paragraph in Markdown, a `lead` paragraph in HTML).
+
 A section's `title_severity` colours its title on the terminal only (Markdown and HTML titles are
 already bold). A note of `level` 1 is a sub-item of the note before it: indented on the terminal and
 in HTML, a nested list item in Markdown. A section with no rows is its title and notes alone.
@@ -78,6 +81,7 @@ class Section:
     short_title: str | None = None
     key: str | None = None
     title_severity: Severity | None = None
+    lead: str | None = None  # the first line under the title (what a long title would have said)
 
     def __post_init__(self) -> None:
         # a ragged row would silently shift every later cell under the wrong header in all three outputs
@@ -120,6 +124,11 @@ def section_terminal(console: Console, sec: Section,
     short headers with the key as the caption, the first column never wrapped. `pairs`: a boxed
     two-column table of name and value, no header. `title=False`: the caller prints the title."""
     name = (sec.short_title or sec.title) if title else None
+    if name and sec.lead:  # the title, then its lead on the line under it, then the table untitled
+        console.print(Text(visible(name)), style=_RICH_STYLE[sec.title_severity] if sec.title_severity else "italic",
+                      highlight=False)
+        console.print(visible(sec.lead), highlight=False, markup=False)
+        name = None
     # the title as text, not markup: a run label such as "[synthetic L=3.4]" must survive
     shown = Text(visible(name)) if name else None
     if not sec.rows:
@@ -132,7 +141,7 @@ def section_terminal(console: Console, sec: Section,
                                    title_style=_RICH_STYLE[sec.title_severity] if sec.title_severity else None,
                                    cards=layout == "cards"))
     elif layout == "simple":
-        console.print(simple_table(sec, title=title))
+        console.print(simple_table(sec, title=name is not None))
     else:
         t = Table(title=shown, show_header=False, title_justify="left",
                   title_style=_RICH_STYLE[sec.title_severity] if sec.title_severity else None)
@@ -170,6 +179,8 @@ def section_markdown(sec: Section, *, heading: str | None = "###", align: bool =
     `align=False`: every column left-aligned."""
     title = for_markdown(sec.title)
     lines = [f"{heading} {title}" if heading else f"**{title}**"]
+    if sec.lead:
+        lines += ["", for_markdown(sec.lead)]
     if sec.rows:
         lines += ["", *markdown_table(sec, align=align)]
     if sec.notes:
@@ -226,6 +237,8 @@ def html_table(head: Sequence[str], rows: Sequence[Sequence[str | Cell]], *, num
 def section_html(sec: Section, *, numeric_from: int | None = None, level: int = 3) -> str:
     """A title (h3, or h`level`), the table (none when the section has no rows), then the notes."""
     out = f"<h{level}>{_e(sec.title)}</h{level}>"
+    if sec.lead:
+        out += f'<p class="lead">{_e(sec.lead)}</p>'
     if sec.rows:
         out += html_table(sec.head, sec.rows, numeric_from=sec.left_cols if numeric_from is None else numeric_from)
     return out + "".join(_html_note(n) for n in sec.notes)

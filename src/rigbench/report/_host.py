@@ -19,8 +19,9 @@ def _c(v: float | None) -> str:
 def host_section(v: HostVerdict) -> Section:
     """One row per window, in cores (CPU seconds / wall seconds); a busy window's figures in red."""
     if not v.recorded:
-        return Section("Host conditions: not recorded (this run predates rigbench measuring them, so a busy "
-                       "host can be neither shown nor ruled out)", [], [], title_severity="warn")
+        return Section("Host conditions: not recorded", [], [], title_severity="warn",
+                       lead="This run predates rigbench measuring them, so a busy host can be neither shown nor "
+                            "ruled out.")
     rows: list[list[str | Cell]] = []
     for r in v.rows:
         busy_other = r.other_cores is not None and r.other_cores >= OTHER_CORES_MAX
