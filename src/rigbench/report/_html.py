@@ -218,11 +218,13 @@ def render_html(names: Sequence[str], analyses: Sequence[RunAnalysis], compariso
     synth = [n for n, a in zip(names, analyses, strict=True) if synthetic_acceptance(a.header) is not None]
     if synth:
         parts.append(f'<div class="warn bad"><b>{_e(", ".join(synth))}</b>: {_e(SYNTH_NOTE)}</div>')
+    parts.append(_headline(names, analyses))
+    # what differs between the rigs, and re-measurements, right under the figures they explain (the
+    # first screen holds the answer: what was measured, the verdict, the headline figures)
     if len(analyses) > 1:
         parts.append(section_html(differences_section(names, [a.header for a in analyses]), numeric_from=99, level=2))
     for r in revisions:
         parts.append(f'<div class="warn">{_e(_revision_note(r))}</div>')
-    parts.append(_headline(names, analyses))
     # plots: the ones with nothing to draw are left out
     cdf, over_time = _request_series(names, analyses)
     plots = [("Throughput by scenario (median, whisker ± std)", plot_tok_s(names, analyses)),
