@@ -243,7 +243,7 @@ class TestSharedServer:
         assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
         (run_dir,) = list((tmp_path / "rate").iterdir())
         reader = RunReader(run_dir)
-        assert reader.header.fingerprint["engine"] == "vllm"
+        assert reader.header.fingerprint is not None and reader.header.fingerprint.engine == "vllm"
         reqs = reader.records("load_request", LoadRequest)
         assert len(reqs) == 6 and all(q.result.ok and q.result.completion_tokens == 8 for q in reqs)
         assert all(q.input_tokens_measured == 64 == q.result.prompt_tokens for q in reqs)  # vLLM's own count
@@ -320,5 +320,5 @@ def test_run_engine_vllm_killed_with_9_leaves_no_server_and_resumes(tmp_path: Pa
     assert reader.header.status == "complete" and reader.header.trust and reader.header.trust.trusted
     batches = [r["unit_id"] for r in reader.raw_records("speed_batch")]
     assert len(batches) == len(set(batches)) == 3 and done_before <= set(batches)
-    assert "startup" in res.stdout and "no compilation (--enforce-eager)" in res.stdout
+    assert "Startup (measured by rigbench)" in res.stdout and "off (--enforce-eager)" in res.stdout
     assert not _vllm_processes()

@@ -22,7 +22,7 @@ from rigbench.testing import Delay, EmulatorProcess, EmulatorScript
 from tests.conftest import wait_for_batches
 
 SLOW = EmulatorScript(ttft=Delay(mean_ms=20), itl=Delay(mean_ms=10), output_tokens=24)
-REPS = 24
+REPS = 60  # ~15 s of run: the signal lands mid-run even when a loaded box polls the first batch late
 ARGS = ["--no-sanity", "--allow-untrusted", "--scenarios", "chat_short", "--warmup", "0"]
 
 
