@@ -133,14 +133,23 @@ class ChatClient:
     async def _request(
         self, method: str, url: str, body: dict[str, Any] | None, timeout_s: float
     ) -> tuple[int, Any]:
-        async with self._sess().request(
-            method, self._url(url), json=body, timeout=aiohttp.ClientTimeout(total=timeout_s)
-        ) as r:
-            text = await r.text(errors="replace")
+        # A keep-alive connection the server closed while it sat idle fails on the next write ("Can not
+        # write request body", or a disconnect before any answer): the request never reached the
+        # server, so it is sent once more, on a fresh connection. A second failure is the server's.
+        for attempt in (1, 2):
             try:
-                return r.status, json.loads(text)
-            except ValueError:
-                return r.status, text
+                async with self._sess().request(
+                    method, self._url(url), json=body, timeout=aiohttp.ClientTimeout(total=timeout_s)
+                ) as r:
+                    text = await r.text(errors="replace")
+                    try:
+                        return r.status, json.loads(text)
+                    except ValueError:
+                        return r.status, text
+            except (aiohttp.ClientOSError, aiohttp.ServerDisconnectedError):
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
 
     # -- the streaming path -----------------------------------------------------------------
 
