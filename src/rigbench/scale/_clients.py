@@ -24,7 +24,8 @@ import dataclasses
 import os
 import threading
 import time
-from collections.abc import Coroutine
+from collections.abc import AsyncIterator, Coroutine
+from contextlib import asynccontextmanager
 from typing import Any, Literal, TypeVar
 
 from rigbench.analysis import request_timing
@@ -367,6 +368,23 @@ class _DistributedBatch:
         self.writer.append(record)
 
 
+
+@asynccontextmanager
+async def measured_from(pool: ClientPool, ctx: SuiteContext, suite: str) -> AsyncIterator[None]:
+    """A suite's run from the pool's actors: their clocks aligned before and after it, and their
+    self-checks around it (records written even when the suite fails)."""
+    for c in await pool.align("before"):
+        ctx.writer.append(c)
+    await pool.selfcheck_begin(suite)
+    try:
+        yield
+    finally:
+        for sc in await pool.selfcheck_end():
+            ctx.writer.append(sc)
+        for c in await pool.align("after"):
+            ctx.writer.append(c)
+
+
 class RaySpeedSuite(SpeedSuite):
     """The speed suite with its load sent from a ClientPool (records identical in shape)."""
 
@@ -375,16 +393,8 @@ class RaySpeedSuite(SpeedSuite):
         self.pool = pool
 
     async def run(self, ctx: SuiteContext) -> None:
-        for c in await self.pool.align("before"):
-            ctx.writer.append(c)
-        await self.pool.selfcheck_begin(self.name)
-        try:
+        async with measured_from(self.pool, ctx, self.name):
             await super().run(ctx)
-        finally:
-            for sc in await self.pool.selfcheck_end():
-                ctx.writer.append(sc)
-            for c in await self.pool.align("after"):
-                ctx.writer.append(c)
 
     async def _batch(self, ctx: SuiteContext, builder: Any, scenario: Any, conc: int, rep: int,
                      task: int) -> float:

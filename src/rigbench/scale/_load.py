@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from rigbench.errors import UsageError
-from rigbench.scale._clients import ClientPool
+from rigbench.scale._clients import ClientPool, measured_from
 from rigbench.suites import SuiteContext
 from rigbench.suites.load import Dispatched, LoadSuite
 
@@ -44,16 +44,8 @@ class RayLoadSuite(LoadSuite):
         self.pool = pool
 
     async def run(self, ctx: SuiteContext) -> None:
-        for c in await self.pool.align("before"):
-            ctx.writer.append(c)
-        await self.pool.selfcheck_begin(self.name)
-        try:
+        async with measured_from(self.pool, ctx, self.name):
             await super().run(ctx)
-        finally:
-            for sc in await self.pool.selfcheck_end():
-                ctx.writer.append(sc)
-            for c in await self.pool.align("after"):
-                ctx.writer.append(c)
 
     async def _dispatch(self, ctx: SuiteContext, window: str, bodies: list[dict[str, Any]], offsets: list[float],
                         task: int) -> Dispatched:
