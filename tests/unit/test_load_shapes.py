@@ -163,6 +163,17 @@ def test_sessions_send_their_history_each_turn_and_the_prefix_cache_check_counts
     assert not judge_prefix_cache(load_prefix_cache_use(reqs)).reasons
 
 
+def test_a_canned_server_is_caught_across_sessions_though_each_turn_may_repeat_its_own_history(tmp_path: Path) -> None:
+    canned = FAST.model_copy(update={"persona": "canned", "output_tokens": 16})
+    with EmulatorProcess(canned) as emu:
+        res = rigbench("run", "--endpoint", emu.url, "--no-sanity", "--rate", "20", "--sessions", "4", "--turns", "2",
+                       "--output-tokens", "16", "--out", str(tmp_path))
+    assert res.code == 1, res.stdout + res.stderr  # untrusted, and no --allow-untrusted
+    (check,) = RunReader(_only_run(tmp_path)).raw_records("traffic_check")
+    # the later turns repeat their own history (not counted); the first turns of four sessions repeat each other
+    assert any("3 of 4 measured outputs are identical" in r for r in check["reasons"]), check["reasons"]
+
+
 def test_sessions_refuse_the_bounds_they_replace(tmp_path: Path) -> None:
     res = rigbench("run", "--endpoint", "http://127.0.0.1:9/v1", *ARGS, "--rate", "2", "--sessions", "2",
                    "--requests", "5", "--out", str(tmp_path))

@@ -90,3 +90,30 @@ def test_short_or_occasional_identical_outputs_may_coincide() -> None:
     assert once.duplicate_outputs == 1 and once.trusted  # 1 of 4: a coincidence a small model can produce
     most = asyncio.run(_check([_result(same), _result(same), _result(same), _result("And a third one, y.")]))
     assert most.duplicate_outputs == 2 and not most.trusted
+
+
+async def _check_sessions(results: list[StreamResult], history: dict[str, list[str]]) -> TrafficCheck:
+    async with ChatClient("http://127.0.0.1:9/v1") as client:
+        return await check_traffic(client, "unknown", [(f"u{i}", r) for i, r in enumerate(results)], history=history)
+
+
+def test_a_session_turn_that_repeats_its_own_history_is_not_a_canned_reply_but_one_across_sessions_is() -> None:
+    # two sessions of two turns (u0 u1, u2 u3); a small model answers each later turn with the reply it
+    # already gave, which is in that turn's prompt (SmolLM2-135M did, live): prompt-dependent, not canned
+    history = {"u1": ["u0"], "u3": ["u2"]}
+    echo = [_result("First reply of session zero."), _result("First reply of session zero."),
+            _result("First reply of session one."), _result("first reply of  session one.")]
+    c = asyncio.run(_check_sessions(echo, history))
+    assert c.trusted and c.duplicate_outputs == 0, c.reasons
+    # the same echoes with no session history to explain them: two of four prompts got another's reply
+    assert not asyncio.run(_check(echo)).trusted
+    # a canned server answers every session alike: its first turns repeat one another across sessions
+    canned = [_result("The one paragraph it always sends.")] * 8
+    eight = {f"u{2 * s + 1}": [f"u{2 * s}"] for s in range(4)}
+    c = asyncio.run(_check_sessions(canned, eight))
+    assert not c.trusted and "3 of 4 measured outputs are identical" in c.reasons[0], c.reasons
+    # a later turn that repeats another session's reply (not its own history) still counts
+    cross = [_result("Reply A of session zero."), _result("Reply B of session zero."),
+             _result("Reply C of session one."), _result("Reply A of session zero.")]
+    c = asyncio.run(_check_sessions(cross, history))
+    assert c.duplicate_outputs == 1, c

@@ -19,7 +19,7 @@ Runs while the rig is still up (the token count needs the server's tokenizer); w
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any, Literal
 
 from rigbench.client import ChatClient
@@ -76,11 +76,16 @@ async def check_traffic(
     requests: Iterable[tuple[str, StreamResult]],
     *,
     earlier_replies: Iterable[tuple[str, str]] = (),
+    history: Mapping[str, Collection[str]] | None = None,
     tokenize_sample: int = TOKENIZE_SAMPLE,
 ) -> TrafficCheck:
     """`requests`: (unit_id, result) of the measured requests, each sent with its own prompt.
-    `earlier_replies`: (label, text) of replies to other prompts (the gate's answers)."""
+    `earlier_replies`: (label, text) of replies to other prompts (the gate's answers).
+    `history`: unit_id -> the unit_ids whose replies were sent back inside its prompt (a session's
+    earlier turns). A reply that repeats one of those copies its own prompt, as small models do, so it
+    is no sign of a canned server and is left out of the count; the same text in another session is not."""
     reqs = [(u, r) for u, r in requests if r.ok]
+    history = history or {}
     reasons: list[str] = []
     examples: list[str] = []
 
@@ -89,19 +94,24 @@ async def check_traffic(
     for label, text in earlier_replies:
         if len(_norm(text)) >= DUPLICATE_MIN_CHARS:
             seen.setdefault(_norm(text), label)
-    dupes = 0
+    dupes = echoes = 0
     first_dupe = ""
-    for u, r in reqs:
-        key = _norm(r.content + r.reasoning)
+    texts = {u: _norm(r.content + r.reasoning) for u, r in reqs}
+    for u, _ in reqs:
+        key = texts[u]
         if len(key) < DUPLICATE_MIN_CHARS:
+            continue
+        if any(texts.get(h) == key for h in history.get(u, ())):
+            echoes += 1
             continue
         if key in seen:
             dupes += 1
             first_dupe = first_dupe or f"{u} repeats {seen[key]}: {_show(key)}"
         else:
             seen[key] = u
-    if dupes >= max(2, DUPLICATE_MIN_SHARE * len(reqs)):
-        reasons.append(f"{dupes} of {len(reqs)} measured outputs are identical to the output for a different "
+    judged = len(reqs) - echoes
+    if dupes >= max(2, DUPLICATE_MIN_SHARE * judged):
+        reasons.append(f"{dupes} of {judged} measured outputs are identical to the output for a different "
                        f"prompt (e.g. {first_dupe}): replies do not depend on the prompt (canned or cached)")
         examples.append(first_dupe)
 

@@ -95,14 +95,26 @@ async def _traffic_check(reader: RunReader, writer: RunWriter, client: Any, info
         return []
     gates = reader.records("sanity", SanityVerdict)
     earlier = [(f"the gate's answer to {a.question_id}", a.answer) for a in gates[-1].answers] if gates else []
-    check = await check_traffic(client, info.engine, reqs, earlier_replies=earlier)
+    loads = reader.records("load_request", LoadRequest)
+    check = await check_traffic(client, info.engine, reqs, earlier_replies=earlier, history=session_history(loads))
     cache = prefix_cache_use(reader.records("speed_request", SpeedRequest), reader.records("telemetry", TelemetryRecord))
-    cache += load_prefix_cache_use(reader.records("load_request", LoadRequest))
+    cache += load_prefix_cache_use(loads)
     verdict = judge_prefix_cache(cache)
     check = check.model_copy(update={"prefix_cache": cache, "reasons": check.reasons + verdict.reasons,
                                      "warnings": check.warnings + verdict.warnings})
     writer.append(check)
     return list(check.reasons)
+
+
+def session_history(loads: list[LoadRequest]) -> dict[str, list[str]]:
+    """unit_id of each later session turn -> the unit_ids of its session's earlier turns, whose replies
+    it sent back as history."""
+    turns: dict[tuple[str, int], list[LoadRequest]] = {}
+    for q in loads:
+        if q.session is not None and q.turn is not None:
+            turns.setdefault((q.window, q.session), []).append(q)
+    return {q.unit_id: [e.unit_id for e in qs if e.turn is not None and q.turn is not None and e.turn < q.turn]
+            for qs in turns.values() for q in qs}
 
 
 def _rejections(reader: RunReader) -> list[str]:
