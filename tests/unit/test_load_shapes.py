@@ -174,6 +174,26 @@ def test_a_canned_server_is_caught_across_sessions_though_each_turn_may_repeat_i
     assert any("3 of 4 measured outputs are identical" in r for r in check["reasons"]), check["reasons"]
 
 
+def test_sessions_whose_history_outgrows_the_served_context_are_refused_before_any_send() -> None:
+    """Each turn's drawn lengths fit alone, but turn t resends the t turns before it: a server refuses the
+    later turns (vLLM: HTTP 400 past --max-model-len) minutes into the run unless rigbench refuses first."""
+    ctx = SuiteContext(client=cast(ChatClient, _NoSend()), writer=cast(RunWriter, None),
+                       rig=RigInfo(engine="unknown", model="m", base_url="http://x/v1", server_root="http://x",
+                                   context_length=600), settings={})
+
+    def sessions(turns: int) -> LoadSuite:
+        return LoadSuite(LoadSettings.model_validate({"rate_rps": 1, "sessions": 2, "turns": turns,
+                                                      "input_tokens": 100, "output_tokens": 40}))
+
+    # turn 4 carries 4 x (100 + 40) of history: 560 + 140 = 700 > 600
+    with pytest.raises(UsageError, match=r"load r0: session 0 turn 4 would resend about 560 tokens of history .* "
+                                         r"about 700, over the 600 tokens the server serves per request"):
+        asyncio.run(sessions(5).run(ctx))
+    # control: four turns (at most 420 + 140 = 560) pass the check and go on to send
+    with pytest.raises(AssertionError, match="a request was sent"):
+        asyncio.run(sessions(4).run(ctx))
+
+
 def test_sessions_refuse_the_bounds_they_replace(tmp_path: Path) -> None:
     res = rigbench("run", "--endpoint", "http://127.0.0.1:9/v1", *ARGS, "--rate", "2", "--sessions", "2",
                    "--requests", "5", "--out", str(tmp_path))

@@ -235,6 +235,7 @@ class LoadSuite:
         seed = (ctx.seed * 1_000_003 + int(rate * 1000) * 7919 + 2) & 0x7FFFFFFF
         offsets = arrival_offsets_s(rate, s.arrival, s.burstiness, seed=seed, count=sessions)
         lengths = self._lengths(ctx, "r0", sessions * turns)
+        _sessions_fit(ctx.rig.context_length, lengths, turns)
         prompts = await self._prompts(ctx, builder, "r0", [inp for inp, _ in lengths])
         task = ctx.progress.task(f"load r0: {sessions} sessions of {turns} turns, starting at {rate:.3g}/s {s.arrival}",
                                  sessions * turns)
@@ -330,6 +331,26 @@ class LoadSuite:
 
         rest = await asyncio.gather(*(one(i, t) for i, t in enumerate(targets[1:], start=1)))
         return [first, *rest]
+
+
+def _sessions_fit(ctx_len: int | None, lengths: list[tuple[int, int]], turns: int) -> None:
+    """Refuse, before anything is sent, sessions whose later turns would not fit the served context: turn t
+    resends every earlier prompt and reply, so its prompt grows with t although each drawn length fits alone
+    (a server refuses it, HTTP 400, or cuts its output, minutes into the run). The history is estimated as the
+    earlier turns' drawn input + output tokens: each message rendered alone carries the template's opening,
+    which the server counts once, so the estimate may run over by that much per turn."""
+    if ctx_len is None:
+        return
+    for first in range(0, len(lengths), turns):
+        history = 0
+        for t, (inp, out) in enumerate(lengths[first:first + turns]):
+            if not fits_in_context(history + inp, out, ctx_len):
+                raise UsageError(
+                    f"load r0: session {first // turns} turn {t} would resend about {history} tokens of history (its "
+                    f"{t} earlier prompts and replies, as drawn) plus {inp} input + {out} output tokens: about "
+                    f"{history + inp + out}, over the {ctx_len} tokens the server serves per request. Give fewer "
+                    "--turns or shorter --input-tokens/--output-tokens, or serve a longer context.")
+            history += inp + out
 
 
 def _host_window(ctx: SuiteContext, window: str, rate: float | None, burst: int) -> HostWindow | None:
