@@ -10,6 +10,8 @@ under CI (CI=true), where .ci/run installs it first.
 from __future__ import annotations
 
 import asyncio
+import csv
+import itertools
 import json
 import os
 import signal
@@ -22,7 +24,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from rigbench.analysis import arrival_ns, assess_host, stream_arrival, summarize_load
+from rigbench.analysis import arrival_ns, assess_host, load_timing, stream_arrival, summarize_load
 from rigbench.analysis._timing import request_timing
 from rigbench.client import ChatClient
 from rigbench.records import HostConditions, LoadRequest
@@ -66,7 +68,10 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VLLMRig]:
     log = tmp_path_factory.mktemp("vllm") / "engine.log"
     spec = VLLMLaunch(model="embedded", dtype="bfloat16", max_model_len=2048, max_num_seqs=4,
                       cpu_kvcache_space_gib=1, speculative_config=NGRAM, tool_call_parser="hermes",
-                      generation_config="auto", enforce_eager=True)
+                      generation_config="auto", enforce_eager=True,
+                      # cached prompt tokens per request, which the prefix-cache check reads (load windows have no
+                      # /metrics fallback)
+                      extra_args=["--enable-prompt-tokens-details"])
     r = VLLMRig(spec, log)
     try:
         asyncio.run(_start(r))
@@ -230,22 +235,23 @@ class TestSharedServer:
         assert "no call" in verdicts["parallel_tool_calls_false"]["detail"]
 
 
-    def test_rate_mode_and_a_two_point_sweep_against_vllm(self, rig: VLLMRig, tmp_path: Path) -> None:
-        """`--rate` (open loop, constant arrivals) and a 2-point `--sweep` with an SLO, attached to vLLM: every
+    def test_rate_mode_and_a_three_point_sweep_against_vllm(self, rig: VLLMRig, tmp_path: Path) -> None:
+        """`--rate` (open loop, constant arrivals) and a 3-point `--sweep` with an SLO, attached to vLLM: every
         request recorded with its intended start, sent on schedule, the offered rate achieved, goodput
         counted, and trusted but for the skipped gate (a busy shared box may add a host finding, which its
         window's record must then back)."""
+        # 24 output tokens, not 8: SmolLM2's first 8 tokens to rigbench's load prompt are often the same
+        # ("I'm here to help you with your": 7 of 16 outputs once), near the share the prompt-dependence
+        # check rightly counts as canned; by 24 tokens the replies have parted (1 of 16)
         common = ["--endpoint", rig.base_url, "--no-sanity", "--allow-untrusted", "--input-tokens", "64",
-                  "--output-tokens", "8", "--slo", "ttft=20s,e2e=60s"]
-        res = subprocess.run([sys.executable, "-m", "rigbench", "run", *common, "--rate", "1", "--arrival", "constant",
-                              "--requests", "6", "--out", str(tmp_path / "rate")],
-                             capture_output=True, text=True, timeout=900, env=ENV)
+                  "--output-tokens", "24", "--slo", "ttft=20s,e2e=60s"]
+        res = _rigbench("run", *common, "--rate", "1", "--arrival", "constant", "--requests", "6",
+                        "--out", str(tmp_path / "rate"))
         assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-        (run_dir,) = list((tmp_path / "rate").iterdir())
-        reader = RunReader(run_dir)
+        reader = RunReader(_only_run(tmp_path / "rate"))
         assert reader.header.fingerprint is not None and reader.header.fingerprint.engine == "vllm"
         reqs = reader.records("load_request", LoadRequest)
-        assert len(reqs) == 6 and all(q.result.ok and q.result.completion_tokens == 8 for q in reqs)
+        assert len(reqs) == 6 and all(q.result.ok and q.result.completion_tokens == 24 for q in reqs)
         assert all(q.input_tokens_measured == 64 == q.result.prompt_tokens for q in reqs)  # vLLM's own count
         assert all(q.result.scheduled_ns is not None and q.result.scheduled_ns <= q.result.sent_ns for q in reqs)
         s = summarize_load(reader)
@@ -259,21 +265,145 @@ class TestSharedServer:
         _trusted_but_for_the_gate_and_the_host(reader)
         assert "Load: schedule and throughput" in res.stdout
 
-        res = subprocess.run([sys.executable, "-m", "rigbench", "run", *common, "--sweep", "--sweep-points", "2",
-                              "--requests", "4", "--out", str(tmp_path / "sweep")],
-                             capture_output=True, text=True, timeout=900, env=ENV)
+        res = _rigbench("run", *common, "--sweep", "--sweep-points", "3", "--requests", "3",
+                        "--out", str(tmp_path / "sweep"))
         assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-        (sweep_dir,) = list((tmp_path / "sweep").iterdir())
-        sweep = summarize_load(RunReader(sweep_dir))
+        reader = RunReader(_only_run(tmp_path / "sweep"))
+        sweep = summarize_load(reader)
         assert sweep is not None and sweep.saturation is not None and sweep.saturation.throughput_rps > 0
-        rates = sweep.rates
-        assert len(rates) == 2 and rates[0].offered_rate_rps is not None and rates[1].offered_rate_rps is not None
-        top = 0.95 * sweep.saturation.throughput_rps
-        assert rates[1].offered_rate_rps == pytest.approx(top, rel=0.01)
-        assert rates[0].offered_rate_rps == pytest.approx(top / 2, rel=0.01)
-        assert all(r.requests == 4 and r.failed == 0 and r.slo is not None for r in rates)
-        assert sweep.knee_rps is not None or any("knee lies below" in x for x in sweep.warnings)
-        _trusted_but_for_the_gate_and_the_host(RunReader(sweep_dir))
+        assert sweep.saturation.failed == 0 and sweep.saturation.requests == 3
+        rates = [r.offered_rate_rps for r in sweep.rates]
+        top = 0.95 * sweep.saturation.throughput_rps  # low to just under the saturation vLLM served
+        assert rates == pytest.approx([top / 3, 2 * top / 3, top], rel=0.01)
+        assert all(r.requests == 3 and r.failed == 0 and r.arrival == "poisson" for r in sweep.rates)
+        for r in sweep.rates:  # goodput: the requests that met both targets per second of the window
+            assert r.slo is not None and r.slo.goodput_rps == pytest.approx(r.slo.met / r.window_s)
+        # three requests at a time stay far inside 20 s / 60 s on vLLM: every rate meets the SLO, so the knee
+        # is the top rate (a failed or stalled request would miss it and move the knee down or away)
+        assert all(r.slo is not None and r.slo.fraction == 1.0 for r in sweep.rates)
+        assert sweep.knee_rps == rates[-1]
+        # late sends only where the window's host record shows other processes held them back (this shared box)
+        assert all(x.startswith("LATE SENDS:") and "The host was busy during this window" in x
+                   for x in sweep.warnings), sweep.warnings
+        assert "Load: goodput under the SLO (TTFT ≤ 20000 ms, e2e ≤ 60000 ms)" in res.stdout
+        assert f"Knee: {rates[-1]:.3g} req/s" in res.stdout
+        _trusted_but_for_the_gate_and_the_host(reader)
+
+    def test_a_short_poisson_run_against_vllm(self, rig: VLLMRig, tmp_path: Path) -> None:
+        """`--rate 2 --arrival poisson`: irregular intended starts, each request sent on its own, exact prompts and
+        forced lengths on vLLM's count, both latencies reported, the per-request table written, the traffic
+        checks clean."""
+        table = tmp_path / "requests.csv"
+        res = _rigbench("run", "--endpoint", rig.base_url, "--no-sanity", "--allow-untrusted", "--rate", "2",
+                        "--arrival", "poisson", "--requests", "8", "--input-tokens", "64", "--output-tokens", "24",
+                        "--out", str(tmp_path / "runs"), "--csv", str(table))
+        assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+        reader = RunReader(_only_run(tmp_path / "runs"))
+        reqs = sorted(reader.records("load_request", LoadRequest), key=lambda q: q.index)
+        assert len(reqs) == 8 and all(q.result.ok for q in reqs)
+        for q in reqs:  # the exact rendered prompt and the forced output, both as vLLM counted them
+            assert q.input_tokens_measured == 64 == q.result.prompt_tokens
+            assert q.result.completion_tokens == 24 and q.result.finish_reason == "length"
+            assert q.result.scheduled_ns is not None and q.result.scheduled_ns <= q.result.sent_ns
+        starts = [q.result.scheduled_ns or 0 for q in reqs]
+        gaps = [b - a for a, b in itertools.pairwise(starts)]
+        assert all(g > 0 for g in gaps) and max(gaps) > 2 * min(gaps)  # Poisson arrivals, not a metronome
+        s = summarize_load(reader)
+        assert s is not None
+        (w,) = s.windows
+        assert w.offered_rate_rps == 2.0 and w.arrival == "poisson" and w.failed == 0
+        assert w.send_lag_s is not None and w.send_lag_s.median < 0.010
+        # response TTFT (from the intended start) for every request; service TTFT only where each chunk carried
+        # one token: vLLM's n-gram drafts, accepted when SmolLM2 copies its prompt, bring several at once
+        timings = [load_timing(q) for q in reqs]
+        assert w.ttft_response_s is not None and w.ttft_response_s.n == 8
+        single = [t for t in timings if not t.timing.multi_token_chunks]
+        assert (w.ttft_s.n if w.ttft_s is not None else 0) == len(single)
+        assert all(t.timing.ttft_s is not None for t in single)
+        assert all(t.ttft_response_s is not None and t.timing.first_chunk_s is not None
+                   and t.ttft_response_s >= t.timing.first_chunk_s for t in timings)
+        (traffic,) = reader.raw_records("traffic_check")  # prompt dependence, token counts, prefix cache
+        assert traffic["reasons"] == [], traffic
+        _trusted_but_for_the_gate_and_the_host(reader)
+        assert "Load: latency percentiles" in res.stdout and "TTFT (response)" in res.stdout
+        rows = list(csv.DictReader(table.open()))
+        assert len(rows) == 8 and all(r["input_tokens"] == "64" and r["output_tokens"] == "24" for r in rows)
+        assert all(r["ttft_response_s"] for r in rows)
+
+    def test_two_sessions_resend_their_history_against_vllm(self, rig: VLLMRig, tmp_path: Path) -> None:
+        """`--sessions 2 --turns 2`: each second turn resends the first prompt and reply; vLLM serves that history
+        from its prefix cache, which the check counts as shared by design; a reply that copies its own
+        history is not taken for a canned server."""
+        # 128 input tokens: vLLM's CPU cache keeps whole blocks of 128 tokens, so the first turn's prompt is one
+        # block the second turn can hit. 64 output tokens, not 32: SmolLM2 on vLLM copies the prompt's opening
+        # ("[request <nonce>-<tag>] Continue this conversation...", some 25 tokens) with the tag's digits garbled,
+        # so 32-token replies of different sessions differed by a word or two
+        res = _rigbench("run", "--endpoint", rig.base_url, "--no-sanity", "--allow-untrusted", "--rate", "1",
+                        "--sessions", "2", "--turns", "2", "--input-tokens", "128", "--output-tokens", "64",
+                        "--out", str(tmp_path / "runs"))
+        assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+        reader = RunReader(_only_run(tmp_path / "runs"))
+        reqs = sorted(reader.records("load_request", LoadRequest), key=lambda q: q.index)
+        assert [(q.session, q.turn) for q in reqs] == [(0, 0), (0, 1), (1, 0), (1, 1)]
+        assert all(q.result.ok and q.result.completion_tokens == 64 for q in reqs)
+        for first, second in ((reqs[0], reqs[1]), (reqs[2], reqs[3])):
+            p1, c1, p2 = first.result.prompt_tokens, first.result.completion_tokens, second.result.prompt_tokens
+            assert first.input_tokens_measured == 128 == p1
+            assert p1 is not None and c1 is not None and p2 is not None
+            # the second turn carries the first prompt, its reply and a new message: vLLM counts them all
+            assert p2 > p1 + c1 + 64, (p1, c1, p2)
+            # vLLM served the history from its prefix cache: more than any fresh prompt may share (its template
+            # and opening), at most the history itself
+            assert first.input_tokens_shared_max is not None and second.input_tokens_shared_max == p1 + c1
+            cached = (second.result.usage or {}).get("prompt_tokens_details", {}).get("cached_tokens")
+            assert isinstance(cached, int) and first.input_tokens_shared_max < cached <= p1 + c1, cached
+        (traffic,) = reader.raw_records("traffic_check")
+        assert traffic["reasons"] == [], traffic  # prompt dependence and the prefix cache both clean
+        (row,) = traffic["prefix_cache"]
+        assert row["source"] == "usage" and row["cached_tokens"] > 0 and row["beyond_tokens"] == 0, row
+        assert "none beyond the prefix shared by design" in res.stdout
+        _trusted_but_for_the_gate_and_the_host(reader)
+
+    def test_a_twenty_line_trace_replays_against_vllm(self, rig: VLLMRig, tmp_path: Path) -> None:
+        """`--trace` of the 20-line Mooncake sample: each request at the trace's time, with the trace's input
+        length exact on the rendered prompt and its output length forced, both as vLLM counted them."""
+        trace = Path(__file__).parent.parent / "fixtures" / "traces" / "mooncake_sample.jsonl"
+        lines = [json.loads(ln) for ln in trace.read_text().splitlines() if ln.strip()]
+        res = _rigbench("run", "--endpoint", rig.base_url, "--no-sanity", "--allow-untrusted", "--trace", str(trace),
+                        "--out", str(tmp_path / "runs"))
+        assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+        reader = RunReader(_only_run(tmp_path / "runs"))
+        reqs = sorted(reader.records("load_request", LoadRequest), key=lambda q: q.index)
+        assert len(reqs) == len(lines) == 20 and all(q.result.ok for q in reqs)
+        zero = reqs[0].result.scheduled_ns or 0
+        for q, line in zip(reqs, lines, strict=True):
+            assert q.input_tokens_target == line["input_length"] == q.input_tokens_measured == q.result.prompt_tokens
+            assert q.output_tokens_target == line["output_length"] == q.result.completion_tokens
+            assert q.result.finish_reason == "length"
+            # intended starts at the trace's times (Mooncake: milliseconds), from its first line
+            assert q.result.scheduled_ns is not None and q.result.scheduled_ns <= q.result.sent_ns
+            assert (q.result.scheduled_ns - zero) / 1e6 == pytest.approx(line["timestamp"] - lines[0]["timestamp"],
+                                                                      abs=0.001)
+        s = summarize_load(reader)
+        assert s is not None
+        (w,) = s.windows
+        assert w.mode == "trace" and w.failed == 0 and w.offered_rate_rps == pytest.approx(
+            19 / ((lines[-1]["timestamp"] - lines[0]["timestamp"]) / 1000))
+        assert "trace (mean" in res.stdout
+        (traffic,) = reader.raw_records("traffic_check")
+        assert traffic["reasons"] == [], traffic
+        _trusted_but_for_the_gate_and_the_host(reader)
+
+
+def _rigbench(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "rigbench", *args], capture_output=True, text=True, timeout=900,
+                          env=ENV)
+
+
+def _only_run(out: Path) -> Path:
+    runs = [p for p in out.iterdir() if p.is_dir()]
+    assert len(runs) == 1, runs
+    return runs[0]
 
 
 def _trusted_but_for_the_gate_and_the_host(reader: RunReader) -> None:
