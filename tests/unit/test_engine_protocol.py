@@ -165,6 +165,14 @@ class ToyEngine:
     context_overrun_note = " The toy wraps around past its window."
     context_fix = "toy-server --window"
     prefix_cache_reset = "toy-server POST /forget"
+    model_stop_fix = ""
+    display_name = "Toy"
+
+    def slots_fix(self, slots: int) -> str:
+        return f"toy-server --slots {slots}"
+
+    def kv_accounting(self, settings: Mapping[str, int]) -> None:
+        return None
 
     def preflight_rules(self, cmd: ServingCommand, given: PreflightInput) -> list[PreflightFinding]:
         if "--fast" not in cmd.options:

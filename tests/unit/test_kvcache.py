@@ -107,13 +107,13 @@ def test_vllm_accounting_reproduces_the_seeds_pool_with_the_configs_head_dim() -
     and vLLM's blocks (16 tokens; a sliding layer keeps ceil((2048 - 1 + 2 x 2048) / 16) + 1 = 385
     blocks, not 2048/16 = 128) it lands on the reported pool.
     """
-    from rigbench.analysis._kvcache import VLLMAccounting
+    from rigbench.rig.engines._vllm import VLLMAccounting
 
     arch = KVArchitecture.with_pattern(layers=52, kv_heads=2, head_dim=128, window=2048, local_per_global=3)
     acc = VLLMAccounting(block_size=16, max_num_batched_tokens=2048, batches_in_flight=2)
     assert acc.blocks_per_request(2048, 65536) == 385
     assert acc.blocks_per_request(None, 65536) == 4096
-    cap = kv_capacity(arch, budget_bytes=int(76.6 * GIB), context_tokens=65536, vllm=acc,
+    cap = kv_capacity(arch, budget_bytes=int(76.6 * GIB), context_tokens=65536, blocks=acc,
                       server_pool_tokens=4_819_435)
     assert round(cap.sessions, 2) == 73.54
     assert cap.prediction_error is not None and abs(cap.prediction_error) < 1e-4
@@ -121,15 +121,15 @@ def test_vllm_accounting_reproduces_the_seeds_pool_with_the_configs_head_dim() -
     plain = kv_capacity(arch, budget_bytes=int(76.6 * GIB), context_tokens=65536)
     assert plain.sessions > cap.sessions * 1.05
     wrong_dim = KVArchitecture.with_pattern(layers=52, kv_heads=2, head_dim=208, window=2048, local_per_global=3)
-    assert kv_capacity(wrong_dim, budget_bytes=int(76.6 * GIB), context_tokens=65536, vllm=acc).sessions < 50
+    assert kv_capacity(wrong_dim, budget_bytes=int(76.6 * GIB), context_tokens=65536, blocks=acc).sessions < 50
 
 
 def test_vllm_accounting_rounds_the_pool_to_blocks() -> None:
     """SmolLM2-135M on vLLM CPU with VLLM_CPU_KVCACHE_SPACE=1: the pool is whole 16-token blocks."""
-    from rigbench.analysis._kvcache import VLLMAccounting
+    from rigbench.rig.engines._vllm import VLLMAccounting
 
     arch = KVArchitecture(layers=30, kv_heads=3, head_dim=64)
-    cap = kv_capacity(arch, budget_bytes=GIB, context_tokens=2048, vllm=VLLMAccounting())
+    cap = kv_capacity(arch, budget_bytes=GIB, context_tokens=2048, blocks=VLLMAccounting())
     assert cap.blocks_total == GIB // (30 * 16 * 2 * 3 * 64 * 2)  # 2912
     assert cap.tokens == cap.blocks_total * 16 == 46_592  # what the live server logs (docs/engines.md)
     assert cap.sessions == pytest.approx(2912 / 128)
@@ -156,3 +156,23 @@ def test_kv_command_with_only_the_server_pool() -> None:
     assert "73.54" in res.output and "4,819,435" in res.output
     res = CliRunner().invoke(app, ["kv", "--context", "65536"], env={"COLUMNS": "120"})
     assert isinstance(res.exception, UsageError) and "--server-pool alone" in str(res.exception)
+
+
+def test_kv_command_takes_block_accounting_from_the_engine() -> None:
+    """`--engine vllm` counts in vLLM's blocks (from its engine module); an engine without blocks is refused."""
+    from typer.testing import CliRunner
+
+    from rigbench.cli import app
+
+    shape = ["kv", "--layers", "52", "--kv-heads", "2", "--head-dim", "128", "--window", "2048",
+             "--local-per-global", "3", "--budget-gib", "76.6", "--context", "65536"]
+    res = CliRunner().invoke(app, [*shape, "--engine", "vllm"], env={"COLUMNS": "120"})
+    assert res.exit_code == 0, res.output
+    assert "vLLM blocks of 16 tokens: 386,158 in the pool, 5,251 per session" in res.output
+    assert "73.54" in res.output
+    res = CliRunner().invoke(app, [*shape, "--engine", "vllm", "--block-size", "32"], env={"COLUMNS": "120"})
+    assert "vLLM blocks of 32 tokens" in res.output
+    plain = CliRunner().invoke(app, shape, env={"COLUMNS": "120"})
+    assert plain.exit_code == 0 and "blocks" not in plain.output
+    res = CliRunner().invoke(app, [*shape, "--engine", "llamacpp"], env={"COLUMNS": "120"})
+    assert isinstance(res.exception, UsageError) and "only vllm's block accounting" in str(res.exception)

@@ -232,22 +232,17 @@ def engine_names_outside_engines(src: Path, allowed: dict[str, int]) -> list[str
 
 
 # Modules that still name engines (issue 24, stage 3 is not finished): the count may only go down. Each
-# is engine knowledge still to move into rig/engines/: vLLM's KV block accounting and its export
-# (analysis/_kvcache, cli/_kv, cli/_report, report/_vllm_export; report sits on rig's layer, so it
-# cannot ask the engine yet), the preflight's stop and slot fixes, report and CLI texts, the emulator's
-# vLLM /metrics names (testing sits on rig's layer too) and the embedded rig in the RigSpec union.
+# is engine knowledge still to move into rig/engines/: the vLLM-style export (cli/_report,
+# report/_vllm_export), report and CLI texts, the emulator's vLLM /metrics names (testing sits on rig's
+# layer) and the embedded rig in the RigSpec union.
 ENGINE_NAMES_LEFT: dict[str, int] = {
-    "analysis/__init__.py": 2,
-    "analysis/_kvcache.py": 13,
     "cli/_app.py": 1,
     "cli/_check.py": 1,
-    "cli/_kv.py": 12,
     "cli/_progress.py": 1,
-    "cli/_report.py": 10,
+    "cli/_report.py": 8,
     "honesty/_prefix_cache.py": 1,
-    "honesty/_preflight.py": 2,
     "report/__init__.py": 3,
-    "report/_honesty.py": 4,
+    "report/_honesty.py": 2,
     "report/_speed.py": 1,
     "report/_vllm_export.py": 10,
     "rig/_open.py": 1,  # the embedded rig's import path, for the RigSpec union

@@ -383,6 +383,14 @@ class EmulatorEngine:
     context_overrun_note = ""
     context_fix = ""
     prefix_cache_reset = ""
+    model_stop_fix = ""
+    display_name = "the emulator"
+
+    def slots_fix(self, slots: int) -> str:
+        return ""
+
+    def kv_accounting(self, settings: Mapping[str, int]) -> None:
+        return None
 
     def adapter(self) -> EmulatorAdapter:
         return EmulatorAdapter()

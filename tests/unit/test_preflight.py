@@ -88,6 +88,25 @@ def test_concurrency_above_slots() -> None:
                                                          PreflightInput(concurrency=[64])))
 
 
+def test_the_slots_fix_is_the_engines_own_flag() -> None:
+    """The remedy for too few slots names the flag of the engine that serves them, not llama.cpp's for all."""
+    def fix(command: str | None, **given: object) -> str:
+        r = preflight(command, PreflightInput(concurrency=[1, 8], **given))  # type: ignore[arg-type]
+        [f] = [f for f in r.findings if f.id == "concurrency_over_slots"]
+        return f.fix
+
+    vllm = fix("vllm serve m --max-num-seqs 4", server_slots=4)
+    assert "--max-num-seqs 8" in vllm and "-np" not in vllm and vllm.endswith("or cap concurrency at 4")
+    assert "-np 8" in fix("llama-server -m m.gguf -np 4") and "--max-num-seqs" not in fix("llama-server -m m.gguf -np 4")
+    # attached (no command line): the engine the server was identified as
+    attached = fix(None, server_slots=4, engine="vllm")
+    assert "--max-num-seqs 8" in attached and "-np" not in attached
+    assert "-np 8" in fix(None, server_slots=4, engine="llamacpp")
+    # an unidentified server: every engine's way, none picked for it
+    unknown = fix(None, server_slots=4, engine="unknown")
+    assert "-np 8" in unknown and "--max-num-seqs 8" in unknown
+
+
 def test_synthetic_acceptance_is_an_error() -> None:
     r = preflight("llama-server -m m.gguf -md m.gguf --spec-type draft-simple --spec-synth-len 4")
     assert [f.severity for f in r.findings if f.id == "synthetic_acceptance"] == ["error"]

@@ -187,7 +187,8 @@ async def test_a_registered_engines_own_metric_names_are_sampled(server: tuple[F
     base = get_engine("llamacpp")
     members = {m: getattr(base, m) for m in ("aliases", "default_port", "start_timeout_s", "speculative_flags",
                                              "command", "crash_hint", "flag_syntax", "context_overrun_note",
-                                             "context_fix", "prefix_cache_reset", "preflight_rules",
+                                             "context_fix", "prefix_cache_reset", "model_stop_fix", "display_name",
+                                             "slots_fix", "kv_accounting", "preflight_rules",
                                              "served_context", "flag_slots", "stop_strings", "identify", "open",
                                              "setup", "rig_from_run_flags")}
     from typing import Literal

@@ -13,9 +13,10 @@ from rigbench.analysis._compare import (
 from rigbench.analysis._goodput import SLO_METRICS, SloCheck, knee_rate, meets_slo, parse_slo
 from rigbench.analysis._host import OTHER_CORES_MAX, STEAL_CORES_MAX, HostVerdict, HostWindowRow, assess_host
 from rigbench.analysis._kvcache import (
+    BlockAccounting,
     KVArchitecture,
+    KVBlocks,
     KVCapacity,
-    VLLMAccounting,
     kv_architecture_from_path,
     kv_capacity,
     sessions_from_pool,
@@ -89,11 +90,13 @@ __all__ = [
     "AgentSummary",
     "ArrivalPattern",
     "ArrivalSummary",
+    "BlockAccounting",
     "Comparison",
     "EffortSummary",
     "HostVerdict",
     "HostWindowRow",
     "KVArchitecture",
+    "KVBlocks",
     "KVCapacity",
     "LoadComparison",
     "LoadRateComparison",
@@ -123,7 +126,6 @@ __all__ = [
     "SuiteComparison",
     "TaskScore",
     "TimingCrossCheck",
-    "VLLMAccounting",
     "Verdict",
     "WeightsInfo",
     "analyze_run",

@@ -15,25 +15,16 @@ long-context sessions than a model of the same size without them. Engines reserv
 pool for their own bookkeeping and round to blocks, so a server-reported pool is shown beside
 the estimate, never replaced by it.
 
-`vllm_accounting` models how vLLM (0.32, `vllm/v1/kv_cache_interface.py` and
-`v1/core/kv_cache_utils.py`) sizes the pool and the sessions it prints:
-
-- memory is cut into blocks of `block_size` tokens; a full-attention layer needs
-  ceil(max_model_len / block) blocks per request;
-- a sliding-window layer keeps ceil((window − 1 + in-flight tokens) / block) + 1 blocks, where the
-  in-flight tokens are max_num_batched_tokens x the batches in flight (2 with async scheduling,
-  vLLM's default, else 1), capped at max_model_len; not just the window;
-- "Maximum concurrency" = pool blocks / blocks per request, and the "KV cache size" it logs is that
-  concurrency x max_model_len, so pool / context = sessions exactly (the second seed: 4,819,435
-  tokens at 65,536 is 73.54).
+An engine that cuts its pool into blocks models that through a `BlockAccounting` (its engine
+module under rig/engines/ provides one): `kv_capacity(..., blocks=...)` then counts sessions in its
+blocks, and the report names the accounting by the label it gives.
 """
 
 from __future__ import annotations
 
 import json
-from math import gcd
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple, Protocol
 
 from pydantic import Field
 
@@ -42,9 +33,10 @@ from rigbench.records import Frozen
 
 __all__ = [
     "KV_DTYPE_BYTES",
+    "BlockAccounting",
     "KVArchitecture",
+    "KVBlocks",
     "KVCapacity",
-    "VLLMAccounting",
     "kv_architecture_from_path",
     "kv_capacity",
     "sessions_from_pool",
@@ -52,8 +44,8 @@ __all__ = [
 
 GIB = 1024**3
 
-# Bytes per element of common KV-cache types (llama.cpp -ctk/-ctv, vLLM --kv-cache-dtype).
-# Block-quantized llama.cpp types include their scales (q8_0: 34 bytes per 32 values).
+# Bytes per element of common KV-cache types (the -ctk/-ctv and --kv-cache-dtype values engines take).
+# Block-quantized types include their scales (q8_0: 34 bytes per 32 values).
 KV_DTYPE_BYTES: dict[str, float] = {
     "f32": 4.0, "fp32": 4.0, "float32": 4.0,
     "f16": 2.0, "fp16": 2.0, "float16": 2.0, "bf16": 2.0, "bfloat16": 2.0, "auto": 2.0,
@@ -90,18 +82,32 @@ class KVArchitecture(Frozen):
         return sum(1 for w in self.windows() if w is None)
 
 
-class VLLMAccounting(Frozen):
-    """vLLM's block bookkeeping (defaults: vLLM 0.32 on a GPU with async scheduling)."""
+class KVBlocks(NamedTuple):
+    """A memory budget cut into an engine's KV blocks, for one session length."""
 
-    block_size: int = Field(default=16, ge=1)
-    max_num_batched_tokens: int = Field(default=2048, ge=1)
-    batches_in_flight: int = Field(default=2, ge=1)  # 2 with async scheduling, else 1 (x pipeline stages)
+    block_size: int  # tokens per block
+    blocks_total: int  # blocks the budget makes
+    blocks_per_session: int  # blocks one session of the context reserves
+    bytes_per_session: float
 
-    def blocks_per_request(self, window: int | None, context: int) -> int:
-        if window is None:
-            return -(-context // self.block_size)
-        tokens = min(window - 1 + self.max_num_batched_tokens * self.batches_in_flight, context)
-        return -(-tokens // self.block_size) + 1
+
+class BlockAccounting(Protocol):
+    """How an engine cuts its KV pool into blocks (its engine module under rig/engines/ provides one)."""
+
+    @property
+    def name(self) -> str:
+        """KVCapacity.accounting: the engine's name."""
+        ...
+
+    @property
+    def label(self) -> str:
+        """What the report calls its blocks, e.g. "<engine> blocks" (followed by "of N tokens")."""
+        ...
+
+    def blocks(self, windows: list[int | None], bytes_per_token_per_layer: float, budget_bytes: int,
+               context_tokens: int) -> KVBlocks:
+        """The budget in blocks, for layers of these windows (None: full attention)."""
+        ...
 
 
 class KVCapacity(Frozen):
@@ -117,19 +123,20 @@ class KVCapacity(Frozen):
     tokens_without_windows: int  # budget / bytes_per_token_all_layers: the same model, all layers global
     server_pool_tokens: int | None = None  # what the engine reported, when known
     server_pool_source: str | None = None
-    accounting: str = "per-token"  # "per-token" | "vllm" (blocks) | "server pool" (no architecture)
+    accounting: str = "per-token"  # "per-token" | "server pool" (no architecture) | an engine's (blocks)
+    accounting_label: str | None = None  # blocks: what the engine calls them (BlockAccounting.label)
     block_size: int | None = None
-    blocks_total: int | None = None  # vllm: pool blocks the budget makes
-    blocks_per_session: int | None = None  # vllm: blocks one session of context_tokens reserves
-    server_sessions: float | None = None  # server pool / context (exact for vLLM's printed pool)
+    blocks_total: int | None = None  # blocks: pool blocks the budget makes
+    blocks_per_session: int | None = None  # blocks: blocks one session of context_tokens reserves
+    server_sessions: float | None = None  # server pool / context (exact for a pool printed as sessions x context)
     prediction_error: float | None = None  # (estimate - server) / server, when both pools are known
 
 
 def sessions_from_pool(pool_tokens: int, context_tokens: int, *, source: str = "given") -> KVCapacity:
     """Sessions from a server-reported pool alone (no architecture needed).
 
-    vLLM prints its pool as concurrency x max_model_len, so at context = max_model_len this is
-    exactly the concurrency it prints.
+    An engine that prints its pool as concurrency x max context gives, at that context, exactly the
+    concurrency it prints.
     """
     if pool_tokens <= 0 or context_tokens <= 0:
         raise UsageError(f"the pool ({pool_tokens}) and the context ({context_tokens}) must be positive.")
@@ -142,7 +149,7 @@ def sessions_from_pool(pool_tokens: int, context_tokens: int, *, source: str = "
 
 def kv_capacity(arch: KVArchitecture, *, budget_bytes: int, context_tokens: int, kv_dtype: str = "bf16",
                 server_pool_tokens: int | None = None, server_pool_source: str | None = None,
-                vllm: VLLMAccounting | None = None) -> KVCapacity:
+                blocks: BlockAccounting | None = None) -> KVCapacity:
     key = kv_dtype.casefold()
     if key not in KV_DTYPE_BYTES:
         raise UsageError(f"unknown KV dtype {kv_dtype!r}; known: {', '.join(sorted(KV_DTYPE_BYTES))}.")
@@ -154,15 +161,15 @@ def kv_capacity(arch: KVArchitecture, *, budget_bytes: int, context_tokens: int,
     per_layer = 2 * arch.kv_heads * arch.head_dim * KV_DTYPE_BYTES[key]
     all_layers = per_layer * arch.layers
     extra: dict[str, Any] = {}
-    if vllm is None:
+    if blocks is None:
         per_session = sum(per_layer * (context_tokens if w is None else min(context_tokens, w)) for w in windows)
         sessions = budget_bytes / per_session
     else:
-        blocks_total, blocks_per_session = _vllm_blocks(windows, per_layer, budget_bytes, context_tokens, vllm)
-        per_session = sum(vllm.blocks_per_request(w, context_tokens) * vllm.block_size * per_layer for w in windows)
-        sessions = blocks_total / blocks_per_session
-        extra = {"accounting": "vllm", "block_size": vllm.block_size, "blocks_total": blocks_total,
-                 "blocks_per_session": blocks_per_session}
+        b = blocks.blocks(windows, per_layer, budget_bytes, context_tokens)
+        per_session = b.bytes_per_session
+        sessions = b.blocks_total / b.blocks_per_session
+        extra = {"accounting": blocks.name, "accounting_label": blocks.label, "block_size": b.block_size,
+                 "blocks_total": b.blocks_total, "blocks_per_session": b.blocks_per_session}
     tokens = int(sessions * context_tokens)
     if server_pool_tokens:
         extra["server_sessions"] = server_pool_tokens / context_tokens
@@ -174,26 +181,6 @@ def kv_capacity(arch: KVArchitecture, *, budget_bytes: int, context_tokens: int,
         tokens_without_windows=int(budget_bytes / all_layers),
         server_pool_tokens=server_pool_tokens, server_pool_source=server_pool_source, **extra,
     )
-
-
-def _vllm_blocks(windows: list[int | None], per_layer: float, budget: int, context: int,
-                 acc: VLLMAccounting) -> tuple[int, int]:
-    """(pool blocks, blocks per session) the way vLLM groups layers.
-
-    Layers of one kind (full, or one window size) are split into KV-cache groups of equal size
-    (the gcd of the kinds' layer counts); one pool block holds a page for every layer of a group,
-    and a request draws its blocks from each group.
-    """
-    kinds: dict[int | None, int] = {}
-    for w in windows:
-        kinds[w] = kinds.get(w, 0) + 1
-    group = 0
-    for n in kinds.values():
-        group = gcd(group, n)
-    block_bytes = group * acc.block_size * per_layer
-    blocks_total = int(budget // block_bytes)
-    per_session = sum((n // group) * acc.blocks_per_request(w, context) for w, n in kinds.items())
-    return blocks_total, per_session
 
 
 def kv_architecture_from_hf_config(cfg: dict[str, Any], *, source: str = "config.json") -> KVArchitecture:

@@ -8,8 +8,8 @@ from typing import Annotated
 import typer
 
 from rigbench.analysis import (
+    BlockAccounting,
     KVArchitecture,
-    VLLMAccounting,
     kv_architecture_from_path,
     kv_capacity,
     sessions_from_pool,
@@ -20,8 +20,19 @@ from rigbench.cli._console import make_console
 from rigbench.errors import UsageError
 from rigbench.outside import for_console
 from rigbench.report import kv_terminal
+from rigbench.rig.engines import Engine, known_engines
 
 __all__ = ["kv"]
+
+
+def _block_engines() -> list[Engine]:
+    """The engines whose KV block accounting rigbench models (`Engine.kv_accounting`)."""
+    return [e for e in known_engines() if e.kv_accounting({}) is not None]
+
+
+# for the help texts (the engines known when the CLI starts)
+_BLOCKS = "/".join(e.name for e in _block_engines())
+_BLOCKS_BY = "/".join(f"{e.display_name}'s" for e in _block_engines())
 
 
 @app.command()
@@ -42,12 +53,14 @@ def kv(
     kv_dtype: Annotated[str, typer.Option(help="bf16, f16, fp8, q8_0, q4_0...")] = "bf16",
     server_pool: Annotated[int | None, typer.Option(help="The pool (tokens) the server reported, shown beside; "
                                                     "alone, it gives sessions = pool / context.")] = None,
-    engine: Annotated[str | None, typer.Option(help="vllm: model vLLM's block accounting (block size, "
-                                               "sliding-window blocks) instead of plain per-token bytes.")] = None,
-    block_size: Annotated[int, typer.Option(help="--engine vllm: KV block size, tokens.")] = 16,
-    max_num_batched_tokens: Annotated[int, typer.Option(help="--engine vllm: scheduler token budget.")] = 2048,
-    batches_in_flight: Annotated[int, typer.Option(help="--engine vllm: 2 with async scheduling (vLLM's default), "
-                                                   "else 1.")] = 2,
+    engine: Annotated[str | None, typer.Option(help=f"{_BLOCKS}: model {_BLOCKS_BY} block accounting (block "
+                                               "size, sliding-window blocks) instead of plain per-token bytes.")] = None,
+    block_size: Annotated[int | None, typer.Option(help=f"--engine {_BLOCKS}: KV block size, tokens (default: "
+                                                   "the engine's).")] = None,
+    max_num_batched_tokens: Annotated[int | None, typer.Option(help=f"--engine {_BLOCKS}: scheduler token budget "
+                                                               "(default: the engine's).")] = None,
+    batches_in_flight: Annotated[int | None, typer.Option(help=f"--engine {_BLOCKS}: batches scheduled ahead, 2 with "
+                                                          "async scheduling, else 1 (default: the engine's).")] = None,
 ) -> None:
     """Tokens of KV cache and concurrent sessions at a context length, from the model's attention shape."""
     check_finite(budget_gib, "--budget-gib", high=1e9)  # a billion GiB: far above any machine
@@ -70,8 +83,9 @@ def kv(
         raise UsageError(f"--window must be 0 or more tokens (0: no sliding window); got {window}.")
     if local_per_global < 0:
         raise UsageError(f"--local-per-global must be 0 or more; got {local_per_global}.")
-    if engine not in (None, "vllm"):
-        raise UsageError(f"--engine {engine!r}: only vllm's block accounting is modelled; omit it for per-token bytes.")
+    settings = {k: v for k, v in (("block_size", block_size), ("max_num_batched_tokens", max_num_batched_tokens),
+                                  ("batches_in_flight", batches_in_flight)) if v is not None}
+    blocks = _accounting(engine, settings)
     have_arch = model is not None or bool(layers and kv_heads and head_dim)
     if server_pool is not None and not have_arch and budget_gib is None:
         cap = sessions_from_pool(server_pool, context)
@@ -88,13 +102,23 @@ def kv(
         raise UsageError("give --model-file, or all of --layers, --kv-heads and --head-dim (or --server-pool alone).")
     if budget_gib is None:
         raise UsageError("--budget-gib is needed to estimate from the architecture (e.g. --budget-gib 1).")
-    acc = VLLMAccounting(block_size=block_size, max_num_batched_tokens=max_num_batched_tokens,
-                         batches_in_flight=batches_in_flight) if engine == "vllm" else None
     cap = kv_capacity(arch, budget_bytes=int(budget_gib * 1024**3), context_tokens=context, kv_dtype=kv_dtype,
-                      server_pool_tokens=server_pool, server_pool_source="given" if server_pool else None, vllm=acc)
+                      server_pool_tokens=server_pool, server_pool_source="given" if server_pool else None,
+                      blocks=blocks)
     make_console().print(f"{arch.layers} layers ({arch.global_layers} global), {arch.kv_heads} KV heads x {arch.head_dim} "
                     f"(from {for_console(arch.source)})")
     kv_terminal(cap, make_console())
+
+
+def _accounting(engine: str | None, settings: dict[str, int]) -> BlockAccounting | None:
+    """The block accounting of `--engine` (None without it); an engine without one is refused."""
+    if engine is None:
+        return None
+    for e in _block_engines():
+        if e.name == engine:
+            return e.kv_accounting(settings)
+    names = "/".join(e.name for e in _block_engines())
+    raise UsageError(f"--engine {engine!r}: only {names}'s block accounting is modelled; omit it for per-token bytes.")
 
 
 def _read_model(model: Path) -> KVArchitecture:

@@ -108,7 +108,13 @@ def _stop_checks(cmd: ServingCommand, inp: PreflightInput) -> list[PreflightFind
         problem=("a stop string ends a message, not the turn: generation stops at the end of the thinking "
                  "channel or the first tool call, so tool calls never complete."),
         evidence=f"stop {bad}",
-        fix="remove it; let the model's own end-of-turn token stop generation (vLLM: --generation-config auto)")]
+        fix="remove it; let the model's own end-of-turn token stop generation" + _stop_fixes())]
+
+
+def _stop_fixes() -> str:
+    """Each engine's way to stop on the model's own end-of-turn tokens, where it needs a flag for it."""
+    fixes = [e.model_stop_fix for e in reversed(known_engines()) if e.model_stop_fix]
+    return f" ({', '.join(fixes)})" if fixes else ""
 
 
 def _served_context(cmd: ServingCommand | None, engine: Engine | None, inp: PreflightInput) -> tuple[int | None, str]:
@@ -158,8 +164,22 @@ def _slot_checks(cmd: ServingCommand | None, engine: Engine | None, inp: Preflig
         problem=f"client concurrency above the server's {_slots(slots)}: the extra requests queue, so their "
                 "latency includes waiting and aggregate tok/s stops scaling for a reason that is not the model.",
         evidence=f"{_slots(slots)} ({how}); concurrency levels {over}",
-        fix=f"start llama-server with -np {max(over)} (and -c scaled to keep per-slot context), or cap "
-            f"concurrency at {slots}")]
+        fix=f"{_slots_fix(engine or _engine_named(inp.engine), max(over))}, or cap concurrency at {slots}")]
+
+
+def _engine_named(name: str | None) -> Engine | None:
+    try:
+        return get_engine(name) if name and name != "unknown" else None
+    except UsageError:
+        return None
+
+
+def _slots_fix(engine: Engine | None, slots: int) -> str:
+    """The engine's way to serve `slots` requests at once; unknown engine: every engine's way."""
+    if engine is not None and engine.slots_fix(slots):
+        return engine.slots_fix(slots)
+    fixes = [e.slots_fix(slots) for e in known_engines() if e.slots_fix(slots)]
+    return f"serve more requests at once ({'; '.join(fixes)})"
 
 
 def _slots(n: int) -> str:

@@ -244,9 +244,9 @@ def _kv_rows(c: KVCapacity) -> list[tuple[str, str]]:
             (f"sessions at {c.context_tokens:,} tokens", f"{c.sessions:.2f}"),
             ("pool (tokens)", f"{c.tokens:,}"),
             ("pool if every layer were global", f"{c.tokens_without_windows:,}")]
-    if c.accounting == "vllm":
-        rows.append(("accounting", f"vLLM blocks of {c.block_size} tokens: {c.blocks_total:,} in the pool, "
-                                   f"{c.blocks_per_session:,} per session"))
+    if c.blocks_total is not None and c.blocks_per_session is not None:  # an engine's block accounting
+        rows.append(("accounting", f"{c.accounting_label or c.accounting} of {c.block_size} tokens: "
+                                   f"{c.blocks_total:,} in the pool, {c.blocks_per_session:,} per session"))
     if c.server_pool_tokens is not None:
         rows.append((f"server-reported pool ({c.server_pool_source or 'server'})", f"{c.server_pool_tokens:,}"))
         if c.server_sessions is not None:

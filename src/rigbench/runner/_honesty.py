@@ -61,7 +61,8 @@ def _preflight(cfg: RunConfig, rig: Any, info: Any, writer: RunWriter, done: set
             for s in (speed.shapes if speed is not None else [])]
     conc = list(speed.concurrency) if speed is not None else []
     given = PreflightInput(uses_tools="agent" in cfg.suite_settings, concurrency=conc, scenarios=scen,
-                           served_context_tokens=info.context_length, server_slots=info.slots)
+                           served_context_tokens=info.context_length, server_slots=info.slots,
+                           engine=info.engine)
     report = preflight(getattr(rig, "argv", None), given)
     writer.append(report)
     return [f"preflight: {f.problem} (fix: {f.fix})" for f in report.errors]

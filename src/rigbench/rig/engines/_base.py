@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import Field
 
+from rigbench.analysis import BlockAccounting
 from rigbench.client import ChatClient
 from rigbench.records import Frozen, PreflightFinding, ServingCommand
 from rigbench.rig.engines._flags import FlagReading, FlagSyntax
@@ -46,6 +47,7 @@ class PreflightInput(Frozen):
     stop: list[str] = Field(default_factory=list)  # stop strings rigbench's requests will send
     served_context_tokens: int | None = None  # per request, as the live server reports it
     server_slots: int | None = None  # as the live server reports it
+    engine: str | None = None  # what the live server was identified as (its remedies, when no command line says)
 
 
 class MetricNames(Protocol):
@@ -114,6 +116,11 @@ class Engine(Protocol):
     @property
     def aliases(self) -> tuple[str, ...]:
         """Other spellings a user may type, e.g. "llama.cpp"."""
+        ...
+
+    @property
+    def display_name(self) -> str:
+        """How texts for people name it ("llama.cpp", "vLLM")."""
         ...
 
     @property
@@ -196,8 +203,24 @@ class Engine(Protocol):
         ...
 
     @property
+    def model_stop_fix(self) -> str:
+        """How to make it stop on the model's own end-of-turn tokens, for the stop-string finding's fix
+        ("" if it does without a flag)."""
+        ...
+
+    @property
     def prefix_cache_reset(self) -> str:
         """How to empty its prefix cache without a restart, for the prefix-cache remedy ("" if only a restart does)."""
+        ...
+
+    def slots_fix(self, slots: int) -> str:
+        """How to serve `slots` requests at once, for the slots finding's fix ("" if no flag or setting does)."""
+        ...
+
+    def kv_accounting(self, settings: Mapping[str, int]) -> BlockAccounting | None:
+        """How it cuts its KV pool into blocks, for `rigbench kv --engine NAME` (None: it does not, and
+        per-token bytes model it). `settings`: what the user set of block_size, max_num_batched_tokens and
+        batches_in_flight; the engine's defaults for the rest."""
         ...
 
     def preflight_rules(self, cmd: ServingCommand, given: PreflightInput) -> list[PreflightFinding]:

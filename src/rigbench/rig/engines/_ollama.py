@@ -114,6 +114,7 @@ def ollama_command(s: OllamaLaunch) -> LaunchCommand:
 class OllamaEngine:
     name = "ollama"
     aliases: tuple[str, ...] = ()
+    display_name = "Ollama"
     launch_spec = OllamaLaunch
     default_port = DEFAULT_PORT
     start_timeout_s = 300.0
@@ -124,10 +125,17 @@ class OllamaEngine:
     flag_syntax = FlagSyntax(markers=(), programs=())
     context_overrun_note = ""
     context_fix = ""
+    model_stop_fix = ""
     prefix_cache_reset = ""
 
     def adapter(self) -> OllamaAdapter:
         return OllamaAdapter()
+
+    def slots_fix(self, slots: int) -> str:
+        return f"start Ollama with OLLAMA_NUM_PARALLEL={slots}"
+
+    def kv_accounting(self, settings: Mapping[str, int]) -> None:
+        return None
 
     async def identify(self, client: ChatClient) -> bool:
         version = await probe_json(client, "/api/version")

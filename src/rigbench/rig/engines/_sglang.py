@@ -176,6 +176,7 @@ def sglang_preflight(cmd: ServingCommand, inp: PreflightInput) -> list[Preflight
 class SGLangEngine:
     name = "sglang"
     aliases: tuple[str, ...] = ()
+    display_name = "SGLang"
     launch_spec = SGLangLaunch
     default_port = DEFAULT_PORT
     start_timeout_s = 1800.0  # CUDA graph capture and warm-up take minutes on a large model
@@ -186,10 +187,17 @@ class SGLangEngine:
     flag_syntax = SGLANG_FLAGS
     context_overrun_note = ""
     context_fix = "SGLang --context-length"
+    model_stop_fix = ""
     prefix_cache_reset = "SGLang POST /flush_cache"
 
     def adapter(self) -> SGLangAdapter:
         return SGLangAdapter()
+
+    def slots_fix(self, slots: int) -> str:
+        return f"start SGLang with --max-running-requests {slots}"
+
+    def kv_accounting(self, settings: Mapping[str, int]) -> None:
+        return None
 
     async def identify(self, client: ChatClient) -> bool:
         # told apart from vLLM's dev-mode /server_info by its keys; older releases only have the get_ form

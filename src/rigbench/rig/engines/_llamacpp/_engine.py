@@ -228,6 +228,7 @@ def _llamacpp_slots(o: Mapping[str, str | bool]) -> FlagReading:
 class LlamaCppEngine:
     name = "llamacpp"
     aliases = ("llama.cpp", "llama-server", "llama_cpp")
+    display_name = "llama.cpp"
     launch_spec = LlamaCppLaunch
     default_port = DEFAULT_PORT
     start_timeout_s = 300.0
@@ -245,10 +246,17 @@ class LlamaCppEngine:
     flag_syntax = LLAMACPP_FLAGS
     context_overrun_note = ""
     context_fix = "llama-server -c with fewer -np slots"
+    model_stop_fix = ""
     prefix_cache_reset = ""
 
     def adapter(self) -> LlamaCppAdapter:
         return LlamaCppAdapter()
+
+    def slots_fix(self, slots: int) -> str:
+        return f"start llama-server with -np {slots} (and -c scaled to keep per-slot context)"
+
+    def kv_accounting(self, settings: Mapping[str, int]) -> None:
+        return None
 
     async def identify(self, client: ChatClient) -> bool:
         props = await probe_json(client, "/props")

@@ -16,10 +16,12 @@ from rigbench.rig.engines._vllm._engine import (
     pool_from_metrics,
     vllm_command,
 )
+from rigbench.rig.engines._vllm._kv import VLLMAccounting
 
 __all__ = [
     "VLLM",
     "VLLM_API_SERVER_MODULE",
+    "VLLMAccounting",
     "VLLMAdapter",
     "VLLMEngine",
     "VLLMLaunch",

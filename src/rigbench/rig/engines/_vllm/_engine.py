@@ -19,6 +19,7 @@ from rigbench.rig.engines._prometheus import parse_prometheus
 from rigbench.rig.engines._reasoning import template_reasoning_fields
 from rigbench.rig.engines._run_flags import RigFlags
 from rigbench.rig.engines._spec import EngineSpec, LaunchCommand, finish_argv, opt
+from rigbench.rig.engines._vllm._kv import VLLMAccounting, vllm_accounting
 from rigbench.sizing import context_per_slot, slots_for
 
 if TYPE_CHECKING:
@@ -360,6 +361,7 @@ def pool_from_metrics(text: str) -> dict[str, Any]:
 class VLLMEngine:
     name = "vllm"
     aliases: tuple[str, ...] = ()
+    display_name = "vLLM"
     launch_spec = VLLMLaunch
     default_port = DEFAULT_PORT
     start_timeout_s = 1800.0  # a cold torch.compile on a CPU takes minutes
@@ -368,6 +370,7 @@ class VLLMEngine:
 
     flag_syntax = VLLM_FLAGS
     context_fix = "vLLM --max-model-len"
+    model_stop_fix = "vLLM: --generation-config auto"
     prefix_cache_reset = "vLLM POST /reset_prefix_cache with VLLM_SERVER_DEV_MODE=1"
     context_overrun_note = (
         " vLLM (verified live on 0.32) refuses a prompt past --max-model-len with HTTP 400, but when "
@@ -376,6 +379,12 @@ class VLLMEngine:
 
     def adapter(self) -> VLLMAdapter:
         return VLLMAdapter()
+
+    def slots_fix(self, slots: int) -> str:
+        return f"start vLLM with --max-num-seqs {slots}"
+
+    def kv_accounting(self, settings: Mapping[str, int]) -> VLLMAccounting:
+        return vllm_accounting(settings)
 
     async def identify(self, client: ChatClient) -> bool:
         # /version alone is too common a path: confirmed by `owned_by: "vllm"` or vllm: metrics

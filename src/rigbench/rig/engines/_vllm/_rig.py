@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rigbench.analysis import VLLMAccounting, kv_architecture_from_path, kv_capacity
+from rigbench.analysis import kv_architecture_from_path, kv_capacity
 from rigbench.records import StartupTiming
 from rigbench.rig._fingerprint import ModelInfo, model_info
 from rigbench.rig._launch_spec import command_for
@@ -35,6 +35,7 @@ from rigbench.rig.engines._vllm._env import (
     install_vllm,
     vllm_serve_argv,
 )
+from rigbench.rig.engines._vllm._kv import VLLMAccounting
 
 __all__ = ["VLLMRig"]
 
@@ -161,7 +162,7 @@ class VLLMRig(LaunchedRig):
                                  max_num_batched_tokens=int(f.get("max_num_batched_tokens_log") or 2048),
                                  batches_in_flight=2 if f.get("async_scheduling_log") else 1)
             dtype = str(self.spec.dtype or "bf16")
-            cap = kv_capacity(arch, budget_bytes=int(gib * 1024**3), context_tokens=int(context), vllm=acc,
+            cap = kv_capacity(arch, budget_bytes=int(gib * 1024**3), context_tokens=int(context), blocks=acc,
                               kv_dtype=dtype if dtype != "auto" else "bf16",
                               server_pool_tokens=f.get("kv_pool_tokens_log"), server_pool_source="vLLM log")
         except Exception as e:  # a config the planner cannot read: say so, do not fail the run
