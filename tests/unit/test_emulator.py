@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from rigbench.client import ChatClient
+from rigbench.rig.engines import LlamaCppAdapter, SGLangAdapter, VLLMAdapter, canonical_values
 from rigbench.testing import Delay, Emulator, EmulatorScript
 
 FAST = EmulatorScript(ttft=Delay(mean_ms=1), itl=Delay(mean_ms=0.5), output_tokens=8)
@@ -54,6 +55,9 @@ async def test_models_tokenize_metrics_health(emu: Emulator) -> None:
         await c.stream_chat(BODY)
         st, text = await c.get_text(c.server_root + "/metrics")
         assert 'vllm:generation_tokens_total{model_name="emulated-model"} 8' in text
+        # every engine's names, as its adapter scrapes them: each reads the emulator's tokens
+        for adapter in (VLLMAdapter(), LlamaCppAdapter(), SGLangAdapter()):
+            assert canonical_values(adapter, text)["generation_tokens_total"] == 8.0, adapter.name
         st, h = await c.get_json(c.server_root + "/health")
         assert h == {"status": "ok"}
 

@@ -8,6 +8,10 @@ lateness does not accumulate, and every write is stamped into a `RequestTruth`.
 Endpoints: POST /v1/chat/completions, POST /v1/completions (stream or not), GET /v1/models,
 POST /tokenize (llama.cpp `content` or vLLM `prompt`/`messages`), GET /metrics, GET /health,
 GET /emulator/truth (JSON list of RequestTruth), POST /emulator/reset.
+
+/metrics gives the emulator's requests and tokens under every known engine's metric names, read from
+the engines' adapters (`metric_names`), so telemetry reads it whichever engine a test takes it for and
+the names cannot drift from the ones rigbench scrapes.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import asyncio
 import json
 import random
 import time
+from functools import cache
 from typing import Any, cast
 
 from rigbench.testing._prefix_cache import PromptPrefixCache
@@ -123,20 +128,26 @@ class Emulator:
         self.truth = []
 
     def metrics_text(self) -> str:
-        m = self.script.model
-        lines = [
-            "# TYPE emulator_requests_total counter",
-            f"emulator_requests_total {self.requests_total}",
-            "# TYPE vllm:num_requests_running gauge",
-            f'vllm:num_requests_running{{model_name="{self.script.model}"}} {self.running}',
-            "# TYPE vllm:generation_tokens_total counter",
-            f'vllm:generation_tokens_total{{model_name="{m}"}} {self.generation_tokens_total}',
-            "# TYPE vllm:prompt_tokens_total counter",
-            f'vllm:prompt_tokens_total{{model_name="{self.script.model}"}} {self.prompt_tokens_total}',
-            "# TYPE emulator_connections_total counter",
-            f"emulator_connections_total {self.connections_total}",
-        ]
+        label = f'{{model_name="{self.script.model}"}}'
+        shared = {"requests_running": ("gauge", self.running),
+                  "generation_tokens_total": ("counter", self.generation_tokens_total),
+                  "prompt_tokens_total": ("counter", self.prompt_tokens_total)}
+        lines = ["# TYPE emulator_requests_total counter", f"emulator_requests_total {self.requests_total}"]
+        for names in _engine_metric_names():
+            for canonical, (kind, value) in shared.items():
+                if name := names.get(canonical):
+                    lines += [f"# TYPE {name} {kind}", f"{name}{label} {value}"]
+        lines += ["# TYPE emulator_connections_total counter", f"emulator_connections_total {self.connections_total}"]
         return "\n".join(lines) + "\n"
+
+
+@cache
+def _engine_metric_names() -> tuple[dict[str, str], ...]:
+    """Each known engine's canonical -> metric name table, from its adapter (the first scrape reads them)."""
+    # lazy: rigbench.rig (~0.4 s) is needed by /metrics only, not by an emulator process that starts
+    from rigbench.rig.engines import known_engines
+
+    return tuple(dict(e.adapter().metric_names) for e in known_engines())
 
 
 class _Conn(asyncio.Protocol):
