@@ -8,6 +8,8 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
+from rigbench.rig.engines import EmbeddedRig
+
 __all__ = ["app", "reflow"]
 
 
@@ -33,7 +35,7 @@ app = typer.Typer(
     name="rigbench",
     help=(
         "How fast, how good and how agent-ready is your LLM rig (model + engine + flags + machine)?\n\n"
-        "Start with `rigbench run`: it sets up the embedded llama.cpp + SmolLM2-135M rig and measures it."
+        f"Start with `rigbench run`: it sets up the embedded {EmbeddedRig.label} rig and measures it."
     ),
     no_args_is_help=True,
     add_completion=False,

@@ -35,7 +35,8 @@ def check(
     """
     argv = list(ctx.args)
     if not argv:
-        raise UsageError("give the engine command line after `--`, e.g. `rigbench check -- vllm serve MODEL ...`.")
+        raise UsageError("give the engine command line after `--`: `rigbench check -- <the command that starts your "
+                         "server>` (`rigbench check --help` shows one).")
     levels: list[int] = []
     for item in concurrency or []:
         for part in item.split(","):

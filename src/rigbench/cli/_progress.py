@@ -152,9 +152,9 @@ class RichProgress:
         self._p.console.print(f"[dim]·[/] {for_console(message, multiline=True)}")
 
     def build(self, done: int, total: int | None, message: str) -> None:
-        """Callback for the llama-server build."""
+        """Callback for an engine's build (llama.cpp's `llama-server`): its progress and what it is doing."""
         if self._build_task is None:
-            self._build_task = int(self._p.add_task("building llama-server", total=total, warmup_total=0,
+            self._build_task = int(self._p.add_task(for_console(message), total=total, warmup_total=0,
                                                     warming=False, last=None, duration_s=None))
         self._p.update(self._build_task, completed=done, total=total, description=for_console(message))  # type: ignore[arg-type]
 

@@ -24,9 +24,14 @@ from rigbench.rig.engines._spec import EngineSpec, LaunchCommand
 from rigbench.rig.engines._speculative import speculative_from_argv
 from rigbench.rig.engines._vllm import VLLMAdapter
 
+# isort: split
+# Last: the embedded rig (llama.cpp's) imports rig modules that read this package's names above.
+from rigbench.rig.engines._llamacpp._embedded import EmbeddedRig
+
 __all__ = [
     "ENGINE_NAMES",
     "ENTRY_POINT_GROUP",
+    "EmbeddedRig",
     "Engine",
     "EngineAdapter",
     "EngineName",

