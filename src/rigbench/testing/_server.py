@@ -84,6 +84,7 @@ class Emulator:
         return f"http://{self.host}:{self.port}/v1"
 
     async def start(self) -> Emulator:
+        _engine_metric_names()  # read before serving: a first scrape mid-stream must not stall the loop
         loop = asyncio.get_running_loop()
         self._server = await loop.create_server(
             lambda: _Conn(self), self.host, self.port, backlog=4096, reuse_address=True
@@ -143,8 +144,9 @@ class Emulator:
 
 @cache
 def _engine_metric_names() -> tuple[dict[str, str], ...]:
-    """Each known engine's canonical -> metric name table, from its adapter (the first scrape reads them)."""
-    # lazy: rigbench.rig (~0.4 s) is needed by /metrics only, not by an emulator process that starts
+    """Each known engine's canonical -> metric name table, from its adapter (read once, when the first
+    emulator of the process starts)."""
+    # lazy: rigbench.rig (~0.2 s more) is for /metrics only; `import rigbench.testing` should not pay for it
     from rigbench.rig.engines import known_engines
 
     return tuple(dict(e.adapter().metric_names) for e in known_engines())
