@@ -176,3 +176,16 @@ def test_kv_command_takes_block_accounting_from_the_engine() -> None:
     assert plain.exit_code == 0 and "blocks" not in plain.output
     res = CliRunner().invoke(app, [*shape, "--engine", "llamacpp"], env={"COLUMNS": "120"})
     assert isinstance(res.exception, UsageError) and "only vllm's block accounting" in str(res.exception)
+
+
+def test_the_kv_help_names_the_engines_without_loading_engine_packages() -> None:
+    """The CLI's help lists the built-in engines with block accounting; importing the CLI reads no installed
+    engine package (a slow or broken one must not cost every command)."""
+    import subprocess
+    import sys
+
+    code = ("import rigbench.cli, rigbench.rig.engines._registry as r; assert not r._loaded, 'registry read'; "
+            "from rigbench.cli._kv import _BLOCKS; print(_BLOCKS)")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "vllm"

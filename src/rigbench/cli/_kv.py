@@ -20,19 +20,20 @@ from rigbench.cli._console import make_console
 from rigbench.errors import UsageError
 from rigbench.outside import for_console
 from rigbench.report import kv_terminal
-from rigbench.rig.engines import Engine, known_engines
+from rigbench.rig.engines import Engine, builtin_engines, known_engines
 
 __all__ = ["kv"]
 
 
-def _block_engines() -> list[Engine]:
-    """The engines whose KV block accounting rigbench models (`Engine.kv_accounting`)."""
-    return [e for e in known_engines() if e.kv_accounting({}) is not None]
+def _block_engines(engines: tuple[Engine, ...] | None = None) -> list[Engine]:
+    """The engines whose KV block accounting rigbench models (`Engine.kv_accounting`): of `engines`, or of
+    every known engine (installed packages' too)."""
+    return [e for e in (known_engines() if engines is None else engines) if e.kv_accounting({}) is not None]
 
 
-# for the help texts (the engines known when the CLI starts)
-_BLOCKS = "/".join(e.name for e in _block_engines())
-_BLOCKS_BY = "/".join(f"{e.display_name}'s" for e in _block_engines())
+# for the help texts: the built-in engines (the help does not import installed engine packages)
+_BLOCKS = "/".join(e.name for e in _block_engines(builtin_engines()))
+_BLOCKS_BY = "/".join(f"{e.display_name}'s" for e in _block_engines(builtin_engines()))
 
 
 @app.command()

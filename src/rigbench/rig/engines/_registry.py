@@ -22,8 +22,8 @@ from rigbench.rig.engines._ollama import OLLAMA
 from rigbench.rig.engines._sglang import SGLANG
 from rigbench.rig.engines._vllm import VLLM
 
-__all__ = ["ENGINE_NAMES", "ENTRY_POINT_GROUP", "EngineName", "engine_problem", "engine_problems", "engine_source", "get_adapter",
-           "get_engine", "known_engines", "register_engine", "unregister_engine"]
+__all__ = ["ENGINE_NAMES", "ENTRY_POINT_GROUP", "EngineName", "builtin_engines", "engine_problem", "engine_problems",
+           "engine_source", "get_adapter", "get_engine", "known_engines", "register_engine", "unregister_engine"]
 
 EngineName = Literal["llamacpp", "vllm", "sglang", "ollama"]
 ENGINE_NAMES: tuple[str, ...] = get_args(EngineName)
@@ -109,6 +109,12 @@ def engine_source(name: str) -> str:
     """What added the engine `name`: "rigbench" for a built-in, else the package (name and version)."""
     engine = get_engine(name)
     return _sources.get(engine.name, "register_engine")
+
+
+def builtin_engines() -> tuple[Engine, ...]:
+    """rigbench's own engines, without reading installed packages: for texts made when the CLI starts
+    (its help), which must not import every engine package for `rigbench --help`."""
+    return _BUILTIN
 
 
 def known_engines() -> tuple[Engine, ...]:
