@@ -247,6 +247,7 @@ def test_a_registered_engine_gets_its_own_and_the_generic_preflight_rules(toy: T
     assert by_id["scenario_over_context"].problem.endswith("The toy wraps around past its window.")
     assert "toy-server --window" in by_id["scenario_over_context"].fix  # its own way to raise the context
     assert "4 slots (--slots 4)" in by_id["concurrency_over_slots"].evidence
+    assert by_id["concurrency_over_slots"].fix.startswith("toy-server --slots 8, ")  # its own, not llama.cpp's
     # the toy's stop flag is read on every command line, as the built-ins' are
     assert "stop_splits_turn" in {f.id for f in preflight("vllm serve m --halt '<|eom|>'").findings}
 
