@@ -6,6 +6,7 @@ Every message says what failed, what was observed, and what to do next.
     RigbenchError
     ├── UsageError            bad option, plan or input file (the user can fix it)
     │   └── LongRunError      a run projected past a day, stopped there (resumable with --allow-long-run)
+    ├── BusyHostError         a measured window found the host busy, stopped there (resumable with --allow-busy-host)
     ├── SetupError            fetching or building something rigbench needs (model, llama-server)
     ├── RigError              the engine process or endpoint
     │   ├── RigStartError     a launched engine exited or never became healthy
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 __all__ = [
     "AnalysisError",
+    "BusyHostError",
     "EndpointError",
     "EndpointLostError",
     "LongRunError",
@@ -47,6 +49,11 @@ class UsageError(RigbenchError):
 
 class LongRunError(UsageError):
     """The speed suite projected the run past a day from its measured speed and stopped; resumable."""
+
+
+class BusyHostError(RigbenchError):
+    """Other work used the host's CPUs during a measured window: the run stopped there, what was measured is
+    kept, and `--resume` goes on (with `--allow-busy-host` to keep figures measured on a busy host)."""
 
 
 class SetupError(RigbenchError):

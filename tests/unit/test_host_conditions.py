@@ -260,3 +260,147 @@ def test_a_port_served_by_a_reverse_proxy_leaves_the_engine_unknown(monkeypatch:
         ref = locate_engine(base_url=emu.url)
     assert ref.location == "unknown" and ref.reason and "served by nginx" in ref.reason
     assert "a forwarder or proxy" in ref.reason
+
+
+# -- said at once: a busy window stops the run before the next one (runner/_busy.py) -----------------
+
+TWO_WINDOWS = ("--concurrency", "1,2")
+
+
+def _records(run_dir: Path, kind: str) -> list[dict[str, object]]:
+    return list(RunReader(run_dir).raw_records(kind))
+
+
+def test_a_busy_window_is_said_at_once_and_stops_the_run_before_the_next_resumable_with_allow_busy_host(
+        tmp_path: Path) -> None:
+    """Two windows (c=1, c=2) beside a busy neighbour: the first is named on the console as it ends, in the
+    final finding's words, and the run stops there: exit 1, marked interrupted, c=1's batches kept, c=2 never
+    started, and the message gives the resume command. Resumed with --allow-busy-host (the neighbour still
+    there), it measures c=2 and completes, the finding kept for both windows. Control: --allow-busy-host from
+    the start measures both windows, the finding said live."""
+    script = EmulatorScript(ttft=Delay(mean_ms=5), itl=Delay(mean_ms=2), output_tokens=200)
+    with EmulatorProcess(script) as emu:
+        nb = _neighbour(os.sched_getaffinity(0))
+        try:
+            time.sleep(0.2)
+            stop = invoke("run", "--endpoint", emu.url, "--scenarios", "chat_short", "--repetitions", "3",
+                          "--warmup", "0", "--no-sanity", *TWO_WINDOWS, "--out", str(tmp_path / "default"))
+            [run_dir] = list((tmp_path / "default").iterdir())
+            header = json.loads((run_dir / "run.json").read_text())
+            batches = _records(run_dir, "speed_batch")
+            windows = [r["window"] for r in _records(run_dir, "host_conditions")]
+            resumed = invoke("run", "--resume", str(run_dir), "--allow-busy-host", "--allow-untrusted")
+            kept = invoke("run", "--endpoint", emu.url, "--scenarios", "chat_short", "--repetitions", "3",
+                          "--warmup", "0", "--no-sanity", *TWO_WINDOWS, "--allow-busy-host", "--allow-untrusted",
+                          "--out", str(tmp_path / "kept"))
+        finally:
+            nb.kill()
+    assert stop.traceback is None and resumed.traceback is None and kept.traceback is None
+    # said live, as the verdict words it, then stopped with the way on
+    assert "host busy: during chat_short c=1, other processes used" in " ".join(stop.stdout.split()), stop.stdout
+    assert stop.code == 1, stop.stdout + stop.stderr
+    err = " ".join(stop.stderr.split())
+    assert "stopped before chat_short c=2" in err and "what was measured is kept" in err, err
+    assert f"rigbench run --resume {run_dir} --allow-busy-host" in err, err
+    assert header["status"] == "interrupted" and "host busy: during chat_short c=1" in header["error"]
+    assert sorted((b["concurrency"], b["repetition"]) for b in batches) == [(1, 0), (1, 1), (1, 2)]
+    assert windows == ["chat_short c=1"]
+
+    # resumed with --allow-busy-host: c=2 measured, nothing redone, the finding kept for both windows
+    assert resumed.code == 0, resumed.stdout + resumed.stderr
+    assert "kept by --allow-busy-host: measuring on" in " ".join(resumed.stdout.split())
+    header = json.loads((run_dir / "run.json").read_text())
+    assert header["status"] == "complete" and not any(r.startswith("host busy") for r in header["trust"]["reasons"])
+    batches = _records(run_dir, "speed_batch")
+    assert sorted((b["concurrency"], b["repetition"]) for b in batches) == [(1, 0), (1, 1), (1, 2), (2, 0), (2, 1),
+                                                                            (2, 2)]
+    [shown] = [w for w in analyze_run(RunReader(run_dir)).warnings if w.startswith("host busy")]
+    assert "during chat_short c=1" in shown and "during chat_short c=2" in shown and "kept by" in shown
+
+    # control: --allow-busy-host from the start measures on
+    assert kept.code == 0, kept.stdout + kept.stderr
+    [kept_dir] = list((tmp_path / "kept").iterdir())
+    assert json.loads((kept_dir / "run.json").read_text())["status"] == "complete"
+    assert len(_records(kept_dir, "speed_batch")) == 6
+    assert " ".join(kept.stdout.split()).count("kept by --allow-busy-host: measuring on") == 2, kept.stdout
+
+
+def test_a_quiet_host_runs_every_window_to_the_end(tmp_path: Path) -> None:
+    """The control: the same two-window run without the neighbour completes. On this shared box other
+    people's work may make a window busy, rightly: so the run is judged against this test's own measure of
+    the other processes' cores over it (all CPUs' busy time less this process's and the emulator's).
+    Clearly quiet (under 0.10 cores) must run to the end with no busy finding; any stop must be one its
+    window's record calls busy."""
+    script = EmulatorScript(ttft=Delay(mean_ms=5), itl=Delay(mean_ms=2), output_tokens=200)
+    with EmulatorProcess(script) as emu:
+        ref = locate_engine(base_url=emu.url)
+        assert ref.pid is not None
+        theirs = psutil.Process(ref.pid)
+
+        def busy() -> float:
+            return sum(b for b, _ in cpu_stat(Path("/proc/stat").read_text()).per_cpu.values())
+
+        def ours() -> float:
+            me, it = psutil.Process().cpu_times(), theirs.cpu_times()
+            return me.user + me.system + it.user + it.system
+
+        b0, o0, w0 = busy(), ours(), time.monotonic()
+        res = invoke("run", "--endpoint", emu.url, "--scenarios", "chat_short", "--repetitions", "3", "--warmup",
+                     "0", "--no-sanity", *TWO_WINDOWS, "--out", str(tmp_path))
+        others = max(0.0, (busy() - b0) - (ours() - o0)) / (time.monotonic() - w0)
+    assert res.traceback is None
+    [run_dir] = list(tmp_path.iterdir())
+    header = json.loads((run_dir / "run.json").read_text())
+    recs = RunReader(run_dir).records("host_conditions", HostConditions)
+    seen = f"others used {others:.2f} cores by this test's own measure; {header.get('error')}; {res.stdout[-1500:]}"
+    if header["status"] != "complete":
+        assert header["status"] == "interrupted" and assess_host(recs).busy and others >= 0.10, seen
+        return
+    assert len(_records(run_dir, "speed_batch")) == 6 and [r.window for r in recs] == ["chat_short c=1",
+                                                                                        "chat_short c=2"], seen
+    if others < 0.10:
+        assert not assess_host(recs).busy and "host busy" not in res.stdout, seen
+
+
+async def test_a_window_that_crawls_on_a_busy_host_is_stopped_while_it_runs() -> None:
+    """A window is judged while it runs, not only when it ends (a starved llama.cpp can take many minutes for
+    one batch): with the neighbour, a window of 30 s stops within a few seconds of its first judgement, ends
+    with BusyHostError naming the cause, and its figures so far are written under an id of their own (a
+    resumed window of the same level must not supersede them); the next window is then refused before it
+    measures. Control: under --allow-busy-host the same window runs to its end, the finding said once."""
+    from rigbench.errors import BusyHostError
+    from rigbench.runner._busy import BusyHostGuard
+
+    written: list[HostConditions] = []
+    notes: list[str] = []
+    engine = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    nb = _neighbour(os.sched_getaffinity(0))
+    try:
+        guard = BusyHostGuard(Path("/runs/r1"), keep=False, note=notes.append, write=written.append)
+        watch = HostWatch(locate_engine(pid=engine.pid), judge=guard, judge_after_s=0.5, judge_every_s=0.25)
+        t0 = time.monotonic()
+        with pytest.raises(BusyHostError) as stopped:
+            async with watch.window("chat_short", concurrency=1):
+                await asyncio.sleep(30)
+        took = time.monotonic() - t0
+        with pytest.raises(BusyHostError, match="stopped before chat_short c=2"):
+            async with watch.window("chat_short", concurrency=2):
+                raise AssertionError("a window after a busy one must not measure")
+
+        kept_notes: list[str] = []
+        keep = BusyHostGuard(Path("/runs/r2"), keep=True, note=kept_notes.append, write=written.append)
+        watch = HostWatch(locate_engine(pid=engine.pid), judge=keep, judge_after_s=0.5, judge_every_s=0.25)
+        async with watch.window("chat_short", concurrency=1) as w:
+            await asyncio.sleep(1.5)
+    finally:
+        nb.kill()
+        engine.kill()
+    msg = str(stopped.value)
+    assert took < 10, took
+    assert msg.startswith("host busy: during chat_short c=1, other processes used") and "s into chat_short c=1" in msg
+    assert "rigbench run --resume /runs/r1 --allow-busy-host" in msg
+    [cut] = written
+    assert cut.unit_id.startswith("host/chat_short/c1/cut") and assess_host([cut]).busy
+    assert w.record is not None and w.record.wall_s >= 1.5 and assess_host([w.record]).busy
+    assert len(kept_notes) == 2 and "so far" in kept_notes[0] and "measuring on" in kept_notes[1], kept_notes
+    assert notes == []  # the stopped run says it in its error, once

@@ -516,3 +516,26 @@ def test_a_plan_launches_a_registered_engine_as_a_real_process_end_to_end(
     assert len(speed) == 2 and all(r.result.ok and r.result.completion_tokens == 24 for r in speed)  # type: ignore[union-attr]
     assert "listening http://127.0.0.1:" in (tmp_path / "plan" / index.rigs[0].run_dir / "engine.log").read_text()  # type: ignore[operator]
     assert not port_in_use(port)  # rigbench stopped the process it started
+
+
+def test_a_plan_stopped_on_a_busy_host_resumes_with_allow_busy_host_added(tmp_path: Path) -> None:
+    """A busy host stops a plan and says: set `allow_busy_host: true` and resume. That key keeps figures, it
+    measures nothing: the plan's hash is the same with it, so the resume is not refused. A plan directory
+    started with it before (whose index hashed it) still resumes: its hash, computed by rigbench then, is pinned."""
+    def plan(extra: str) -> Path:
+        p = tmp_path / f"plan{len(extra)}.yaml"
+        p.write_text(textwrap.dedent(f"""\
+            name: d
+            sanity: false
+            {extra}
+            speed: {{scenarios: [chat_short], repetitions: 2, warmup: 0}}
+            rigs:
+              - {{name: one, endpoint: {{base_url: "http://127.0.0.1:9/v1"}}}}
+            """))
+        return p
+
+    started, kept = load_plan(plan("")), load_plan(plan("allow_busy_host: true"))
+    assert kept.config_sha256 == started.config_sha256 == "ee15e49c2e0a67b5"
+    assert kept.resumes(started.config_sha256)
+    assert kept.resumes("d0f57b2e79a5c402")  # hashed with allow_busy_host: true before this change
+    assert not kept.resumes("0" * 16) and not load_plan(plan("seed: 7")).resumes(started.config_sha256)

@@ -46,7 +46,8 @@ PUBLIC: dict[str, list[str]] = {
         "url_has_userinfo", "use_monitor",
     ],
     "rigbench.errors": [
-        "AnalysisError", "EndpointError", "EndpointLostError", "LongRunError", "PortInUseError", "ProbeError",
+        "AnalysisError", "BusyHostError", "EndpointError", "EndpointLostError", "LongRunError", "PortInUseError",
+        "ProbeError",
         "RigError", "RigStartError", "RigbenchError", "SetupError", "StoreError", "StoreWriteError", "UsageError",
     ],
     "rigbench.honesty": [

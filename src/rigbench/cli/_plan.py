@@ -15,6 +15,7 @@ from rigbench.cli._progress import RichProgress
 from rigbench.cli._report import ReportFiles, report_runs
 from rigbench.cli._signals import interrupt_exit_code, interrupt_name
 from rigbench.client import run as run_loop
+from rigbench.errors import BusyHostError
 from rigbench.outside import for_console, visible
 from rigbench.plan import PlanIndex, execute_plan, is_plan_dir, load_plan, plan_runs
 from rigbench.report import render_blog_markdown, speedup_table
@@ -79,6 +80,12 @@ def run_plan(plan_file: Path, *, resume: Path | None, out: Path, markdown: Path 
             console.print(f"[yellow]interrupted ({interrupt_name()}): completed rigs and the partial run are kept; continue with "
                           f"`rigbench run {for_console(plan_file)} --resume {for_console(plan_dir)}`[/]")
             raise typer.Exit(interrupt_exit_code()) from None
+        except BusyHostError as busy:
+            make_console(stderr=True).print(
+                f"[bold red]stopped:[/] {for_console(busy, multiline=True)} Completed rigs are kept; continue with "
+                f"`rigbench run {for_console(plan_file)} --resume {for_console(plan_dir)}`.", highlight=False,
+                soft_wrap=True)
+            raise typer.Exit(1) from None
     console.print(_status_table(index))
     for e in index.rigs:
         if e.error:

@@ -16,7 +16,7 @@ from rigbench.cli._run_args import RunArgs
 from rigbench.cli._signals import interrupt_exit_code, interrupt_name
 from rigbench.cli._typed import options_command
 from rigbench.client import run as run_loop
-from rigbench.errors import UsageError
+from rigbench.errors import BusyHostError, UsageError
 from rigbench.outside import for_console
 from rigbench.rig.engines import engine_problems
 from rigbench.store import new_run_id
@@ -105,6 +105,10 @@ def _run_one(o: RunArgs) -> None:
             console.print(f"[yellow]interrupted ({interrupt_name()}): the partial run is kept; continue it with "
                           f"`rigbench run --resume {for_console(run_dir)}`[/]")
             raise typer.Exit(interrupt_exit_code()) from None
+        except BusyHostError as e:  # not bad input (exit 2): its figures cannot be trusted, as an UNTRUSTED run's
+            make_console(stderr=True).print(f"[bold red]stopped:[/] {for_console(e, multiline=True)}", highlight=False,
+                                            soft_wrap=True)
+            raise typer.Exit(1) from None
     files = ReportFiles(html=o.html, markdown=o.markdown, json_out=o.json_out, csv=o.csv, jsonl=o.jsonl)
     report_runs([out / header.run_id if resume is None else resume], console, files)  # as `rigbench report`
     if header.trust is not None and not header.trust.trusted and not o.allow_untrusted:

@@ -2,7 +2,8 @@
 
 A rig that fails (its engine will not start, it crashes mid-run) is recorded as failed in the
 index with rigbench's error message, and the plan goes on to the next rig; the caller reports
-it and exits non-zero. Ctrl-C marks the current rig interrupted and stops the plan.
+it and exits non-zero. Ctrl-C marks the current rig interrupted and stops the plan; so does a busy host
+(`BusyHostError`: the rigs after it would be measured on the same busy host).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from rigbench.client import redact_text
-from rigbench.errors import RigbenchError, UsageError
+from rigbench.errors import BusyHostError, RigbenchError, UsageError
 from rigbench.plan._config import run_config_for
 from rigbench.plan._index import (
     PLAN_FILE,
@@ -56,14 +57,14 @@ def _kind(rig: ResolvedRig) -> str:
 def open_index(loaded: LoadedPlan, plan_dir: Path, resume: bool) -> PlanIndex:
     if resume:
         index = read_plan_index(plan_dir)
-        if index.config_sha256 != loaded.config_sha256 and loaded.path.resolve() == (plan_dir / PLAN_FILE).resolve():
+        if not loaded.resumes(index.config_sha256) and loaded.path.resolve() == (plan_dir / PLAN_FILE).resolve():
             # its own copy resolves differently: the directory was written by another rigbench version
             raise PlanError(
                 f"cannot resume {plan_dir}: it was written by a rigbench whose resolved configuration of "
                 f"this plan differs (was {index.config_sha256}, now {loaded.config_sha256}), so new runs "
                 f"would not be comparable with its completed ones. Its runs stay readable (`rigbench report "
                 f"{plan_dir}`); start a new plan directory to measure again.")
-        if index.config_sha256 != loaded.config_sha256:
+        if not loaded.resumes(index.config_sha256):
             raise PlanError(
                 f"cannot resume {plan_dir} with {loaded.path}: the plan's resolved configuration changed "
                 f"(was {index.config_sha256}, now {loaded.config_sha256}). Resume with the plan it started "
@@ -115,6 +116,11 @@ async def execute_plan(
         except (KeyboardInterrupt, asyncio.CancelledError):
             index = index.with_entry(entry.model_copy(update={"status": "interrupted",
                                                               "error": "interrupted by the user"}))
+            write_plan_index(plan_dir, index)
+            raise
+        except BusyHostError as e:
+            # the host is busy: the next rigs would be measured on it too. This rig is resumable, its units kept
+            index = index.with_entry(entry.model_copy(update={"status": "interrupted", "error": str(e)}))
             write_plan_index(plan_dir, index)
             raise
         except RigbenchError as e:

@@ -53,9 +53,18 @@ class LoadedPlan(NamedTuple):
     @property
     def config_sha256(self) -> str:
         """Hash of the resolved configuration (not of the file's text: comments may change)."""
+        # allow_long_run lifts a bound, it measures nothing: a plan stopped at a day resumes with it added;
+        # allow_busy_host likewise keeps figures (and measures on): a plan stopped on a busy host resumes with it
+        return self._sha256({"allow_long_run", "allow_busy_host"})
+
+    def resumes(self, recorded_sha256: str) -> bool:
+        """Does a plan directory whose index records `recorded_sha256` resume with this plan? Directories
+        written before allow_busy_host left the hash hashed it when true."""
+        return recorded_sha256 in (self.config_sha256, self._sha256({"allow_long_run"}))
+
+    def _sha256(self, verdict_keys: set[str]) -> str:
         # a setting left out is left out of the hash, so plans written before it existed still resume
-        # allow_long_run lifts a bound, it measures nothing: a plan stopped at a day resumes with it added
-        plan = _without_new_defaults(self.plan, exclude={"rigs", "description", "deadlines", "allow_long_run"})
+        plan = _without_new_defaults(self.plan, exclude={"rigs", "description", "deadlines", *verdict_keys})
         if self.plan.deadlines.model_fields_set:
             plan["deadlines"] = _deadlines_key(self.plan.deadlines)
         body = {"plan": plan, "rigs": [r.key() for r in self.rigs]}

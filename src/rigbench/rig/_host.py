@@ -11,6 +11,12 @@ are sampled every `interval_s` in between. That is a few file reads per window p
 second, on rigbench's event loop. A figure that cannot be read (no /proc, a process of another user,
 no cpufreq in a VM) is recorded as unknown with the reason, never as zero. Judging happens in
 `rigbench.analysis` (`assess_host`).
+
+A `WindowJudge` given to the watch (the runner's: `rigbench.runner._busy`) sees each window as it opens
+and ends, and, every `judge_every_s` once a window has run `judge_after_s`, its figures so far: a window
+that crawls on a busy host is judged while it runs, not an hour later. When the judge says stop, the
+window's task is cancelled and the window ends with `BusyHostError` (as `asyncio.timeout` ends with
+`TimeoutError`).
 """
 
 from __future__ import annotations
@@ -26,14 +32,15 @@ import time
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 import psutil
 
+from rigbench.errors import BusyHostError
 from rigbench.records import EngineLocation, GpuProcess, HostConditions
 from rigbench.rig._background import stop_task
 
-__all__ = ["EngineRef", "HostWatch", "HostWindow", "cpu_stat", "locate_engine"]
+__all__ = ["EngineRef", "HostWatch", "HostWindow", "WindowJudge", "cpu_stat", "locate_engine"]
 
 _TICK_S = 1.0 / (os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100)
 # A listening socket owned by one of these is a port forwarded into a container or a VM: the engine
@@ -154,12 +161,29 @@ class _Snapshot:
     own: dict[int, float] | None
 
 
+class WindowJudge(Protocol):
+    """Judges windows while they are measured (the verdict itself is `rigbench.analysis.assess_host`)."""
+
+    def opening(self, window: str) -> None:
+        """Before a window measures anything; raises `BusyHostError` to stop the run there."""
+
+    def interim(self, record: HostConditions) -> bool:
+        """A running window's figures so far; True stops it now."""
+
+    def ended(self, record: HostConditions, *, cut: bool) -> str | None:
+        """A window's record as it ends (`cut`: stopped by `interim`); for a cut window, the message of the
+        `BusyHostError` it ends with."""
+
+
 @dataclass
 class HostWatch:
     """Measures host conditions around windows; one per run (the engine found once)."""
 
     engine: EngineRef
     interval_s: float = 0.25
+    judge: WindowJudge | None = None
+    judge_after_s: float = 10.0  # a running window is judged once it has run this long (5x the calibrated 2 s)...
+    judge_every_s: float = 5.0  # ...and again this often
     proc: Path = Path("/proc")
     sys_cpu: Path = Path("/sys/devices/system/cpu")
     nvidia_smi: str | None = field(default_factory=lambda: shutil.which("nvidia-smi"))
@@ -244,6 +268,8 @@ class HostWindow:
         self._task: asyncio.Task[None] | None = None
         self._cpus: set[int] = set()
         self._engine_procs: list[psutil.Process] = []
+        self._owner: asyncio.Task[object] | None = None  # the task measuring inside the window
+        self._cut = False  # the judge stopped this window while it ran
 
     def _note(self, figure: str, why: str) -> None:
         self.unknown.setdefault(figure, why)
@@ -301,11 +327,25 @@ class HostWindow:
             self.cpu_mhz.append(m)
 
     async def _loop(self) -> None:
+        judge, owner = self.watch.judge, self._owner
+        next_judge = self._t0 + int(self.watch.judge_after_s * 1e9)
         while True:
             await asyncio.sleep(self.watch.interval_s)
             self._sample()
+            now = time.perf_counter_ns()
+            if judge is None or owner is None or now < next_judge:
+                continue
+            next_judge = now + int(self.watch.judge_every_s * 1e9)
+            # so far: no nvidia-smi here (a subprocess every few seconds on the loop that stamps chunks)
+            if judge.interim(self._build(self._snapshot(), now, gpus=False)):
+                self._cut = True
+                owner.cancel()
+                return
 
     async def __aenter__(self) -> HostWindow:
+        if self.watch.judge is not None:
+            self.watch.judge.opening(self.label)
+        self._owner = asyncio.current_task()
         self._start = self._snapshot()
         self._cpus = self.watch.cpus(self._engine_procs)
         if self._start.stat is not None:
@@ -315,7 +355,7 @@ class HostWindow:
         self._task = asyncio.create_task(self._loop())
         return self
 
-    async def __aexit__(self, *exc: object) -> None:
+    async def __aexit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
         if self._task is not None:
             await stop_task(self._task)
             self._task = None
@@ -323,8 +363,24 @@ class HostWindow:
         end = self._snapshot()
         t1 = time.perf_counter_ns()
         self.record = self._build(end, t1)
+        judge = self.watch.judge
+        if judge is None:
+            return
+        if not self._cut:
+            if exc_type is None:
+                judge.ended(self.record, cut=False)
+            return
+        if exc_type is asyncio.CancelledError and self._owner is not None and self._owner.uncancel() > 0:
+            return  # cancelled by someone else too (Ctrl-C): that cancellation goes on
+        raise BusyHostError(judge.ended(self.record, cut=True) or f"host busy during {self.label}") from None
 
-    def _build(self, end: _Snapshot, t1: int) -> HostConditions:
+    @property
+    def label(self) -> str:
+        """The window as findings name it: "chat_short c=1", "load/r0 rate=5/s"."""
+        return f"{self.scenario} " + (f"c={self.concurrency}" if self.concurrency is not None
+                                      else f"rate={self.rate_rps:g}/s")
+
+    def _build(self, end: _Snapshot, t1: int, *, gpus: bool = True) -> HostConditions:
         a, cpus = self._start, self._cpus
         busy = steal = None
         if a.stat is not None and end.stat is not None and cpus:
@@ -340,15 +396,14 @@ class HostWindow:
             self._note("cpu_mhz", f"no CPU clock readable under {self.watch.sys_cpu} (cpufreq absent: common in VMs)")
         if not self.run_queue:
             self._note("run_queue", f"procs_running not readable in {self.watch.proc / 'stat'}")
-        gpu_other, gpu_note = self._gpus()
+        gpu_other, gpu_note = self._gpus() if gpus else (None, None)
         if gpu_note:
             self._note("gpu", gpu_note)
         name = None
         if self._engine_procs:
             with contextlib.suppress(psutil.Error):
                 name = self._engine_procs[0].name()
-        window = f"{self.scenario} " + (f"c={self.concurrency}" if self.concurrency is not None
-                                        else f"rate={self.rate_rps:g}/s")
+        window = self.label
         unit = (f"host/{self.scenario}/c{self.concurrency}" if self.concurrency is not None
                 else f"host/{self.scenario}/rate{self.rate_rps:g}")
         return HostConditions(

@@ -8,6 +8,7 @@ from typing import Any, cast
 
 from rigbench.client import SelfCheckMonitor, redact_url, url_has_userinfo
 from rigbench.errors import (
+    BusyHostError,
     EndpointLostError,
     LongRunError,
     RigbenchError,
@@ -21,6 +22,7 @@ from rigbench.rig import (
     locate_engine,
     open_rig,
 )
+from rigbench.runner._busy import BusyHostGuard
 from rigbench.runner._config import RunConfig, check_concurrency
 from rigbench.runner._honesty import _after_suites, _preflight, _sanity_gate
 from rigbench.runner._resume import _open_run, _refuse_changed_rig, _WrongRig
@@ -86,7 +88,7 @@ async def execute_run(cfg: RunConfig, progress: Progress | None = None,
         raise
     except RigbenchError as e:
         error = str(e)
-        if isinstance(e, EndpointLostError | StoreWriteError | LongRunError):
+        if isinstance(e, EndpointLostError | StoreWriteError | LongRunError | BusyHostError):
             status = "interrupted"  # rigbench's setup, not the rig, stopped it: resumable as it is
         raise
     except BaseException as e:  # asyncio.CancelledError on Ctrl-C lands here too
@@ -103,14 +105,17 @@ async def execute_run(cfg: RunConfig, progress: Progress | None = None,
 async def _run_suites(cfg: RunConfig, rig: LaunchedRig | AttachedRig, info: Any, writer: RunWriter,
                       suite_writer: RunWriter, prog: Progress, done: set[str]) -> None:
     """Each suite in turn, its own overhead measured, host use watched around each measured window."""
-    # who uses the host's CPU around each measured window: the engine is found once
+    # who uses the host's CPU around each measured window: the engine is found once; a busy window is said
+    # at once and, unless --allow-busy-host, stops the run before the next one
+    guard = BusyHostGuard(writer.dir, keep=cfg.allow_busy_host, note=prog.note, write=suite_writer.append)
     host = HostWatch(locate_engine(pid=rig.process.pid) if isinstance(rig, LaunchedRig)
-                     else locate_engine(base_url=rig.base_url))
+                     else locate_engine(base_url=rig.base_url), judge=guard)
     # Long-lived objects (rig, client, settings) leave the collector's view, so the
     # collections that run during measurement are short (the self-check times them).
     gc.collect()
     gc.freeze()
     for suite in cfg.suites:
+        guard.opening(f"the {suite.name} suite")
         ctx = SuiteContext(client=rig.client, writer=suite_writer, rig=info,
                            settings=cfg.suite_settings.get(suite.name, {}), progress=prog,
                            done_units=done, seed=cfg.seed, host=host, allow_long_run=cfg.allow_long_run)
