@@ -370,7 +370,8 @@ class HostWindow:
             if exc_type is None:
                 judge.ended(self.record, cut=False)
             return
-        if exc_type is asyncio.CancelledError and self._owner is not None and self._owner.uncancel() > 0:
+        if self._owner is not None and self._owner.cancelling() and self._owner.uncancel() > 0 \
+                and exc_type is asyncio.CancelledError:
             return  # cancelled by someone else too (Ctrl-C): that cancellation goes on
         raise BusyHostError(judge.ended(self.record, cut=True) or f"host busy during {self.label}") from None
 
