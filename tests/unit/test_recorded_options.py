@@ -17,6 +17,7 @@ import pytest
 
 from rigbench.runner import RunConfig
 from rigbench.store import RunHeader, now_utc
+from rigbench.testing import Delay, EmulatorProcess, EmulatorScript
 from tests.unit.cli_inproc import invoke
 
 HERE = Path(__file__).resolve().parents[1] / "fixtures" / "recorded_options"
@@ -71,18 +72,28 @@ def _run(captured: list[RunConfig], *args: str) -> RunConfig:
     return captured[-1]
 
 
+# Output paths the pin holds that are no longer recorded: they say where files go, not what is measured, and
+# a resume ignores them in a run that holds them (test_an_export_path_is_not_a_setting_...).
+OUTPUT_ONLY = ("csv", "jsonl")
+
+
 def _pinned(recorded: dict[str, Any] | None, expected: dict[str, Any]) -> dict[str, Any]:
     """The recorded options the pin names (an option added later is recorded too, and not compared with a
     run that did not record it: the runner skips a key the old run lacks)."""
     assert recorded is not None
+    assert not set(OUTPUT_ONLY) & set(recorded)
     return {k: recorded[k] for k in expected if k in recorded}
+
+
+def _expected(case: str) -> dict[str, Any]:
+    return {k: v for k, v in EXPECTED[case].items() if k not in OUTPUT_ONLY}
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_the_recorded_options_are_unchanged_and_a_resume_records_them_again(
         case: str, captured: list[RunConfig], tmp_path: Path) -> None:
     first = _run(captured, *shlex.split(CASES[case]), "--out", str(tmp_path / "runs"))
-    assert _pinned(first.cli_options, EXPECTED[case]) == EXPECTED[case]
+    assert _pinned(first.cli_options, EXPECTED[case]) == _expected(case)
     # a run holding them (as an older rigbench left it when killed) resumes with the same recorded settings
     run_dir = tmp_path / "runs" / "old"
     run_dir.mkdir(parents=True)
@@ -90,7 +101,7 @@ def test_the_recorded_options_are_unchanged_and_a_resume_records_them_again(
     (run_dir / "run.json").write_text(header.model_dump_json())
     (run_dir / "records.jsonl").write_text("")
     again = _run(captured, "--resume", str(run_dir))
-    assert _pinned(again.cli_options, EXPECTED[case]) == EXPECTED[case]
+    assert _pinned(again.cli_options, EXPECTED[case]) == _expected(case)
     assert again.cli_options == first.cli_options  # the options added since, too
     assert again.recorded() == first.recorded()
     assert again.settings == first.settings
@@ -98,3 +109,38 @@ def test_the_recorded_options_are_unchanged_and_a_resume_records_them_again(
 
 def test_every_pinned_case_is_checked() -> None:
     assert set(EXPECTED) == set(CASES)
+
+
+def test_an_export_path_is_not_a_setting_so_a_resume_may_write_another_file(tmp_path: Path) -> None:
+    """`--csv`/`--jsonl` say where per-request files go: a resume that names other files goes on and writes
+    them. The run resumed is one an older rigbench left (its run.json records `csv`/`jsonl` among the settings,
+    as they were until now). Control: a changed measurement setting (--requests) is still refused."""
+    flags = ["--endpoint", "", "--no-sanity", "--rate", "50", "--requests", "4", "--input-tokens", "16",
+             "--output-tokens", "8", "--allow-untrusted"]
+    with EmulatorProcess(EmulatorScript(ttft=Delay(mean_ms=2), itl=Delay(mean_ms=1), output_tokens=8)) as emu:
+        flags[1] = emu.url
+        first = invoke("run", *flags, "--csv", str(tmp_path / "a.csv"), "--out", str(tmp_path / "runs"))
+        assert first.code == 0, first.stderr
+        [done] = list((tmp_path / "runs").iterdir())
+        plan = json.loads((done / "run.json").read_text())["plan"]
+        assert "csv" not in plan["cli_options"] and "jsonl" not in plan["cli_options"]
+        plan["cli_options"].update(csv=str(tmp_path / "a.csv"), jsonl=None)  # as an older rigbench recorded them
+
+        def killed(name: str) -> Path:
+            run_dir = tmp_path / "runs" / name
+            run_dir.mkdir()
+            (run_dir / "run.json").write_text(RunHeader(run_id=name, created_at=now_utc(), rigbench_version="0",
+                                                        plan=plan).model_dump_json())
+            (run_dir / "records.jsonl").write_text("")
+            return run_dir
+
+        old = killed("old")
+        resumed = invoke("run", "--resume", str(old), "--csv", str(tmp_path / "b.csv"), "--jsonl",
+                         str(tmp_path / "b.jsonl"), "--allow-untrusted")
+        refused = invoke("run", "--resume", str(killed("other")), "--requests", "5")
+    assert resumed.code == 0, resumed.stderr
+    assert json.loads((old / "run.json").read_text())["status"] == "complete"
+    assert len((tmp_path / "b.csv").read_text().splitlines()) == 1 + 4  # header + one row per request
+    assert len((tmp_path / "b.jsonl").read_text().splitlines()) == 4
+    assert refused.code == 2 and "it was started with --requests 4 and this command gives --requests 5" in \
+        " ".join(refused.stderr.split()), refused.stderr

@@ -24,9 +24,10 @@ from rigbench.store import RunReader
 
 __all__ = ["NOT_SETTINGS", "recorded_options", "refuse_damaged", "resumed_options"]
 
-# Options that say where output goes or how to exit, not what is measured: free to change on resume.
+# Options that say where output goes or how to exit, not what is measured: free to change on resume, and not
+# recorded (runs recorded before csv and jsonl were listed here still resume: runner/_resume.py OUTPUT_OPTIONS).
 NOT_SETTINGS = frozenset({"ctx", "plan", "resume", "out", "markdown", "allow_untrusted", "allow_busy_host", "label", "api_key_env",
-                          "port", "retry_failed", "allow_long_run", "html", "json_out"})
+                          "port", "retry_failed", "allow_long_run", "html", "json_out", "csv", "jsonl"})
 
 M = TypeVar("M", bound=BaseModel)
 

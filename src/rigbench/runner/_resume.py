@@ -69,8 +69,15 @@ def _open_run(cfg: RunConfig, plan: dict[str, Any], prog: Progress) -> _Opened |
     return _Opened(writer, done, prior, cfg.resume)
 
 
+# Where `rigbench run` wrote per-request files: output, not a setting. Runs recorded them in
+# `plan.cli_options` until they were known as such; they are not compared, so those runs resume with any path.
+OUTPUT_OPTIONS = ("csv", "jsonl")
+
+
 def _refuse_changed_plan(run_dir: Path, old: dict[str, Any], new: dict[str, Any]) -> None:
     """Resume only the run that was started: a changed rig, endpoint, model, suite or setting is refused."""
+    if isinstance(old.get("cli_options"), dict):
+        old = {**old, "cli_options": {k: v for k, v in old["cli_options"].items() if k not in OUTPUT_OPTIONS}}
     diff = _first_difference(old, new, "")
     if diff is None:
         return
