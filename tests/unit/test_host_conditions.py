@@ -276,8 +276,9 @@ def test_a_busy_window_is_said_at_once_and_stops_the_run_before_the_next_resumab
     """Two windows (c=1, c=2) beside a busy neighbour: the first is named on the console as it ends, in the
     final finding's words, and the run stops there: exit 1, marked interrupted, c=1's batches kept, c=2 never
     started, and the message gives the resume command. Resumed with --allow-busy-host (the neighbour still
-    there), it measures c=2 and completes, the finding kept for both windows. Control: --allow-busy-host from
-    the start measures both windows, the finding said live."""
+    there), it measures c=2 and completes, the finding kept for both windows. Controls: --allow-busy-host from
+    the start measures both windows, the finding said live; so does --allow-untrusted (the user asked for the
+    whole run whatever its verdict), which ends UNTRUSTED naming both windows."""
     script = EmulatorScript(ttft=Delay(mean_ms=5), itl=Delay(mean_ms=2), output_tokens=200)
     with EmulatorProcess(script) as emu:
         nb = _neighbour(os.sched_getaffinity(0))
@@ -293,6 +294,9 @@ def test_a_busy_window_is_said_at_once_and_stops_the_run_before_the_next_resumab
             kept = invoke("run", "--endpoint", emu.url, "--scenarios", "chat_short", "--repetitions", "3",
                           "--warmup", "0", "--no-sanity", *TWO_WINDOWS, "--allow-busy-host", "--allow-untrusted",
                           "--out", str(tmp_path / "kept"))
+            warned = invoke("run", "--endpoint", emu.url, "--scenarios", "chat_short", "--repetitions", "3",
+                            "--warmup", "0", "--no-sanity", *TWO_WINDOWS, "--allow-untrusted",
+                            "--out", str(tmp_path / "warned"))
         finally:
             nb.kill()
     assert stop.traceback is None and resumed.traceback is None and kept.traceback is None
@@ -323,6 +327,16 @@ def test_a_busy_window_is_said_at_once_and_stops_the_run_before_the_next_resumab
     assert json.loads((kept_dir / "run.json").read_text())["status"] == "complete"
     assert len(_records(kept_dir, "speed_batch")) == 6
     assert " ".join(kept.stdout.split()).count("kept by --allow-busy-host: measuring on") == 2, kept.stdout
+
+    # --allow-untrusted asked for the whole run whatever its verdict: measured on, said live, UNTRUSTED, exit 0
+    assert warned.code == 0, warned.stdout + warned.stderr
+    [warned_dir] = list((tmp_path / "warned").iterdir())
+    header = json.loads((warned_dir / "run.json").read_text())
+    assert header["status"] == "complete" and len(_records(warned_dir, "speed_batch")) == 6
+    [busy] = [r for r in header["trust"]["reasons"] if r.startswith("host busy")]
+    assert "during chat_short c=1" in busy and "during chat_short c=2" in busy
+    said = " ".join(warned.stdout.split())
+    assert said.count("the run will be UNTRUSTED for speed; --allow-untrusted: measuring on") == 2, said
 
 
 def test_a_quiet_host_runs_every_window_to_the_end(tmp_path: Path) -> None:

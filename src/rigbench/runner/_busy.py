@@ -4,8 +4,9 @@ A multi-threaded llama.cpp beside one busy neighbour on 2 cores decodes at 0.3 t
 take an hour and only then say UNTRUSTED. Instead the first window judged busy is named on the console (the
 same words as the final finding), and by default the run stops before it measures anything more: what was
 measured is kept, the run is marked interrupted, and the message says how to go on. `--allow-busy-host`
-measures on, the finding shown live and in the report. A busy window that is the run's last measurement
-does not stop anything: the run ends with its verdict (UNTRUSTED for speed) as before.
+measures on (the figures kept, the finding shown live and in the report); so does `--allow-untrusted`,
+whose user asked for the whole run whatever its verdict (it ends UNTRUSTED for speed, exit 0). A busy
+window that is the run's last measurement does not stop anything: the run ends with its verdict.
 """
 
 from __future__ import annotations
@@ -24,9 +25,11 @@ class BusyHostGuard:
     """The runner's `WindowJudge` (rig/_host.py): says a busy window live, and stops the run unless `keep`."""
 
     def __init__(self, run_dir: Path, *, keep: bool, note: Callable[[str], None],
-                 write: Callable[[HostConditions], None]) -> None:
+                 write: Callable[[HostConditions], None], untrusted_ok: bool = False) -> None:
         self.run_dir = run_dir
-        self.keep = keep  # --allow-busy-host: measure on, the finding shown
+        self.keep = keep or untrusted_ok  # measure on, the finding shown
+        # why it measures on, as the console says it
+        self._why = "kept by --allow-busy-host" if keep else "the run will be UNTRUSTED for speed; --allow-untrusted"
         self._note = note
         self._write = write
         self._finding: str | None = None  # the first busy window's, in the final verdict's words
@@ -44,7 +47,7 @@ class BusyHostGuard:
         if self.keep and record.window not in self._said:
             self._said.add(record.window)
             self._note(f"{verdict.reason} (so far, {record.wall_s:.0f} s into the window; measuring on: "
-                       "--allow-busy-host)")
+                       f"{self._why})")
         if self.keep:
             return False
         self._finding = self._finding or verdict.reason
@@ -63,7 +66,7 @@ class BusyHostGuard:
             return None
         self._finding = self._finding or verdict.reason
         if self.keep:
-            self._note(f"{verdict.reason} (kept by --allow-busy-host: measuring on)")
+            self._note(f"{verdict.reason} ({self._why}: measuring on)")
         else:
             self._note(verdict.reason)
         return None
