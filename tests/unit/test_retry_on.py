@@ -91,6 +91,40 @@ async def test_without_retry_on_a_429_is_the_rejected_record_at_once() -> None:
     assert r.retries == [] and r.retry_stopped is None
 
 
+async def test_a_non_streamed_exchange_follows_the_same_retry_policy(tmp_path: Path) -> None:
+    """The agent suite's non-streamed exchanges (its probes send one beside each streamed one) are retried as
+    streamed requests are, recorded the same way in the exchange's result, timed on the answered attempt.
+    Control: without --retry-on the same refusal is the failed exchange it was, at once."""
+    from rigbench.store import RunHeader, RunWriter
+    from rigbench.suites.agent._exchange import send
+
+    writer = RunWriter(tmp_path / "run", RunHeader(run_id="r", created_at="2026-01-01T00:00:00+00:00",
+                                                  rigbench_version="0"))
+    async with Emulator(_refusing(2, "1")) as emu, ChatClient(emu.url) as c:
+        c.configure(retries=RetryPolicy(statuses=[429]))
+        t0 = time.perf_counter_ns()
+        ex = (await send(c, writer, BODY, streamed=False)).exchange
+    r = ex.result
+    assert not ex.streamed and r.ok and r.content, r.error
+    assert [(a.attempt, a.http_status, a.retry_after, a.wait_asked_s) for a in r.retries] == [
+        (1, 429, "1", 1.0), (2, 429, "1", 1.0)]
+    assert all(0.95 <= a.wait_s < 1.5 for a in r.retries) and r.retry_stopped is None
+    assert r.done_ns is not None and (r.done_ns - r.sent_ns) / 1e9 < 0.9  # the answered attempt's time...
+    assert (r.sent_ns - t0) / 1e9 >= 1.9 and r.retries[0].sent_ns < r.retries[1].sent_ns < r.sent_ns  # ...after
+
+    async with Emulator(_refusing(2, "1")) as emu, ChatClient(emu.url) as c:
+        c.configure(retries=RetryPolicy(statuses=[429], max_retries=1))
+        gave_up = (await send(c, writer, BODY, streamed=False)).exchange.result
+    assert gave_up.error is not None and gave_up.error.http_status == 429 and len(gave_up.retries) == 1
+    assert gave_up.retry_stopped is not None and "after 1 retries" in gave_up.retry_stopped
+
+    async with Emulator(_refusing(2, "1")) as emu, ChatClient(emu.url) as c:
+        t1 = time.monotonic()
+        plain = (await send(c, writer, BODY, streamed=False)).exchange.result
+    assert time.monotonic() - t1 < 0.9
+    assert plain.error is not None and plain.error.http_status == 429 and plain.retries == []
+
+
 async def test_a_status_not_listed_is_not_retried() -> None:
     async with Emulator(_refusing(2, "1", status=500)) as emu, ChatClient(emu.url) as c:
         c.configure(retries=RetryPolicy(statuses=[429, 503]))

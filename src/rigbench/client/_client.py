@@ -9,9 +9,10 @@ Plain JSON calls (/models, /tokenize, /metrics...) go through aiohttp.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -23,9 +24,21 @@ from rigbench.client._selfcheck import current_monitor
 from rigbench.client._sse import COMMENT, Malformed, SSEParser, decode_json
 from rigbench.records import ArrivalStamps, RequestError, RetryAttempt, StreamResult
 
-__all__ = ["ChatClient"]
+__all__ = ["ChatClient", "JsonReply"]
 
 _perf_ns = time.perf_counter_ns
+
+
+class JsonReply(NamedTuple):
+    """A plain (non-streamed) call's answer: status, parsed JSON (or the text when it is not JSON), stamps."""
+
+    status: int
+    data: Any
+    sent_ns: int
+    done_ns: int
+    retry_after: str | None = None  # the answer's Retry-After header
+    retries: tuple[RetryAttempt, ...] = ()  # refused attempts before this one (`complete_chat` under --retry-on)
+    retry_stopped: str | None = None  # why the retries ended while still refused
 
 
 class ChatClient:
@@ -116,10 +129,25 @@ class ChatClient:
 
     async def get_json(self, url: str, *, timeout_s: float = 10.0) -> tuple[int, Any]:
         """GET an absolute URL or a path under the base URL; returns (status, parsed JSON or text)."""
-        return await self._request("GET", url, None, timeout_s)
+        r = await self._request("GET", url, None, timeout_s)
+        return r.status, r.data
 
     async def post_json(self, url: str, body: dict[str, Any], *, timeout_s: float = 600.0) -> tuple[int, Any]:
-        return await self._request("POST", url, body, timeout_s)
+        """POST a helper call (/tokenize, /apply-template...): never retried under `retries` (they are
+        rigbench's own calls, not the workload); `complete_chat` is the non-streamed chat completion."""
+        r = await self._request("POST", url, body, timeout_s)
+        return r.status, r.data
+
+    async def complete_chat(self, body: dict[str, Any], *, path: str = "/chat/completions",
+                            timeout_s: float = 600.0) -> JsonReply:
+        """One non-streamed chat completion (`stream` is left as the body says): a refusal the retry policy
+        covers is sent again as a streamed one is, and the reply's stamps are the answered attempt's."""
+        retries: list[RetryAttempt] = []
+        while True:
+            r = await self._request("POST", path, body, timeout_s)
+            again, stopped = await self._retry(r.status, r.retry_after, r.sent_ns, None, r.done_ns, retries)
+            if not again:
+                return r._replace(retries=tuple(retries), retry_stopped=stopped)
 
     async def get_text(self, url: str, *, timeout_s: float = 10.0) -> tuple[int, str]:
         async with self._sess().get(self._url(url), timeout=aiohttp.ClientTimeout(total=timeout_s)) as r:
@@ -130,26 +158,44 @@ class ChatClient:
             return url
         return self.base_url + (url if url.startswith("/") else "/" + url)
 
-    async def _request(
-        self, method: str, url: str, body: dict[str, Any] | None, timeout_s: float
-    ) -> tuple[int, Any]:
-        # A keep-alive connection the server closed while it sat idle fails on the next write ("Can not
-        # write request body", or a disconnect before any answer): the request never reached the
-        # server, so it is sent once more, on a fresh connection. A second failure is the server's.
-        for attempt in (1, 2):
-            try:
-                async with self._sess().request(
-                    method, self._url(url), json=body, timeout=aiohttp.ClientTimeout(total=timeout_s)
-                ) as r:
-                    text = await r.text(errors="replace")
-                    try:
-                        return r.status, json.loads(text)
-                    except ValueError:
-                        return r.status, text
-            except (aiohttp.ClientOSError, aiohttp.ServerDisconnectedError):
-                if attempt == 2:
-                    raise
-        raise AssertionError("unreachable")
+    async def _request(self, method: str, url: str, body: dict[str, Any] | None, timeout_s: float) -> JsonReply:
+        try:
+            return await self._request_once(method, url, body, timeout_s)
+        except (aiohttp.ClientOSError, aiohttp.ServerDisconnectedError):
+            # A keep-alive connection the server closed while it sat idle fails on the next write ("Can not
+            # write request body", or a disconnect before any answer): the request never reached the
+            # server, so it is sent once more, on a fresh connection. A second failure is the server's.
+            return await self._request_once(method, url, body, timeout_s)
+
+    async def _request_once(self, method: str, url: str, body: dict[str, Any] | None, timeout_s: float) -> JsonReply:
+        sent_ns = _perf_ns()
+        async with self._sess().request(
+            method, self._url(url), json=body, timeout=aiohttp.ClientTimeout(total=timeout_s)
+        ) as r:
+            text = await r.text(errors="replace")
+            data: Any = text
+            with contextlib.suppress(ValueError):  # not JSON: the text, as the server sent it
+                data = json.loads(text)
+            return JsonReply(r.status, data, sent_ns, _perf_ns(), r.headers.get("Retry-After"))
+
+    async def _retry(self, status: int | None, retry_after: str | None, sent_ns: int, connect_ns: int | None,
+                     done_ns: int | None, retries: list[RetryAttempt]) -> tuple[bool, str | None]:
+        """After an attempt: (send it again?, why the retries stopped). When the policy covers the refusal and
+        the request's budget allows, waits what it asks and records the attempt in `retries`."""
+        if not self.retries.statuses:
+            return False, None
+        decision = self.retries.decide(status, retry_after, retries_done=len(retries),
+                                       waited_s=sum(a.wait_s for a in retries))
+        if decision is None or not decision.retry:
+            return False, decision.reason if decision is not None else None
+        t0 = _perf_ns()
+        await asyncio.sleep(decision.wait_s)
+        retries.append(RetryAttempt(
+            attempt=len(retries) + 1, http_status=status or 0,
+            retry_after=retry_after[:RETRY_AFTER_CHARS] if retry_after is not None else None,
+            wait_asked_s=decision.wait_asked_s, wait_s=(_perf_ns() - t0) / 1e9, sent_ns=sent_ns,
+            connect_ns=connect_ns, done_ns=done_ns if done_ns is not None else t0))
+        return True, None
 
     # -- the streaming path -----------------------------------------------------------------
 
@@ -174,9 +220,7 @@ class ChatClient:
         data = json.dumps(payload).encode()
         if scheduled_ns is None:
             scheduled_ns = _perf_ns()
-        policy = self.retries
         retries: list[RetryAttempt] = []
-        waited_s = 0.0
         while True:
             if self.http_stack == "aiohttp":
                 acc = await self._stream_aiohttp(data, path)
@@ -186,22 +230,10 @@ class ChatClient:
             if mon is not None and acc.sent_ns and not retries:  # a retry goes out when its wait ends, by design
                 opening = (acc.sent_ns - acc.connect_ns) if acc.connect_ns is not None else 0
                 mon.note_send_lag(acc.sent_ns - scheduled_ns - opening)
-            decision = policy.decide(acc.http_status, acc.retry_after, retries_done=len(retries),
-                                     waited_s=waited_s) if policy.statuses else None
-            if decision is None:
+            again, acc.retry_stopped = await self._retry(acc.http_status, acc.retry_after, acc.sent_ns,
+                                                         acc.connect_ns, acc.done_ns, retries)
+            if not again:
                 break
-            if not decision.retry:
-                acc.retry_stopped = decision.reason
-                break
-            t0 = _perf_ns()
-            await asyncio.sleep(decision.wait_s)
-            took = (_perf_ns() - t0) / 1e9
-            waited_s += took
-            retries.append(RetryAttempt(
-                attempt=len(retries) + 1, http_status=acc.http_status or 0,
-                retry_after=acc.retry_after[:RETRY_AFTER_CHARS] if acc.retry_after is not None else None,
-                wait_asked_s=decision.wait_asked_s, wait_s=took, sent_ns=acc.sent_ns, connect_ns=acc.connect_ns,
-                done_ns=acc.done_ns if acc.done_ns is not None else t0))
         acc.scheduled_ns = scheduled_ns
         acc.retries = retries
         return acc.result()

@@ -45,10 +45,12 @@ async def send(
     else:
         payload = dict(body)
         payload["stream"] = False
-        sent_ns = time.perf_counter_ns()
-        status, data = await client.post_json("/chat/completions", payload, timeout_s=timeout_s)
-        done_ns = time.perf_counter_ns()
-        ex = _from_json(writer, status, data, req, req_blob, time.perf_counter() - t0, sent_ns, done_ns)
+        # under --retry-on a refusal is sent again, as a streamed one is; the stamps are the answered attempt's
+        reply = await client.complete_chat(payload, timeout_s=timeout_s)
+        ex = _from_json(writer, reply.status, reply.data, req, req_blob, time.perf_counter() - t0, reply.sent_ns,
+                        reply.done_ns)
+        ex = ex.model_copy(update={"result": ex.result.model_copy(update={
+            "retries": list(reply.retries), "retry_stopped": reply.retry_stopped})})
     msg: dict[str, Any] = {"role": "assistant", "content": ex.content or None}
     if ex.tool_calls:
         msg["tool_calls"] = ex.tool_calls
