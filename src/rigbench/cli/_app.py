@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from typing import Any
 
 import typer
@@ -22,12 +23,25 @@ def reflow(doc: str | None) -> str | None:
     return "\n\n".join(" ".join(p.split()) for p in inspect.cleandoc(doc).split("\n\n"))
 
 
+def _without_metavar(get: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """click's own help option as rigbench's flags read: no `<bool>` type after it (click >= 8.2 shows a
+    flag's type unless it has a metavar; rigbench's flags give metavar="")."""
+    def get_help_option(ctx: Any) -> Any:  # click's Context -> Option | None (typer may vendor its own click)
+        option = get(ctx)
+        if option is not None:
+            option.metavar = ""
+        return option
+
+    return get_help_option
+
+
 class _Group(TyperGroup):
     def __init__(self, **attrs: Any) -> None:
         super().__init__(**attrs)
         self.help = reflow(self.help)
-        for command in self.commands.values():
+        for command in (self, *self.commands.values()):
             command.help = reflow(command.help)
+            setattr(command, "get_help_option", _without_metavar(command.get_help_option))  # noqa: B010
 
 
 app = typer.Typer(

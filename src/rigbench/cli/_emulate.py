@@ -51,7 +51,7 @@ class EmulateArgs(BaseModel):
                                           rich_help_panel=STREAM)] = 0
     tool_call: Annotated[bool, Flag("Answer with one tool call streamed over the tokens.", "--tool-call",
                                     metavar="", rich_help_panel=STREAM)] = False
-    role_chunk: Annotated[bool, Flag("Send a role-only first event.", rich_help_panel=STREAM)] = True
+    role_chunk: Annotated[bool, Flag("Send a role-only first event.", metavar="", rich_help_panel=STREAM)] = True
     usage: Annotated[str, Flag("Usage placement: final_chunk, last_token_chunk or none.", metavar="WHERE",
                                rich_help_panel=STREAM)] = "final_chunk"
     keepalive_ms: Annotated[float | None, Flag("`: keep-alive` comments during waits this long.",
