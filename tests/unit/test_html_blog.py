@@ -131,7 +131,7 @@ def test_short_rig_labels_replace_run_ids_in_headers_and_legends() -> None:
     for rid in ("20261129-191407-h200-nodraft-5101", "20261129-191906-h200-depth4-1c8a"):
         assert page.count(rid) == 1
     assert ("<h2>h200-depth4: details</h2><h3>Startup (measured by rigbench)</h3>" in page
-            and "<h3>Speed: median ± standard deviation over requests (warm-up excluded) [synthetic L=3.4]</h3>" in page)
+            and "<h3>Speed [synthetic L=3.4]</h3>" in page)
     legend = page[page.index("<h3>Throughput by scenario"):page.index("<h3>Speed-up</h3>")]
     assert "h200-depth4" in legend and "20261129" not in legend
 

@@ -11,7 +11,7 @@ between the media.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from pydantic import ValidationError
@@ -126,8 +126,7 @@ def run_parts(a: RunAnalysis) -> list[Part]:
         speed = speed_section(a.speed)
         mark = synth_mark(a.header)
         if mark:  # a synthetic-acceptance run's speed is what acceptance L would give: said in its title
-            speed = Section(speed.title + mark, speed.head, speed.rows, speed.notes, left_cols=speed.left_cols,
-                            short_head=speed.short_head, title_severity="error")
+            speed = replace(speed, title=speed.title + mark, title_severity="error")
         parts.append(Part(speed, layout="simple", notes_indent=""))
         if a.speed.rows:
             parts.append(Part(latency_section(a.speed), level=2, layout="simple", notes_indent=""))

@@ -111,9 +111,9 @@ def speed_section(summary: SpeedSummary) -> Section:
     notes += [Note(n, "warn") for n in not_measurable_notes(summary)]
     notes += [Note(f"{r.scenario} (c={r.concurrency}): {r.provenance.flag}", "warn")
               for r in summary.rows if r.provenance is not None and r.provenance.flag]
-    return Section("Speed: median ± standard deviation over requests (warm-up excluded)",
-                   [SPEED_HEAD[i] for i in keep], [[row[i] for i in keep] for row in speed_cells(summary)], notes,
-                   left_cols=2, short_head=[_COLS[i].short for i in keep])
+    return Section("Speed", [SPEED_HEAD[i] for i in keep], [[row[i] for i in keep] for row in speed_cells(summary)],
+                   notes, left_cols=2, short_head=[_COLS[i].short for i in keep],
+                   lead="Median ± standard deviation over requests (warm-up excluded).")
 
 
 def speed_table(summary: SpeedSummary) -> Table:
