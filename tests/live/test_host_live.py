@@ -132,3 +132,27 @@ def test_a_rate_window_beside_a_busy_neighbour_is_untrusted_and_a_quiet_one_is_n
     elif others <= 0.40:
         assert bool(found) == (rec.other_cpu_s / rec.wall_s >= 0.25), seen  # the verdict is its record's
     assert set(reasons) - set(found) == {"the sanity gate was skipped (--no-sanity): answers were not checked"}, seen
+
+
+def test_a_starved_multi_threaded_engine_stops_within_a_minute_not_an_hour(
+        tmp_path: Path, neighbour: subprocess.Popen[bytes]) -> None:
+    """The issue's case: llama.cpp with its default threads beside one busy loop on 2 cores decodes at about
+    0.3 tok/s, so a run crawled for an hour before it said UNTRUSTED. Now the first window is judged while it
+    runs (or as it ends) and the run stops there: exit 1, marked interrupted, the finding in the final
+    verdict's words and the resume command in the message; what was measured is kept. (The healthy control
+    is test_run_live.py's default run, which must run to its end on a quiet host.)"""
+    t0 = time.monotonic()
+    res = subprocess.run([sys.executable, "-m", "rigbench", "run", "--scenarios", "chat_short", "--concurrency", "1,2",
+                          "--no-sanity", "--out", str(tmp_path)],
+                         capture_output=True, text=True, timeout=280, env={**os.environ, "COLUMNS": "160"})
+    took = time.monotonic() - t0
+    [run_dir] = [p for p in tmp_path.iterdir() if p.is_dir()]
+    header = json.loads((run_dir / "run.json").read_text())
+    said = " ".join(res.stderr.split())
+    assert res.returncode == 1 and header["status"] == "interrupted", res.stdout + res.stderr
+    assert said.startswith("stopped: host busy: during chat_short c=1, other processes used"), said
+    assert f"rigbench run --resume {run_dir} --allow-busy-host" in said, said
+    assert header["error"].startswith("host busy: during chat_short c=1")
+    assert took < 150, f"{took:.0f} s to stop; {said}"
+    recs = RunReader(run_dir).records("host_conditions", HostConditions)
+    assert [r.window for r in recs] == ["chat_short c=1"] and recs[0].engine_name == "llama-server"
