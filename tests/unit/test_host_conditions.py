@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -418,3 +419,39 @@ async def test_a_window_that_crawls_on_a_busy_host_is_stopped_while_it_runs() ->
     assert w.record is not None and w.record.wall_s >= 1.5 and assess_host([w.record]).busy
     assert len(kept_notes) == 2 and "so far" in kept_notes[0] and "measuring on" in kept_notes[1], kept_notes
     assert notes == []  # the stopped run says it in its error, once
+
+
+def test_a_busy_host_stops_a_plan_at_its_rig_and_allow_busy_host_added_resumes_it(tmp_path: Path) -> None:
+    """A plan beside a busy neighbour stops at the first busy window of its first rig: that rig interrupted,
+    the next not started (it would be measured on the same busy host), exit 1 with the plan's resume command.
+    Adding `allow_busy_host: true` to the plan file, as the message says, resumes it (the key is not in the
+    plan's hash) and measures both rigs to the end."""
+    script = EmulatorScript(ttft=Delay(mean_ms=5), itl=Delay(mean_ms=2), output_tokens=200)
+    with EmulatorProcess(script) as emu:
+        plan = tmp_path / "plan.yaml"
+        plan.write_text(textwrap.dedent(f"""\
+            name: busy
+            sanity: false
+            speed: {{scenarios: [chat_short], repetitions: 2, warmup: 0, concurrency: [1, 2]}}
+            rigs:
+              - {{name: one, endpoint: {{base_url: "{emu.url}"}}}}
+              - {{name: two, endpoint: {{base_url: "{emu.url}"}}}}
+            """))
+        nb = _neighbour(os.sched_getaffinity(0))
+        try:
+            time.sleep(0.2)
+            stop = invoke("run", str(plan), "--out", str(tmp_path / "out"))
+            [plan_dir] = list((tmp_path / "out").iterdir())
+            stopped = json.loads((plan_dir / "plan.json").read_text())
+            plan.write_text(plan.read_text().replace("sanity: false\n", "sanity: false\nallow_busy_host: true\n"))
+            resumed = invoke("run", str(plan), "--resume", str(plan_dir), "--allow-untrusted")
+        finally:
+            nb.kill()
+    assert stop.traceback is None and resumed.traceback is None
+    said = " ".join(stop.stderr.split())
+    assert stop.code == 1 and said.startswith("stopped: host busy: during chat_short c=1"), stop.stdout + said
+    assert "set `allow_busy_host: true` in the plan file" in said and f"--resume {plan_dir}" in said, said
+    assert [r["status"] for r in stopped["rigs"]] == ["interrupted", "pending"], stopped
+    assert resumed.code == 0, resumed.stdout + resumed.stderr
+    final = json.loads((plan_dir / "plan.json").read_text())
+    assert [r["status"] for r in final["rigs"]] == ["complete", "complete"], final

@@ -86,6 +86,7 @@ def _run_one(o: RunArgs) -> None:
     cfg = run_config_for(flags.plan, flags.rig, out, label=label, resume=resume, allow_untrusted=o.allow_untrusted,
                          cli_options=recorded_options(o))
     cfg.retry_failed = o.retry_failed
+    cfg.stop_on_busy_host = not o.allow_untrusted  # asked for the whole run whatever its verdict: measure on
     cfg.run_id = cfg.run_id or (None if resume else new_run_id(label))  # chosen now: an interrupt names the dir
     run_dir = resume or out / str(cfg.run_id)
     with RichProgress(console) as prog:
