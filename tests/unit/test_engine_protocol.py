@@ -378,11 +378,11 @@ def test_a_registered_engine_dies_with_its_own_signal(toy: ToyEngine) -> None:
 
 
 def test_the_traffic_check_counts_tokens_with_the_identified_engines_own_tokenizer(toy: ToyEngine) -> None:
-    # rig/_traffic.py names no engine: a registered engine's tokenize is used for its server, and a
+    # honesty/_traffic.py names no engine: a registered engine's tokenize is used for its server, and a
     # server identified as no engine gets only the bodies of adapters that say `tokenize_unidentified`
     import asyncio
 
-    from rigbench.rig._traffic import count_text_tokens
+    from rigbench.honesty import count_text_tokens
     from rigbench.testing import Emulator, EmulatorScript
 
     async def counted(engine: str) -> int | None:

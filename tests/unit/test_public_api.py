@@ -52,9 +52,10 @@ PUBLIC: dict[str, list[str]] = {
     ],
     "rigbench.honesty": [
         "DEFAULT_MIX", "GibberishScreen", "PREFIX_CACHE_UNTRUST_SHARE", "PrefixCacheVerdict",
-        "PreflightInput", "SanityQuestion", "ScenarioLength", "extract_answer", "generate_questions",
-        "judge_prefix_cache", "load_prefix_cache_use", "new_question_seed", "parse_command",
-        "prefix_cache_use", "preflight", "run_sanity_gate", "screen_outputs", "screen_text",
+        "PreflightInput", "SanityQuestion", "ScenarioLength", "check_traffic", "count_text_tokens",
+        "extract_answer", "generate_questions", "judge_prefix_cache", "load_prefix_cache_use",
+        "new_question_seed", "parse_command", "prefix_cache_use", "preflight", "requests_from_records",
+        "run_sanity_gate", "screen_outputs", "screen_text",
     ],
     "rigbench.plan": [
         "CliPlan", "EmbeddedRig", "LoadedPlan", "Plan", "PlanError", "PlanIndex", "PlanRig",
@@ -89,9 +90,9 @@ PUBLIC: dict[str, list[str]] = {
         "EngineRef", "Fingerprint", "Flag", "HostInfo", "HostWatch", "HostWindow", "HubFile",
         "LaunchSpec", "LaunchedRig", "LocalFile", "MemoryBandwidth", "ModelInfo",
         "ModelSource", "RigFlags", "RigInfo", "RigSpec", "TelemetrySampler", "WheelFile",
-        "cache_dir", "check_rig", "check_rig_flags", "check_traffic", "describe_rig",
+        "cache_dir", "check_rig", "check_rig_flags", "describe_rig",
         "free_port", "host_info", "launched_rig", "locate_engine", "model_source_from_spec",
-        "open_rig", "port_in_use", "requests_from_records", "rig_from_flags",
+        "open_rig", "port_in_use", "rig_from_flags",
         "size_flag_rig", "size_rig",
     ],
     "rigbench.rig.engines": [

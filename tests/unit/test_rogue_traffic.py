@@ -1,4 +1,4 @@
-"""The checks on measured traffic (rig/_traffic.py), each against the rogue it stops and against
+"""The checks on measured traffic (honesty/_traffic.py), each against the rogue it stops and against
 the honest persona, plus the thresholds at their edges."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 
 from rigbench.client import ChatClient
+from rigbench.honesty import check_traffic
 from rigbench.records import StreamResult, TrafficCheck
-from rigbench.rig._traffic import check_traffic
 from rigbench.testing import Emulator, EmulatorScript
 from rigbench.testing._script import Delay
 

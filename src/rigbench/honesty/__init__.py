@@ -23,6 +23,7 @@ from rigbench.honesty._sanity import (
     run_sanity_gate,
     screen_outputs,
 )
+from rigbench.honesty._traffic import check_traffic, count_text_tokens, requests_from_records
 
 __all__ = [
     "DEFAULT_MIX",
@@ -32,6 +33,8 @@ __all__ = [
     "PreflightInput",
     "SanityQuestion",
     "ScenarioLength",
+    "check_traffic",
+    "count_text_tokens",
     "extract_answer",
     "generate_questions",
     "judge_prefix_cache",
@@ -40,6 +43,7 @@ __all__ = [
     "parse_command",
     "prefix_cache_use",
     "preflight",
+    "requests_from_records",
     "run_sanity_gate",
     "screen_outputs",
     "screen_text",

@@ -95,7 +95,7 @@ def _prefix_cache_text(c: TrafficCheck) -> str:
 
 
 def traffic_text(c: TrafficCheck) -> str:
-    """One line on the checks of the measured traffic (rig/_traffic.py, honesty/_prefix_cache.py)."""
+    """One line on the checks of the measured traffic (honesty/_traffic.py, honesty/_prefix_cache.py)."""
     usage = {"tokenize": "recounted with /tokenize", "bytes_bound": "bounded by bytes", "none": "not reported"}
     return (f"traffic check: {c.duplicate_outputs} of {c.outputs} outputs identical to another prompt's; "
             f"usage {usage[c.usage_method]} in {c.usage_checked} ({c.usage_inflated} inflated); "

@@ -29,7 +29,6 @@ from rigbench.rig._rig import AttachedRig, LaunchedRig
 from rigbench.rig._run_flags import Flag, RigFlags, check_rig_flags, rig_from_flags, size_flag_rig
 from rigbench.rig._spec_rig import launched_rig
 from rigbench.rig._telemetry import TelemetrySampler
-from rigbench.rig._traffic import check_traffic, requests_from_records
 
 __all__ = [
     "EMBEDDED_MODEL",
@@ -59,7 +58,6 @@ __all__ = [
     "cache_dir",
     "check_rig",
     "check_rig_flags",
-    "check_traffic",
     "describe_rig",
     "free_port",
     "host_info",
@@ -68,7 +66,6 @@ __all__ = [
     "model_source_from_spec",
     "open_rig",
     "port_in_use",
-    "requests_from_records",
     "rig_from_flags",
     "size_flag_rig",
     "size_rig",

@@ -10,12 +10,14 @@ from rigbench.analysis import assess_host, latency_finding, summarize_speed
 from rigbench.honesty import (
     PreflightInput,
     ScenarioLength,
+    check_traffic,
     generate_questions,
     judge_prefix_cache,
     load_prefix_cache_use,
     new_question_seed,
     prefix_cache_use,
     preflight,
+    requests_from_records,
     run_sanity_gate,
     screen_outputs,
 )
@@ -29,8 +31,6 @@ from rigbench.records import (
 from rigbench.rig import (
     AttachedRig,
     LaunchedRig,
-    check_traffic,
-    requests_from_records,
 )
 from rigbench.runner._config import RunConfig
 from rigbench.store import RunReader, RunWriter
@@ -88,7 +88,7 @@ async def _sanity_gate(client: Any, info: Any, writer: RunWriter, prog: Progress
 
 
 async def _traffic_check(reader: RunReader, writer: RunWriter, client: Any, info: Any, done: set[str]) -> list[str]:
-    """The measured traffic: prompt dependence, reported token counts, server timings (rig/_traffic.py),
+    """The measured traffic: prompt dependence, reported token counts, server timings (honesty/_traffic.py),
     and prompt tokens served from a prefix cache (honesty/_prefix_cache.py)."""
 
     reqs = requests_from_records([*reader.raw_records("speed_request"), *reader.raw_records("load_request")])

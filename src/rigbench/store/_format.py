@@ -15,7 +15,7 @@ version under tests/golden/ and keep the reader loading it):
   1  2026-11-29  first version
   2  2026-11-30  the gate's questions are generated per run: `sanity` records gain question_seed,
                  findings, elapsed_s and per answer expected/extracted/max_tokens; new record kind
-                 `traffic_check` (rig/_traffic.py). v1 records load with those fields absent.
+                 `traffic_check` (honesty/_traffic.py). v1 records load with those fields absent.
   3  2026-11-30  agent exchanges (in `agent_probe`, `agent_tool_trial`, `agent_bfcl_item`) hold the
                  client's StreamResult as `result` instead of copies of its fields, so streamed
                  exchanges keep their chunk stamps; v1/v2 exchanges load through Exchange's legacy
