@@ -20,8 +20,8 @@ from rigbench.honesty import PreflightInput, ScenarioLength, parse_command, pref
 from rigbench.records import PreflightFinding, ServingCommand
 from rigbench.rig import RigFlags
 from rigbench.rig._launch_spec import command_for
+from rigbench.rig._launcher import launched_rig
 from rigbench.rig._rig import LaunchedRig, _crash_hint
-from rigbench.rig._spec_rig import launched_rig
 from rigbench.rig.engines import (
     ENGINE_NAMES,
     EngineSpec,

@@ -174,7 +174,7 @@ def test_run_config_per_rig_kind(tmp_path: Path) -> None:
 
 
 def test_launched_rig_uses_the_specs_argv_and_the_adapters_health_path(tmp_path: Path) -> None:
-    from rigbench.rig._spec_rig import ContainerRig, launched_rig
+    from rigbench.rig._launcher import ContainerRig, launched_rig
 
     rig = launched_rig(VLLMLaunch(model="m", served_model_name="s"), tmp_path / "e.log")
     assert rig.argv[:3] == ["vllm", "serve", "m"] and rig.health_path == "/health"
@@ -275,7 +275,7 @@ def test_a_container_runtime_failure_is_named_not_unknown_exited_125(tmp_path: P
 
     from rigbench.errors import RigStartError
     from rigbench.rig import free_port
-    from rigbench.rig._spec_rig import launched_rig
+    from rigbench.rig._launcher import launched_rig
 
     docker = tmp_path / "docker"  # plays `docker run` failing before any engine starts
     docker.write_text("#!/bin/sh\necho 'Error response from daemon: No such image: img' >&2\nexit 125\n")

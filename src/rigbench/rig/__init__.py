@@ -15,6 +15,7 @@ from rigbench.rig._fingerprint import (
 from rigbench.rig._host import EngineRef, HostWatch, HostWindow, locate_engine
 from rigbench.rig._info import RigInfo
 from rigbench.rig._launch_spec import EndpointSpec, LaunchSpec
+from rigbench.rig._launcher import launched_rig
 from rigbench.rig._models import (
     EMBEDDED_MODEL,
     HubFile,
@@ -27,7 +28,6 @@ from rigbench.rig._open import EmbeddedRig, RigSpec, check_rig, describe_rig, op
 from rigbench.rig._process import EngineProcess, free_port, port_in_use
 from rigbench.rig._rig import AttachedRig, LaunchedRig
 from rigbench.rig._run_flags import Flag, RigFlags, check_rig_flags, rig_from_flags, size_flag_rig
-from rigbench.rig._spec_rig import launched_rig
 from rigbench.rig._telemetry import TelemetrySampler
 
 __all__ = [

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from rigbench.rig._launch_spec import CommandLaunch, EndpointSpec
+from rigbench.rig._launcher import launched_rig
 from rigbench.rig._rig import AttachedRig, LaunchedRig
-from rigbench.rig._spec_rig import launched_rig
 from rigbench.rig.engines import EmbeddedRig
 from rigbench.rig.engines._registry import get_engine
 from rigbench.rig.engines._spec import EngineSpec

@@ -213,7 +213,7 @@ class SGLangEngine:
     def open(self, spec: Any, log_path: Path, *, api_key: str | None, note: Callable[[str], None],
              build_progress: Any) -> LaunchedRig:
         # function-level: the launcher is in the rig layer, which imports this registry
-        from rigbench.rig._spec_rig import launched_rig
+        from rigbench.rig._launcher import launched_rig
 
         return launched_rig(spec, log_path, api_key=api_key)
 

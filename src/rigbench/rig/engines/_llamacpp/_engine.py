@@ -269,7 +269,7 @@ class LlamaCppEngine:
              build_progress: Any) -> LaunchedRig:
         """The embedded rig (llama-server found or built and smoke-tested, the model fetched), or a launch spec."""
         # function-level: the embedded rig and the launcher import the rig layer, which imports this registry
-        from rigbench.rig._spec_rig import launched_rig
+        from rigbench.rig._launcher import launched_rig
         from rigbench.rig.engines._llamacpp._embedded import EmbeddedRig, prepare_llamacpp_rig
 
         if isinstance(spec, EmbeddedRig):
