@@ -1,8 +1,10 @@
 """The honesty checks: what stands between a rig and a number rigbench prints as trusted.
 
 The known-answer gate (questions generated per run), the gibberish screen on every measured
-output, the prefix-cache check on the measured prompts, and the engine-independent preflight rules (engine-specific ones live in each engine's
-module and are collected through the `Engine` protocol). docs/honesty.md defines each check.
+output, the prefix-cache check on the measured prompts, the checks on the measured traffic (prompt
+dependence, reported token counts, server timings), and the engine-independent preflight rules
+(engine-specific ones live in each engine's module and are collected through the `Engine`
+protocol). docs/honesty.md defines each check.
 """
 
 from rigbench.honesty._gibberish import GibberishScreen, screen_text

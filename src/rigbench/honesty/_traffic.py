@@ -27,7 +27,7 @@ from rigbench.errors import UsageError
 from rigbench.records import StreamResult, TrafficCheck
 from rigbench.rig.engines import EngineAdapter, get_adapter, known_engines
 
-__all__ = ["check_traffic", "count_text_tokens"]
+__all__ = ["check_traffic", "count_text_tokens", "requests_from_records"]
 
 TOKENIZE_SAMPLE = 8  # requests whose text is re-tokenized (one /tokenize call each)
 USAGE_TOLERANCE = 0.25  # reported may exceed rigbench's count by this share (re-tokenizing merges differently)...

@@ -20,15 +20,15 @@ from rigbench.rig._process import EngineProcess, free_port
 from rigbench.rig._rig import LaunchedRig
 from rigbench.rig.engines import get_engine
 
-__all__ = ["ContainerRig", "SpecRig", "launched_rig"]
+__all__ = ["CommandRig", "ContainerRig", "launched_rig"]
 
 # Any OpenAI-compatible server answers this once it is up; used when the engine is not known.
 _GENERIC_HEALTH = "/v1/models"
 _GENERIC_START_TIMEOUT_S = 300.0
 
 
-class SpecRig(LaunchedRig):
-    """A launched rig whose engine may only be known once it answers (a verbatim command)."""
+class CommandRig(LaunchedRig):
+    """A rig started from its launch spec's argv; its engine may only be known once it answers (a verbatim command)."""
 
     async def start(self) -> StartupTiming:
         startup = await super().start()
@@ -45,7 +45,7 @@ _RUNTIME_EXIT = {125: "the container runtime itself failed (daemon not running, 
                  127: "the container's command was not found in the image"}
 
 
-class ContainerRig(SpecRig):
+class ContainerRig(CommandRig):
     def __init__(self, argv: list[str], *, container_name: str | None, **kw: Any) -> None:
         super().__init__(argv, **kw)
         self.container_name = container_name
@@ -100,7 +100,7 @@ def launched_rig(spec: Any, log_path: Path, *, api_key: str | None = None) -> La
     if isinstance(spec, ContainerLaunch):
         rig = ContainerRig(cmd.argv, container_name=spec.container_name, **common)
     else:
-        rig = SpecRig(cmd.argv, **common)
+        rig = CommandRig(cmd.argv, **common)
     if cmd.env:  # an engine configured through its environment
         rig.process = EngineProcess(cmd.argv, log_path, env=cmd.env)
     return rig
