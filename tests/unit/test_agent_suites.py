@@ -21,7 +21,7 @@ from rigbench.rig import RigInfo
 from rigbench.store import RunHeader, RunReader, RunWriter
 from rigbench.suites import SuiteContext
 from rigbench.suites.agent import AgentSuite, ProbesSuite, RepoTaskSuite, ToolCallSuite
-from rigbench.suites.agent._tasks import load_task
+from rigbench.suites.agent._task import load_task
 
 FIX = Path(__file__).parents[1] / "fixtures" / "bfcl"
 N_CTX = 512

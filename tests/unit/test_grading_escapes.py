@@ -24,7 +24,7 @@ import pytest
 from rigbench.sandbox import Limits, Workdir, grade_pytest
 from rigbench.sandbox._verdict import read_channel
 from rigbench.suites.agent._grading import grade_repo_fix
-from rigbench.suites.agent._tasks import load_task
+from rigbench.suites.agent._task import load_task
 from tests.unit.test_sandbox import confined
 
 TASK = load_task("cart_bugs")

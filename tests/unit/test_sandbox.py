@@ -206,7 +206,7 @@ def test_same_json_is_type_strict() -> None:
 
 @confined
 def test_pytest_counts_from_the_shipped_repo_task() -> None:
-    from rigbench.suites.agent._tasks import load_task
+    from rigbench.suites.agent._task import load_task
 
     task = load_task("cart_bugs")
     sb = Workdir.copy_of(task.path / "project")
@@ -229,7 +229,7 @@ def pytest_runtest_makereport(item, call):
 
 @confined
 def test_conftest_hook_in_the_working_copy_works_there_but_never_reaches_the_grader() -> None:
-    from rigbench.suites.agent._tasks import load_task
+    from rigbench.suites.agent._task import load_task
 
     task = load_task("cart_bugs")
     pristine = task.path / "project"
@@ -260,7 +260,7 @@ def test_conftest_hook_in_the_working_copy_works_there_but_never_reaches_the_gra
 @confined
 async def test_repo_task_grade_ignores_the_hook_and_fails_code_that_touches_pytest(tmp_path: Path) -> None:
     from rigbench.suites.agent._grading import grade_repo_fix
-    from rigbench.suites.agent._tasks import load_task
+    from rigbench.suites.agent._task import load_task
 
     task = load_task("cart_bugs")
     sb = Workdir.copy_of(task.path / "project")
@@ -305,7 +305,7 @@ async def test_agent_tasks_refuse_without_a_sandbox_and_mark_unconfined_runs(
     from rigbench.suites import SuiteContext
     from rigbench.suites.agent import AgentSuite
     from rigbench.suites.agent._grading import grade_repo_fix
-    from rigbench.suites.agent._tasks import load_task
+    from rigbench.suites.agent._task import load_task
 
     monkeypatch.setattr(_run, "confinement", lambda: _confine.Confinement("unconfined", "no bwrap here"))
     rig = RigInfo(engine="llamacpp", model="m", base_url="http://x/v1", server_root="http://x")

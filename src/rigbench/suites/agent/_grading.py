@@ -15,15 +15,13 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
 from rigbench.records import Frozen
 from rigbench.sandbox import Limits, TestOutcome, Workdir, grade_pytest
-
-if TYPE_CHECKING:
-    from rigbench.suites.agent._tasks import AgentTask
+from rigbench.suites.agent._task import AgentTask
 
 __all__ = ["Grade", "grade_repo_fix", "grade_root_cause"]
 

@@ -13,55 +13,23 @@ from __future__ import annotations
 
 import asyncio
 import json
-from dataclasses import dataclass
-from importlib.resources import files
-from pathlib import Path
 from typing import Any
 
-from rigbench.errors import UsageError
 from rigbench.records import TaskTrialRecord
 from rigbench.sandbox import Limits, require_confinement
 from rigbench.suites._context import SuiteContext
 from rigbench.suites.agent._driver import converse
 from rigbench.suites.agent._grading import grade_repo_fix, grade_root_cause
 from rigbench.suites.agent._settings import AgentSettings, agent_settings
+from rigbench.suites.agent._task import AgentTask, load_task, shipped_tasks
 from rigbench.suites.agent._workspace import Workspace
 
-__all__ = ["AgentTask", "RepoTaskSuite", "load_task", "shipped_tasks"]
+__all__ = ["RepoTaskSuite"]
 
 _SYSTEM = (
     "You are a software agent. You can only act through the tools you are given; call them to "
     "inspect and change files. Do not ask the user questions."
 )
-
-
-@dataclass(frozen=True)
-class AgentTask:
-    name: str
-    kind: str  # "repo_fix" | "root_cause"
-    prompt: str
-    path: Path
-    spec: dict[str, Any]
-
-
-def _tasks_root() -> Path:
-    return Path(str(files("rigbench") / "data" / "agent_tasks"))
-
-
-def shipped_tasks() -> list[str]:
-    return sorted(p.name for p in _tasks_root().iterdir() if (p / "task.json").exists())
-
-
-def load_task(name_or_path: str) -> AgentTask:
-    p = Path(name_or_path)
-    d = p if (p / "task.json").exists() else _tasks_root() / name_or_path
-    if not (d / "task.json").exists():
-        raise UsageError(
-            f"no agent task {name_or_path!r}: expected a task.json there. "
-            f"Shipped tasks: {', '.join(shipped_tasks())}."
-        )
-    spec = json.loads((d / "task.json").read_text())
-    return AgentTask(spec["name"], spec["kind"], spec["prompt"], d, spec)
 
 
 class RepoTaskSuite:

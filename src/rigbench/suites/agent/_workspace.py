@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rigbench.sandbox import Limits, PathRefused, TestOutcome, Workdir, run_pytest
 from rigbench.suites.agent._exchange import parse_arguments
+from rigbench.suites.agent._task import AgentTask
 from rigbench.suites.agent._toolcalls import tool
-
-if TYPE_CHECKING:
-    from rigbench.suites.agent._tasks import AgentTask
 
 __all__ = ["LIST", "READ", "REPORT", "RUN_TESTS", "WRITE", "PseudoFS", "Workspace"]
 
