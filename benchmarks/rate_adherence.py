@@ -73,7 +73,7 @@ async def _one_rate(urls: list[str], rate: float, duration_s: float, arrival: st
     clients = [ChatClient(u, max_connections=4096) for u in urls]
     mem = _Memory()
     info = RigInfo(engine="unknown", model="m", base_url=urls[0], server_root=urls[0][:-3])
-    ctx = SuiteContext(client=cast(ChatClient, _Spread(clients)), writer=cast(RunWriter, mem), rig=info, settings={})
+    ctx = SuiteContext(client=cast(ChatClient, _Spread(clients)), writer=cast(RunWriter, mem), rig=info)
     suite = LoadSuite(LoadSettings.model_validate({"rate_rps": rate, "duration_s": duration_s, "arrival": arrival,
                                                    "input_tokens": 16, "output_tokens": 4}))
     pool = None

@@ -17,23 +17,23 @@ from rigbench.analysis._agent import summarize_agent
 from rigbench.report._agent import render_agent_markdown, render_agent_terminal
 from rigbench.store import RunHeader, RunReader, RunWriter
 from rigbench.suites._context import SuiteContext
-from rigbench.suites.agent import AgentSuite
+from rigbench.suites.agent import AgentSettings, AgentSuite
 
 pytestmark = pytest.mark.live
 
 FIX = Path(__file__).parents[1] / "fixtures" / "bfcl"
 # Small token budgets: the point is the verdicts and the end-to-end path, not the 135M model's prose.
-SETTINGS = {
-    "tool_trials": 1,
-    "task_trials": 1,
-    "max_turns": 2,
-    "probe_max_tokens": 16,
-    "tool_max_tokens": 32,
-    "bfcl_data_dir": str(FIX),
-    "bfcl_per_category": 1,
-    "bfcl_max_tokens": 32,
-    "task_max_tokens": 32,
-}
+SETTINGS = AgentSettings(
+    tool_trials=1,
+    task_trials=1,
+    max_turns=2,
+    probe_max_tokens=16,
+    tool_max_tokens=32,
+    bfcl_data_dir=str(FIX),
+    bfcl_per_category=1,
+    bfcl_max_tokens=32,
+    task_max_tokens=32,
+)
 
 
 def test_agent_suite_against_the_embedded_rig(live_rig, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -42,7 +42,7 @@ def test_agent_suite_against_the_embedded_rig(live_rig, tmp_path: Path) -> None:
         run, RunHeader(run_id="live-agent", created_at="2026-01-01T00:00:00Z", rigbench_version="t")
     )
     client = live_rig.client()
-    ctx = SuiteContext(client=client, writer=writer, rig=live_rig.info, settings={})
+    ctx = SuiteContext(client=client, writer=writer, rig=live_rig.info)
 
     async def go() -> None:
         try:

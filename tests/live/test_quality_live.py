@@ -17,7 +17,14 @@ from rigbench.records import MMLUProAnswer, PackAnswer
 from rigbench.report._quality import render_quality_markdown, render_quality_terminal
 from rigbench.store import RunHeader, RunReader, RunWriter
 from rigbench.suites._context import SuiteContext
-from rigbench.suites.quality import EffortSweepSuite, MMLUProSuite, PackSuite
+from rigbench.suites.quality import (
+    EffortSettings,
+    EffortSweepSuite,
+    MMLUProSettings,
+    MMLUProSuite,
+    PackSettings,
+    PackSuite,
+)
 
 pytestmark = pytest.mark.live
 
@@ -28,16 +35,16 @@ def test_quality_suites_against_the_embedded_rig(live_rig, tmp_path: Path) -> No
     run = tmp_path / "run"
     writer = RunWriter(run, RunHeader(run_id="live-quality", created_at="now", rigbench_version="0"))
     suites = [
-        MMLUProSuite({"data": str(FIXTURE), "subjects": ["math", "law"], "questions_per_subject": 1,
-                      "max_tokens": 48}),
-        PackSuite({"tasks": ["en_capital_50", "ja_mikan_total", "en_dedup_sort"], "max_tokens": 96}),
-        EffortSweepSuite({"tasks": ["en_capital_50"], "levels": ["none", "low"], "max_tokens": 48}),
+        MMLUProSuite(MMLUProSettings(data=str(FIXTURE), subjects=["math", "law"], questions_per_subject=1,
+                                     max_tokens=48)),
+        PackSuite(PackSettings(tasks=["en_capital_50", "ja_mikan_total", "en_dedup_sort"], max_tokens=96)),
+        EffortSweepSuite(EffortSettings(tasks=["en_capital_50"], levels=["none", "low"], max_tokens=48)),
     ]
 
     async def go() -> None:
         async with live_rig.client() as client:
             for suite in suites:
-                await suite.run(SuiteContext(client=client, writer=writer, rig=live_rig.info, settings={}))
+                await suite.run(SuiteContext(client=client, writer=writer, rig=live_rig.info))
 
     asyncio.run(go())
     writer.finish("complete")

@@ -14,7 +14,7 @@ from rigbench.analysis._agent import summarize_agent
 from rigbench.errors import ProbeError
 from rigbench.report._agent import render_agent_markdown
 from rigbench.store import RunReader
-from rigbench.suites.agent import PROBES
+from rigbench.suites.agent import PROBES, AgentSettings
 from rigbench.suites.agent.probes import (
     DEFAULT_PROBES,
     FunctionProbe,
@@ -64,7 +64,7 @@ async def echo_url() -> AsyncIterator[str]:
 async def test_a_new_family_runs_through_the_protocol_and_reaches_the_report(echo_url: str, tmp_path: Path) -> None:
     registry = ProbeRegistry([EchoProbe("tokyo"), EchoProbe("never")])
     assert registry.families == {"echo": ("echo_tokyo", "echo_never")}
-    reader = await _run(ProbesSuite(registry=registry), _ctx(echo_url, tmp_path / "run", {}))
+    reader = await _run(ProbesSuite(AgentSettings(), registry=registry), _ctx(echo_url, tmp_path / "run"))
     recs = list(reader.raw_records("agent_probe"))
     assert [(r["unit_id"], r["verdict"]) for r in recs] == [("agent/probe/echo_tokyo", "pass"),
                                                             ("agent/probe/echo_never", "fail")]
@@ -75,8 +75,8 @@ async def test_a_new_family_runs_through_the_protocol_and_reaches_the_report(ech
 
 
 async def test_a_new_family_runs_after_the_shipped_ones(echo_url: str, tmp_path: Path) -> None:
-    reader = await _run(ProbesSuite(registry=ProbeRegistry([*DEFAULT_PROBES, EchoProbe("osaka")])),
-                        _ctx(echo_url, tmp_path / "run", {}))
+    reader = await _run(ProbesSuite(AgentSettings(), registry=ProbeRegistry([*DEFAULT_PROBES, EchoProbe("osaka")])),
+                        _ctx(echo_url, tmp_path / "run"))
     probes = [r["probe"] for r in reader.raw_records("agent_probe")]
     assert probes == [*PROBES, "echo_osaka"]
 
@@ -104,9 +104,9 @@ class _Returns:
 async def test_a_malformed_result_is_refused_and_not_stored(echo_url: str, tmp_path: Path, result: object,
                                                             message: str) -> None:
     registry = ProbeRegistry([EchoProbe("tokyo"), _Returns("legacy", result)])
-    ctx = _ctx(echo_url, tmp_path / "run", {})
+    ctx = _ctx(echo_url, tmp_path / "run")
     with pytest.raises(ProbeError, match=message):
-        await _run(ProbesSuite(registry=registry), ctx)
+        await _run(ProbesSuite(AgentSettings(), registry=registry), ctx)
     assert [r["probe"] for r in RunReader(tmp_path / "run").raw_records("agent_probe")] == ["echo_tokyo"]
 
 

@@ -20,7 +20,7 @@ from rigbench.report._agent import render_agent_markdown, render_agent_terminal
 from rigbench.rig import RigInfo
 from rigbench.store import RunHeader, RunReader, RunWriter
 from rigbench.suites import SuiteContext
-from rigbench.suites.agent import AgentSuite, ProbesSuite, RepoTaskSuite, ToolCallSuite
+from rigbench.suites.agent import AgentSettings, AgentSuite, ProbesSuite, RepoTaskSuite, ToolCallSuite
 from rigbench.suites.agent._task import load_task
 
 FIX = Path(__file__).parents[1] / "fixtures" / "bfcl"
@@ -259,16 +259,14 @@ async def seed_url() -> AsyncIterator[str]:
         yield u
 
 
-def _ctx(
-    url: str, run_dir: Path, settings: dict[str, Any], done: set[str] | None = None, resume: bool = False
-) -> SuiteContext:
+def _ctx(url: str, run_dir: Path, done: set[str] | None = None, resume: bool = False) -> SuiteContext:
     header = RunHeader(run_id="t", created_at="2026-01-01T00:00:00Z", rigbench_version="test")
     writer = RunWriter(run_dir, header, resume=resume)
     rig = RigInfo(
         engine="unknown", model="seedlike", base_url=url, server_root=url[:-3], context_length=N_CTX
     )
     return SuiteContext(
-        client=ChatClient(url), writer=writer, rig=rig, settings=settings, done_units=done or set()
+        client=ChatClient(url), writer=writer, rig=rig, done_units=done or set()
     )
 
 
@@ -282,7 +280,7 @@ async def _run(suite: Any, ctx: SuiteContext) -> RunReader:
 
 
 async def test_probes_flag_the_seed_models_silent_failures(seed_url: str, tmp_path: Path) -> None:
-    reader = await _run(ProbesSuite(), _ctx(seed_url, tmp_path / "run", {}))
+    reader = await _run(ProbesSuite(AgentSettings()), _ctx(seed_url, tmp_path / "run"))
     v = {p.probe: p.verdict for p in summarize_agent(reader).probes}
     assert v["tool_choice_required"] == "silently_ignored"
     assert v["tool_choice_named"] == "silently_ignored"
@@ -308,13 +306,13 @@ async def test_probes_flag_the_seed_models_silent_failures(seed_url: str, tmp_pa
 
 async def test_required_honoured_is_a_pass(tmp_path: Path) -> None:
     async for url in _serve(lambda b: seed_model(b, honour_required=True)):
-        reader = await _run(ProbesSuite(), _ctx(url, tmp_path / "run", {}))
+        reader = await _run(ProbesSuite(AgentSettings()), _ctx(url, tmp_path / "run"))
     v = {p.probe: p.verdict for p in summarize_agent(reader).probes}
     assert v["tool_choice_required"] == "pass" and v["tool_choice_named"] == "pass"
 
 
 async def test_tool_cases_record_split_parallel_calls(seed_url: str, tmp_path: Path) -> None:
-    reader = await _run(ToolCallSuite({"tool_trials": 2}), _ctx(seed_url, tmp_path / "run", {}))
+    reader = await _run(ToolCallSuite(AgentSettings(tool_trials=2)), _ctx(seed_url, tmp_path / "run"))
     s = summarize_agent(reader)
     assert s.tool_accuracy is not None and (s.tool_accuracy.k, s.tool_accuracy.n) == (12, 12)
     par = next(c for c in s.tool_cases if c.case == "parallel_two_cities")
@@ -330,14 +328,14 @@ async def test_wrong_call_fails_the_case(tmp_path: Path) -> None:
         return seed_model(b)
 
     async for url in _serve(wrong):
-        reader = await _run(ToolCallSuite({"tool_trials": 1}), _ctx(url, tmp_path / "run", {}))
+        reader = await _run(ToolCallSuite(AgentSettings(tool_trials=1)), _ctx(url, tmp_path / "run"))
     s = summarize_agent(reader)
     jp = next(c for c in s.tool_cases if c.case == "japanese_arg")
     assert jp.accuracy.k == 0 and s.tool_accuracy is not None and s.tool_accuracy.k == 5
 
 
 async def test_repo_fix_graded_by_our_pytest(seed_url: str, tmp_path: Path) -> None:
-    reader = await _run(RepoTaskSuite({"task_trials": 2}), _ctx(seed_url, tmp_path / "run", {}))
+    reader = await _run(RepoTaskSuite(AgentSettings(task_trials=2)), _ctx(seed_url, tmp_path / "run"))
     s = summarize_agent(reader)
     fix = next(t for t in s.tasks if t.task == "cart_bugs")
     assert (fix.passed, fix.pass_hat_k) == (2, 1.0)
@@ -353,16 +351,16 @@ async def test_repo_fix_graded_by_our_pytest(seed_url: str, tmp_path: Path) -> N
 
 async def test_claiming_success_or_editing_tests_does_not_pass(tmp_path: Path) -> None:
     async for url in _serve(lambda b: seed_model(b, fix=False)):
-        ctx = _ctx(url, tmp_path / "run", {})
-        reader = await _run(RepoTaskSuite({"task_trials": 1, "agent_tasks": ["cart_bugs"]}), ctx)
+        ctx = _ctx(url, tmp_path / "run")
+        reader = await _run(RepoTaskSuite(AgentSettings(task_trials=1, agent_tasks=["cart_bugs"])), ctx)
     rec = next(reader.raw_records("agent_task_trial"))
     assert rec["passed"] is False and rec["tests_failed_after"] == 5
 
 
 async def test_repeated_identical_calls_stop_the_trial(tmp_path: Path) -> None:
     async for url in _serve(lambda b: ("", "", [_call("list_files", path=".")])):
-        ctx = _ctx(url, tmp_path / "run", {})
-        reader = await _run(RepoTaskSuite({"task_trials": 1, "agent_tasks": ["cart_root_cause"], "max_turns": 10}), ctx)
+        ctx = _ctx(url, tmp_path / "run")
+        reader = await _run(RepoTaskSuite(AgentSettings(task_trials=1, agent_tasks=["cart_root_cause"], max_turns=10)), ctx)
     rec = next(reader.raw_records("agent_task_trial"))
     assert rec["stop_reason"] == "repeated_call" and len(rec["turns"]) == 3 and not rec["passed"]
 
@@ -370,24 +368,24 @@ async def test_repeated_identical_calls_stop_the_trial(tmp_path: Path) -> None:
 async def test_max_turns_and_refused_paths(tmp_path: Path) -> None:
     n = iter(range(100))
     async for url in _serve(lambda b: ("", "", [_call("read_file", path=f"../../etc/passwd{next(n)}")])):
-        ctx = _ctx(url, tmp_path / "run", {})
-        reader = await _run(RepoTaskSuite({"task_trials": 1, "agent_tasks": ["cart_bugs"], "max_turns": 3}), ctx)
+        ctx = _ctx(url, tmp_path / "run")
+        reader = await _run(RepoTaskSuite(AgentSettings(task_trials=1, agent_tasks=["cart_bugs"], max_turns=3)), ctx)
     rec = next(reader.raw_records("agent_task_trial"))
     assert rec["stop_reason"] == "max_turns" and rec["refused_paths"] == 3
 
 
 async def test_resume_skips_done_units(seed_url: str, tmp_path: Path) -> None:
     run = tmp_path / "run"
-    await _run(ToolCallSuite({"tool_trials": 1}), _ctx(seed_url, run, {}))
+    await _run(ToolCallSuite(AgentSettings(tool_trials=1)), _ctx(seed_url, run))
     done = {r["unit_id"] for r in RunReader(run).raw_records()}
-    await _run(ToolCallSuite({"tool_trials": 2}), _ctx(seed_url, run, {}, done=done, resume=True))
+    await _run(ToolCallSuite(AgentSettings(tool_trials=2)), _ctx(seed_url, run, done=done, resume=True))
     ids = [r["unit_id"] for r in RunReader(run).raw_records()]
     assert len(ids) == len(set(ids)) == 12
 
 
 async def test_agent_suite_end_to_end_and_reports(seed_url: str, tmp_path: Path) -> None:
-    settings = {"tool_trials": 1, "task_trials": 1, "bfcl_data_dir": str(FIX), "bfcl_per_category": 2}
-    reader = await _run(AgentSuite(settings), _ctx(seed_url, tmp_path / "run", {}))
+    settings = AgentSettings(tool_trials=1, task_trials=1, bfcl_data_dir=str(FIX), bfcl_per_category=2)
+    reader = await _run(AgentSuite(settings), _ctx(seed_url, tmp_path / "run"))
     s = summarize_agent(reader)
     assert [b.category for b in s.bfcl] == [
         "simple",

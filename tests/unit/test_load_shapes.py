@@ -93,7 +93,7 @@ class _NoSend:
 def test_trace_lines_and_drawn_lengths_over_the_served_context_are_refused_before_any_send(tmp_path: Path) -> None:
     ctx = SuiteContext(client=cast(ChatClient, _NoSend()), writer=cast(RunWriter, None),
                        rig=RigInfo(engine="unknown", model="m", base_url="http://x/v1", server_root="http://x",
-                                   context_length=60), settings={})
+                                   context_length=60))
     over = next(r for r in read_trace(MOONCAKE)[1] if r.input_tokens + r.output_tokens > 60)
     with pytest.raises(UsageError, match=rf"{MOONCAKE}:{over.line}: {over.input_tokens} input \+ {over.output_tokens} "
                                          r"output tokens do not fit the 60 tokens"):
@@ -179,7 +179,7 @@ def test_sessions_whose_history_outgrows_the_served_context_are_refused_before_a
     later turns (vLLM: HTTP 400 past --max-model-len) minutes into the run unless rigbench refuses first."""
     ctx = SuiteContext(client=cast(ChatClient, _NoSend()), writer=cast(RunWriter, None),
                        rig=RigInfo(engine="unknown", model="m", base_url="http://x/v1", server_root="http://x",
-                                   context_length=600), settings={})
+                                   context_length=600))
 
     def sessions(turns: int) -> LoadSuite:
         return LoadSuite(LoadSettings.model_validate({"rate_rps": 1, "sessions": 2, "turns": turns,

@@ -16,7 +16,7 @@ from rigbench.records import MMLUProAnswer, StreamResult
 from rigbench.rig import RigInfo
 from rigbench.store import RunHeader, RunReader, RunWriter
 from rigbench.suites import SuiteContext
-from rigbench.suites.quality import MMLUProSuite, load_mmlu_pro
+from rigbench.suites.quality import MMLUProSettings, MMLUProSuite, load_mmlu_pro
 from rigbench.suites.quality._mmlu import grade_mmlu
 from rigbench.suites.quality._mmlu_data import sample_questions
 from rigbench.suites.quality._mmlu_protocol import build_prompt, extract_answer
@@ -145,13 +145,13 @@ def _ctx(tmp_path: Path, client: Any, done: set[str] | None = None) -> SuiteCont
     writer = RunWriter(tmp_path, RunHeader(run_id="r1", created_at="now", rigbench_version="0"),
                        resume=done is not None)
     rig = RigInfo(engine="llamacpp", model="m", base_url="http://x/v1", server_root="http://x", slots=2)
-    return SuiteContext(client=client, writer=writer, rig=rig, settings={}, done_units=done or set())
+    return SuiteContext(client=client, writer=writer, rig=rig, done_units=done or set())
 
 
 async def test_suite_end_to_end_records_grades_and_resumes(tmp_path: Path) -> None:
     client = CannedClient()
-    suite = MMLUProSuite({"data": str(FIXTURE), "questions_per_subject": 3, "sample_seed": 1,
-                          "max_tokens": 64})
+    suite = MMLUProSuite(MMLUProSettings(data=str(FIXTURE), questions_per_subject=3, sample_seed=1,
+                                         max_tokens=64))
     ctx = _ctx(tmp_path, client)
     await suite.run(ctx)
     ctx.writer.finish("complete")
@@ -180,7 +180,7 @@ async def test_suite_end_to_end_records_grades_and_resumes(tmp_path: Path) -> No
     done = {json.loads(ln)["unit_id"] for ln in kept}
     client2 = CannedClient()
     ctx2 = _ctx(tmp_path, client2, done)
-    await MMLUProSuite({"data": str(FIXTURE), "questions_per_subject": 3, "sample_seed": 1}).run(ctx2)
+    await MMLUProSuite(MMLUProSettings(data=str(FIXTURE), questions_per_subject=3, sample_seed=1)).run(ctx2)
     ctx2.writer.finish("complete")
     assert len(client2.bodies) == 2
     again = RunReader(tmp_path).records("mmlu_pro_answer", MMLUProAnswer)

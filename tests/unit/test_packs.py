@@ -14,7 +14,7 @@ from rigbench.rig import RigInfo
 from rigbench.sandbox import SandboxUnavailable, confinement
 from rigbench.store import RunHeader, RunReader, RunWriter
 from rigbench.suites import SuiteContext
-from rigbench.suites.quality import PackSuite, load_pack, shipped_packs
+from rigbench.suites.quality import PackSettings, PackSuite, load_pack, shipped_packs
 from rigbench.suites.quality._graders import extract_code, extract_numbers, grade
 from rigbench.suites.quality._packs import (
     CodeGrader,
@@ -102,9 +102,9 @@ async def test_code_packs_refuse_to_start_without_a_sandbox_unless_allowed(monke
 
     monkeypatch.setattr(_run, "confinement", lambda: _confine.Confinement("unconfined", "no bwrap"))
     with pytest.raises(SandboxUnavailable, match="--allow-unconfined"):
-        PackSuite({"packs": ["multilingual"]})  # has a code task: refused before any request
-    PackSuite({"packs": ["multilingual"], "tasks": ["en_capital_50"]})  # no code task: no sandbox needed
-    allowed = PackSuite({"packs": ["multilingual"], "allow_unconfined": True})
+        PackSuite(PackSettings(packs=["multilingual"]))  # has a code task: refused before any request
+    PackSuite(PackSettings(packs=["multilingual"], tasks=["en_capital_50"]))  # no code task: no sandbox needed
+    allowed = PackSuite(PackSettings(packs=["multilingual"], allow_unconfined=True))
     g = next(gr for t in allowed.packs[0].tasks for gr in t.graders if isinstance(gr, CodeGrader))
     r = await grade(g, "def dedup_sort(nums):\n    return sorted(set(nums))\n", allow_unconfined=True)
     assert r.passed and r.confinement == "unconfined" and "(sandbox: unconfined)" in r.detail
@@ -128,8 +128,8 @@ def test_bad_pack_files_say_where_and_what(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="not a shipped pack"):
         load_pack("no-such-pack")
     with pytest.raises(UsageError, match=r"no task\(s\) \['nope'\]"):
-        PackSuite({"tasks": ["nope"]})
-    assert [t.id for t in PackSuite({"tasks": ["en_capital_50"]}).packs[0].tasks] == ["en_capital_50"]
+        PackSuite(PackSettings(tasks=["nope"]))
+    assert [t.id for t in PackSuite(PackSettings(tasks=["en_capital_50"])).packs[0].tasks] == ["en_capital_50"]
 
 
 class PackClient:
@@ -159,8 +159,8 @@ async def test_pack_suite_end_to_end_and_user_pack(tmp_path: Path) -> None:
     run = tmp_path / "run"
     writer = RunWriter(run, RunHeader(run_id="p", created_at="now", rigbench_version="0"))
     rig = RigInfo(engine="llamacpp", model="m", base_url="http://x/v1", server_root="http://x")
-    await PackSuite({"packs": ["multilingual", str(user)]}).run(
-        SuiteContext(client=client, writer=writer, rig=rig, settings={}))  # type: ignore[arg-type]
+    await PackSuite(PackSettings(packs=["multilingual", str(user)])).run(
+        SuiteContext(client=client, writer=writer, rig=rig))  # type: ignore[arg-type]
     writer.finish("complete")
     answers = RunReader(run).records("pack_answer", PackAnswer)
     got = {a.task_id: a.correct for a in answers}

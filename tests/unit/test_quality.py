@@ -140,7 +140,8 @@ def test_comparison_vs_best_worst_and_paired_test_when_same_questions() -> None:
 def test_the_quality_suites_answer_to_their_cli_names() -> None:
     import rigbench.suites.quality as q
 
-    assert (q.MMLUProSuite().name, q.PackSuite().name, q.EffortSweepSuite().name) == ("mmlu_pro", "packs", "effort")
+    suites = (q.MMLUProSuite(q.MMLUProSettings()), q.PackSuite(q.PackSettings()), q.EffortSweepSuite(q.EffortSettings()))
+    assert tuple(s.name for s in suites) == ("mmlu_pro", "packs", "effort")
 
 
 def _answers(right: list[bool], first_id: int = 0) -> dict[int, bool]:

@@ -303,15 +303,15 @@ async def test_agent_tasks_refuse_without_a_sandbox_and_mark_unconfined_runs(
     from rigbench.rig import RigInfo
     from rigbench.sandbox import _confine, _run
     from rigbench.suites import SuiteContext
-    from rigbench.suites.agent import AgentSuite
+    from rigbench.suites.agent import AgentSettings, AgentSuite
     from rigbench.suites.agent._grading import grade_repo_fix
     from rigbench.suites.agent._task import load_task
 
     monkeypatch.setattr(_run, "confinement", lambda: _confine.Confinement("unconfined", "no bwrap here"))
     rig = RigInfo(engine="llamacpp", model="m", base_url="http://x/v1", server_root="http://x")
-    ctx = SuiteContext(client=None, writer=None, rig=rig, settings={})  # type: ignore[arg-type]
+    ctx = SuiteContext(client=None, writer=None, rig=rig)  # type: ignore[arg-type]
     with pytest.raises(SandboxUnavailable, match="--allow-unconfined"):
-        await AgentSuite(parts=["tasks"]).run(ctx)  # refused before any request: the client is None
+        await AgentSuite(AgentSettings(), parts=["tasks"]).run(ctx)  # refused before any request: the client is None
     task = load_task("cart_bugs")
     sb = Workdir.copy_of(task.path / "project")
     try:

@@ -117,8 +117,7 @@ async def _run_suites(cfg: RunConfig, rig: LaunchedRig | AttachedRig, info: Any,
     gc.freeze()
     for suite in cfg.suites:
         guard.opening(f"the {suite.name} suite")
-        ctx = SuiteContext(client=rig.client, writer=suite_writer, rig=info,
-                           settings=cfg.suite_settings.get(suite.name, {}), progress=prog,
+        ctx = SuiteContext(client=rig.client, writer=suite_writer, rig=info, progress=prog,
                            done_units=done, seed=cfg.seed, host=host, allow_long_run=cfg.allow_long_run)
         try:
             # measures rigbench's own overhead (client CPU, loop lag, send lag) per suite

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from rigbench.client import ChatClient
 from rigbench.records import StreamResult
@@ -55,7 +55,6 @@ class SuiteContext:
     client: ChatClient
     writer: RunWriter
     rig: RigInfo
-    settings: dict[str, Any]  # this suite's resolved settings (from CLI or plan)
     progress: Progress = field(default_factory=NullProgress)
     done_units: set[str] = field(default_factory=set)
     seed: int = 0

@@ -26,7 +26,7 @@ from rigbench.records import BFCLItemRecord
 from rigbench.suites._context import SuiteContext
 from rigbench.suites.agent._bfcl_checker import CheckResult, check_item
 from rigbench.suites.agent._exchange import send
-from rigbench.suites.agent._settings import AgentSettings, agent_settings
+from rigbench.suites.agent._settings import AgentSettings
 
 __all__ = [
     "BFCL_CATEGORIES",
@@ -198,8 +198,8 @@ class BFCLSuite:
 
     name = "agent_bfcl"
 
-    def __init__(self, settings: AgentSettings | dict[str, Any] | None = None) -> None:
-        self.settings = agent_settings(settings)
+    def __init__(self, settings: AgentSettings) -> None:
+        self.settings = settings
         self.max_tokens = self.settings.bfcl_max_tokens
 
     async def run(self, ctx: SuiteContext) -> None:

@@ -1,8 +1,9 @@
 """The agent suite's settings: one typed model from `rigbench run`'s flags or a plan's `agent:` key.
 
 Which parts run (probes, tools, bfcl, tasks) follows the suite names (`agent`, `agent_tools`, ...),
-so `parts` is not a setting here; it is added to the recorded form. `AgentSuite` validates the
-settings once and hands this model to each part; the defaults below are the only ones.
+so `parts` is not a setting here; it is added to the recorded form. The plan (or the CLI) validates
+the settings once, `AgentSuite` takes this model and hands it to each part; the defaults below are
+the only ones.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pydantic import Field
 
 from rigbench.records import Frozen
 
-__all__ = ["AGENT_PARTS", "AgentSettings", "agent_settings"]
+__all__ = ["AGENT_PARTS", "AgentSettings"]
 
 AGENT_PARTS = ("probes", "tools", "bfcl", "tasks")
 
@@ -41,8 +42,3 @@ class AgentSettings(Frozen):
         """The form recorded in run.json (`plan.suites.agent`)."""
         return {"parts": list(parts), **self.model_dump(mode="json")}
 
-
-def agent_settings(settings: AgentSettings | dict[str, Any] | None) -> AgentSettings:
-    """The typed settings: a model as given, a dict (a plan's `agent:` keys) validated, None the defaults.
-    A key the model does not know is a ValidationError naming it."""
-    return settings if isinstance(settings, AgentSettings) else AgentSettings.model_validate(settings or {})

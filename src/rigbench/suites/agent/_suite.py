@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from rigbench.sandbox import require_confinement
 from rigbench.suites._context import Suite, SuiteContext
 from rigbench.suites.agent._bfcl import BFCLSuite
-from rigbench.suites.agent._settings import AGENT_PARTS, AgentSettings, agent_settings
+from rigbench.suites.agent._settings import AGENT_PARTS, AgentSettings
 from rigbench.suites.agent._tasks import RepoTaskSuite
 from rigbench.suites.agent._toolcalls import ToolCallSuite
 from rigbench.suites.agent.probes import ProbesSuite
@@ -22,9 +21,9 @@ class AgentSuite:
 
     name = "agent"
 
-    def __init__(self, settings: AgentSettings | dict[str, Any] | None = None, *,
+    def __init__(self, settings: AgentSettings, *,
                  parts: Sequence[str] = AGENT_PARTS) -> None:
-        self.settings = agent_settings(settings)
+        self.settings = settings
         unknown = [p for p in parts if p not in AGENT_PARTS]
         if unknown:
             raise ValueError(f"agent parts {unknown}: the parts are {', '.join(AGENT_PARTS)}")

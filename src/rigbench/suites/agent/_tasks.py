@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
 
 from rigbench.records import TaskTrialRecord
 from rigbench.sandbox import Limits, require_confinement
 from rigbench.suites._context import SuiteContext
 from rigbench.suites.agent._driver import converse
 from rigbench.suites.agent._grading import grade_repo_fix, grade_root_cause
-from rigbench.suites.agent._settings import AgentSettings, agent_settings
+from rigbench.suites.agent._settings import AgentSettings
 from rigbench.suites.agent._task import AgentTask, load_task, shipped_tasks
 from rigbench.suites.agent._workspace import Workspace
 
@@ -41,8 +40,8 @@ class RepoTaskSuite:
 
     name = "agent_tasks"
 
-    def __init__(self, settings: AgentSettings | dict[str, Any] | None = None, *, limits: Limits | None = None) -> None:
-        self.settings = agent_settings(settings)
+    def __init__(self, settings: AgentSettings, *, limits: Limits | None = None) -> None:
+        self.settings = settings
         self.limits = limits or Limits()
         self.allow_unconfined = self.settings.allow_unconfined
 

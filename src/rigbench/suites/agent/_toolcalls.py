@@ -17,7 +17,7 @@ import jsonschema
 from rigbench.records import Exchange, ToolTrialRecord
 from rigbench.suites._context import SuiteContext
 from rigbench.suites.agent._exchange import parse_arguments, send
-from rigbench.suites.agent._settings import AgentSettings, agent_settings
+from rigbench.suites.agent._settings import AgentSettings
 
 __all__ = ["TOOL_CASES", "ToolCallSuite", "ToolCase", "grade_calls", "tool"]
 
@@ -199,8 +199,8 @@ class ToolCallSuite:
 
     name = "agent_tools"
 
-    def __init__(self, settings: AgentSettings | dict[str, Any] | None = None, *, max_messages: int = 4) -> None:
-        self.settings = agent_settings(settings)
+    def __init__(self, settings: AgentSettings, *, max_messages: int = 4) -> None:
+        self.settings = settings
         self.max_tokens = self.settings.tool_max_tokens
         self.max_messages = max_messages
 

@@ -5,7 +5,7 @@
     PackSuite(settings)         name "packs"     defaults: the shipped "multilingual" pack, once
     EffortSweepSuite(settings)  name "effort"    defaults: "multilingual" at none/low/medium/high
 
-Settings are the *Settings models (or plain dicts validated into them).
+Settings are the *Settings models (a plan's keys and `rigbench run`'s flags validated into them).
 """
 
 from rigbench.suites.quality._knobs import effort_request_fields

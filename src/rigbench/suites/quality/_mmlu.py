@@ -19,10 +19,8 @@ __all__ = ["MMLUProSuite"]
 class MMLUProSuite:
     name = "mmlu_pro"
 
-    def __init__(self, settings: MMLUProSettings | dict[str, Any] | None = None, *,
-                 data: MMLUProData | None = None) -> None:
-        self.settings = (settings if isinstance(settings, MMLUProSettings)
-                         else MMLUProSettings.model_validate(settings or {}))
+    def __init__(self, settings: MMLUProSettings, *, data: MMLUProData | None = None) -> None:
+        self.settings = settings
         self._data = data
 
     def load_data(self) -> MMLUProData:

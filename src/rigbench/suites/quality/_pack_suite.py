@@ -99,9 +99,8 @@ async def _run_pack(ctx: SuiteContext, pack: Pack, *, suite: Literal["packs", "e
 class PackSuite:
     name = "packs"
 
-    def __init__(self, settings: PackSettings | dict[str, Any] | None = None) -> None:
-        self.settings = (settings if isinstance(settings, PackSettings)
-                         else PackSettings.model_validate(settings or {}))
+    def __init__(self, settings: PackSettings) -> None:
+        self.settings = settings
         # fail before any request
         self.packs = [_select(load_pack(p), self.settings.tasks) for p in self.settings.packs]
         _check_sandbox(self.packs, self.settings.allow_unconfined)
@@ -117,9 +116,8 @@ class PackSuite:
 class EffortSweepSuite:
     name = "effort"
 
-    def __init__(self, settings: EffortSettings | dict[str, Any] | None = None) -> None:
-        self.settings = (settings if isinstance(settings, EffortSettings)
-                         else EffortSettings.model_validate(settings or {}))
+    def __init__(self, settings: EffortSettings) -> None:
+        self.settings = settings
         self.pack = _select(load_pack(self.settings.pack), self.settings.tasks)
         _check_sandbox([self.pack], self.settings.allow_unconfined)
 

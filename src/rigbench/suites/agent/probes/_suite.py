@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rigbench.records import ProbeRecord
 from rigbench.suites._context import SuiteContext
-from rigbench.suites.agent._settings import AgentSettings, agent_settings
+from rigbench.suites.agent._settings import AgentSettings
 from rigbench.suites.agent.probes._calls import CALL_MECHANICS
 from rigbench.suites.agent.probes._controls import SAMPLING_CONTROLS
 from rigbench.suites.agent.probes._protocol import ProbeRegistry, accept_result
@@ -28,9 +26,9 @@ class ProbesSuite:
 
     name = "agent_probes"
 
-    def __init__(self, settings: AgentSettings | dict[str, Any] | None = None, *,
+    def __init__(self, settings: AgentSettings, *,
                  registry: ProbeRegistry = DEFAULT_PROBES) -> None:
-        self.settings = agent_settings(settings)
+        self.settings = settings
         self.registry = registry
 
     async def run(self, ctx: SuiteContext) -> None:
