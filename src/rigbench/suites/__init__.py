@@ -26,9 +26,6 @@ class BuiltSuites(NamedTuple):
     suites: list[Suite]  # to run, in order
     recorded: dict[str, dict[str, Any]]  # each one's resolved settings, as run.json records them
 
-    def settings_of(self, suite: str) -> dict[str, Any]:
-        return self.recorded.get(suite, {})
-
 
 def build_suites(names: list[str], settings: SuiteSettings | None = None) -> BuiltSuites:
     """The suites `names` asks for (CLI `--suite` or a plan's `suites`), configured by `settings`."""
