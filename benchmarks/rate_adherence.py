@@ -1,13 +1,19 @@
 """Rate mode's schedule adherence: how late does one client process send at a given offered rate?
 
     python benchmarks/rate_adherence.py --rates 100,500,1000 --duration 10 [--emulators 4] [--json out.json]
+    python benchmarks/rate_adherence.py --rates 500 --duration 10 --emulators 1 --waker spin,timerfd --repeat 3
     python benchmarks/rate_adherence.py --rates 4000 --duration 10 --clients 4 --emulators 4 [--ray ADDRESS]
 
 The load suite's own dispatcher (`rigbench.suites.load.LoadSuite`) drives reference emulators running
 in other processes (uvloop, pinned to other cores when the machine has them, so they are not the
 limit); the client process is pinned to core 0. Per rate: requests sent, offered / scheduled / sent
 rate, send lag p50 / p99 / max (the figure the report judges: actual send - intended start, less any
-connection opening), and the self-check's client CPU share. Targets (issue 20): send lag p99 <= 1 ms
+connection opening), the self-check's client CPU share, and the client's CPU time per request (process
+CPU / requests: over the whole suite, and over the sending window alone, from its first send to its
+last reply). CPU per request is the figure that holds on a busy machine; lag figures need a quiet one.
+
+`--waker timerfd,spin` measures each way `sleep_until_ns` can wake the dispatcher (`_schedule.WAKER`),
+alternating per rate in one run, for a side-by-side comparison. Targets (issue 20): send lag p99 <= 1 ms
 and sent rate within 1% of offered at 1,000 req/s, constant arrivals (the rate is then exact, so
 "within 1% of offered" is measurable without the Poisson draw's own spread).
 
@@ -26,6 +32,7 @@ import json
 import os
 import platform
 import sys
+import time
 from pathlib import Path
 from typing import Any, cast
 
@@ -38,7 +45,7 @@ from rigbench.records import ClientShare, LoadRequest, LoadWindow, SelfCheck
 from rigbench.rig import RigInfo
 from rigbench.store import RunWriter
 from rigbench.suites import SuiteContext
-from rigbench.suites.load import LoadSettings, LoadSuite
+from rigbench.suites.load import LoadSettings, LoadSuite, _schedule
 from rigbench.testing import Delay, EmulatorProcess, EmulatorScript
 
 SCRIPT = EmulatorScript(ttft=Delay(mean_ms=5), itl=Delay(mean_ms=2), output_tokens=4)
@@ -68,14 +75,30 @@ class _Spread:
         return await c.stream_chat(body, **kw)
 
 
+class _Timed(LoadSuite):
+    """The load suite, with the process CPU time its sending window took (first send to last reply)."""
+
+    window_cpu_s = 0.0
+
+    async def _dispatch(self, *args: Any, **kw: Any) -> Any:
+        c0 = time.process_time()
+        try:
+            return await super()._dispatch(*args, **kw)
+        finally:
+            self.window_cpu_s += time.process_time() - c0
+
+
 async def _one_rate(urls: list[str], rate: float, duration_s: float, arrival: str,
                     ray: Any = None, actors: int = 0) -> dict[str, Any]:
     clients = [ChatClient(u, max_connections=4096) for u in urls]
     mem = _Memory()
     info = RigInfo(engine="unknown", model="m", base_url=urls[0], server_root=urls[0][:-3])
-    ctx = SuiteContext(client=cast(ChatClient, _Spread(clients)), writer=cast(RunWriter, mem), rig=info)
-    suite = LoadSuite(LoadSettings.model_validate({"rate_rps": rate, "duration_s": duration_s, "arrival": arrival,
+    # an older rigbench (rate_adherence_ab.py's "before" tree) still takes an untyped settings dict
+    old: dict[str, Any] = {"settings": {}} if "settings" in getattr(SuiteContext, "__dataclass_fields__", {}) else {}
+    ctx = SuiteContext(client=cast(ChatClient, _Spread(clients)), writer=cast(RunWriter, mem), rig=info, **old)
+    timed = _Timed(LoadSettings.model_validate({"rate_rps": rate, "duration_s": duration_s, "arrival": arrival,
                                                    "input_tokens": 16, "output_tokens": 4}))
+    suite: LoadSuite | Any = timed
     pool = None
     if actors:
         from rigbench.scale._clients import ClientPool
@@ -85,6 +108,7 @@ async def _one_rate(urls: list[str], rate: float, duration_s: float, arrival: st
         await pool.start()
         suite = RayLoadSuite(suite, pool)
     checks: list[SelfCheck] = []
+    c0 = time.process_time()
     try:
         async with SelfCheckMonitor("load", emit=checks.append):
             await suite.run(ctx)
@@ -93,6 +117,7 @@ async def _one_rate(urls: list[str], rate: float, duration_s: float, arrival: st
             await c.aclose()
         if pool is not None:
             pool.stop()
+    cpu_s = time.process_time() - c0
     reqs = [r for r in mem.records if isinstance(r, LoadRequest)]
     window = next(r for r in mem.records if isinstance(r, LoadWindow))
     lags = np.array([load_timing(q).send_lag_s for q in reqs])
@@ -114,12 +139,16 @@ async def _one_rate(urls: list[str], rate: float, duration_s: float, arrival: st
                                   "clock_uncertainty_us": round(share.offset_uncertainty_ns / 1e3, 1)}
     return {"offered_rps": rate, "arrival": arrival, "actors": actors or None, "per_actor": per_actor or None,
             "requests": len(reqs), "failed": window.failed,
+            "connections_opened": sum(1 for q in reqs if q.result.connect_ns is not None),
             "scheduled_rps": round(sched_rate, 2), "sent_rps": round(sent_rate, 2),
             "sent_vs_offered": round(sent_rate / rate - 1, 5),
             "send_lag_p50_ms": round(float(np.percentile(lags, 50)) * 1e3, 4),
             "send_lag_p99_ms": round(float(np.percentile(lags, 99)) * 1e3, 4),
             "send_lag_max_ms": round(float(lags.max()) * 1e3, 3),
             "client_cpu_fraction": round(sc.cpu_fraction, 3) if sc is not None and sc.cpu_fraction is not None else None,
+            "cpu_per_request_us": round(cpu_s / len(reqs) * 1e6, 1) if not actors else None,
+            "window_cpu_per_request_us": round(timed.window_cpu_s / len(reqs) * 1e6, 1) if not actors else None,
+            "waker": _schedule.waker(),
             "loop_lag_p99_ms": round(sc.loop_lag_p99_s * 1e3, 3) if sc and sc.loop_lag_p99_s is not None else None,
             "meets_target": bool(np.percentile(lags, 99) <= 1e-3 and abs(sent_rate / rate - 1) <= 0.01)}
 
@@ -132,6 +161,9 @@ def main() -> None:
     ap.add_argument("--emulators", type=int, default=2)
     ap.add_argument("--clients", type=int, default=0, help="split the schedule over this many Ray client actors")
     ap.add_argument("--ray", default="", help="with --clients: an existing cluster (default: a loopback one here)")
+    ap.add_argument("--waker", default="", help="comma-separated ways to wake the dispatcher (timerfd, spin), "
+                    "alternated per rate (default: the library's own)")
+    ap.add_argument("--repeat", type=int, default=1, help="measure each (rate, waker) this many times, alternating")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     ncpu = os.cpu_count() or 1
@@ -158,7 +190,14 @@ def main() -> None:
                 rows = [run_loop(_one_rate(urls, float(r), args.duration, args.arrival, ray, args.clients))
                         for r in args.rates.split(",")]
         else:
-            rows = [run_loop(_one_rate(urls, float(r), args.duration, args.arrival)) for r in args.rates.split(",")]
+            rows = []
+            wakers = args.waker.split(",") if args.waker else [_schedule.WAKER]
+            for r in args.rates.split(","):
+                for _ in range(args.repeat):
+                    for w in wakers:
+                        _schedule.WAKER = w
+                        rows.append(run_loop(_one_rate(urls, float(r), args.duration, args.arrival)))
+                        rows[-1]["load_avg_1m"] = round(os.getloadavg()[0], 2)
     finally:
         for e in emus:
             e.stop()

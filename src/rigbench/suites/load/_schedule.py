@@ -7,12 +7,28 @@
 
 The first request starts at zero. The schedule is a pure function of its inputs and the seed, so a
 resumed window sends the same schedule again.
+
+Waking at a send time (`sleep_until_ns`): the event loop's own timers are millisecond-grained (uvloop
+keeps deadlines in whole milliseconds), too coarse for a send lag of well under a millisecond. On Linux
+a timerfd armed at the absolute due time on CLOCK_MONOTONIC (perf_counter's clock) wakes the loop
+through its poll, to the microsecond, without a busy wait: `_Alarm`, one per event loop, armed at the
+earliest waiter. Elsewhere (or when the timerfd cannot be made) the loop's timer brings the wait to
+within `_SPIN_NS` of the send and the rest is spent yielding to the loop, which holds the lag bound but
+costs CPU on every request (benchmarks/rate_adherence.py measures both: `--waker`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import ctypes
+import ctypes.util
+import heapq
+import itertools
+import os
+import sys
 import time
+import weakref
 from collections.abc import Callable
 
 import numpy as np
@@ -22,9 +38,12 @@ __all__ = ["arrival_offsets_s", "sleep_until_ns"]
 # A duration-bounded schedule stops at this many requests: beyond it the run would not fit in memory
 # or time, and the settings' validation says so before anything is sent.
 MAX_SCHEDULED = 2_000_000
-# Sleep until this close to a send, then yield to the loop until it is due (timer wake-ups are
-# only millisecond-accurate; yielding keeps reading the streams in flight while waiting).
+# Without a timerfd: sleep until this close to a send, then yield to the loop until it is due (timer
+# wake-ups are only millisecond-accurate; yielding keeps reading the streams in flight while waiting).
 _SPIN_NS = 2_000_000
+# How sends are woken: "timerfd" where the platform has one, else "spin". A module switch so
+# benchmarks/rate_adherence.py can compare both in one run (`--waker`) and tests can force the fallback.
+WAKER = "timerfd"
 
 
 def arrival_offsets_s(rate_rps: float, arrival: str, burstiness: float, *, seed: int,
@@ -57,9 +76,133 @@ def arrival_offsets_s(rate_rps: float, arrival: str, burstiness: float, *, seed:
 
 
 async def sleep_until_ns(due_ns: int, clock: Callable[[], int] = time.perf_counter_ns) -> None:
-    """Return at `due_ns` on `clock` (perf_counter_ns unless a client actor's own clock is given)."""
+    """Return at `due_ns` on `clock` (perf_counter_ns unless a client actor's own clock is given), never before.
+
+    `clock` runs at perf_counter's rate (an actor's clock is perf_counter plus a fixed skew), so the wait
+    is armed on perf_counter's clock; it is checked again against `clock` on waking."""
+    left = due_ns - clock()
+    if left <= 0:
+        return
+    alarm = _alarm() if WAKER == "timerfd" else None
+    if alarm is not None:
+        while left > 0:
+            await alarm.wait(time.perf_counter_ns() + left)
+            left = due_ns - clock()
+        return
     while True:
         left = due_ns - clock()
         if left <= 0:
             return
         await asyncio.sleep((left - _SPIN_NS) / 1e9 if left > _SPIN_NS * 2 else 0)
+
+
+def waker() -> str:
+    """How `sleep_until_ns` wakes in this process: "timerfd", or "spin" and why (for benchmarks and records)."""
+    if WAKER != "timerfd":
+        return f"spin (rigbench.suites.load._schedule.WAKER = {WAKER!r})"
+    if _TIMERFD is None:
+        return f"spin ({_TIMERFD_MISSING})"
+    return "timerfd"
+
+
+class _Timespec(ctypes.Structure):
+    _fields_ = [("tv_sec", ctypes.c_long), ("tv_nsec", ctypes.c_long)]
+
+
+class _Itimerspec(ctypes.Structure):
+    _fields_ = [("it_interval", _Timespec), ("it_value", _Timespec)]
+
+
+_CLOCK_MONOTONIC = 1
+_TFD_TIMER_ABSTIME = 1
+# TFD_NONBLOCK and TFD_CLOEXEC are O_NONBLOCK and O_CLOEXEC (os names them for this platform)
+_TFD_FLAGS = getattr(os, "O_NONBLOCK", 0o4000) | getattr(os, "O_CLOEXEC", 0o2000000)
+
+
+def _load_timerfd() -> tuple[object | None, str]:
+    """libc's timerfd_create and timerfd_settime, or None and why not."""
+    if sys.platform != "linux":
+        return None, f"timerfd is Linux only (this is {sys.platform})"
+    impl = time.get_clock_info("perf_counter").implementation
+    if "CLOCK_MONOTONIC" not in impl or "RAW" in impl:
+        return None, f"perf_counter is {impl}, not CLOCK_MONOTONIC"
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+        create, settime = libc.timerfd_create, libc.timerfd_settime
+    except (OSError, AttributeError) as e:
+        return None, f"no timerfd in libc: {e}"
+    create.argtypes, create.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+    settime.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.POINTER(_Itimerspec), ctypes.c_void_p]
+    settime.restype = ctypes.c_int
+    return (create, settime), ""
+
+
+_TIMERFD, _TIMERFD_MISSING = _load_timerfd()
+_alarms: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Alarm | None] = weakref.WeakKeyDictionary()
+
+
+def _alarm() -> _Alarm | None:
+    """The running loop's alarm, made on first use; None where no timerfd can be made (then: spin)."""
+    global _TIMERFD, _TIMERFD_MISSING
+    loop = asyncio.get_running_loop()
+    try:
+        return _alarms[loop]
+    except KeyError:
+        pass
+    alarm = None
+    if _TIMERFD is not None:
+        try:
+            alarm = _Alarm(loop)
+        except OSError as e:
+            _TIMERFD, _TIMERFD_MISSING = None, f"timerfd_create failed: {e}"
+    _alarms[loop] = alarm
+    return alarm
+
+
+class _Alarm:
+    """A timerfd in the loop's poll, armed at the earliest pending due time (absolute, CLOCK_MONOTONIC):
+    the loop wakes when it expires and releases every waiter then due. Closed with its loop."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        create, self._settime = _TIMERFD  # type: ignore[misc]
+        fd = create(_CLOCK_MONOTONIC, _TFD_FLAGS)
+        if fd < 0:
+            err = ctypes.get_errno()
+            raise OSError(err, os.strerror(err))
+        self._fd = fd
+        self._spec = _Itimerspec()
+        self._armed_ns = 0  # the due time the timerfd is set to (0: none)
+        self._waiters: list[tuple[int, int, asyncio.Future[None]]] = []
+        self._seq = itertools.count()
+        loop.add_reader(fd, self._expired)
+        weakref.finalize(loop, os.close, fd)  # the fd lives as long as its loop
+
+    def wait(self, at_ns: int) -> asyncio.Future[None]:
+        """A future done at `at_ns` on perf_counter's clock (or later)."""
+        fut = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._waiters, (at_ns, next(self._seq), fut))
+        if not self._armed_ns or at_ns < self._armed_ns:
+            self._arm(at_ns)
+        return fut
+
+    def _arm(self, at_ns: int) -> None:
+        v = self._spec.it_value
+        v.tv_sec, v.tv_nsec = divmod(at_ns, 1_000_000_000)
+        if self._settime(self._fd, _TFD_TIMER_ABSTIME, ctypes.byref(self._spec), None) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"timerfd_settime: {os.strerror(err)}")
+        self._armed_ns = at_ns
+
+    def _expired(self) -> None:
+        with contextlib.suppress(BlockingIOError, InterruptedError):  # re-armed later since polled: not expired
+            os.read(self._fd, 8)
+        self._armed_ns = 0
+        now = time.perf_counter_ns()
+        w = self._waiters
+        while w and w[0][0] <= now:
+            fut = heapq.heappop(w)[2]
+            if not fut.done():  # a cancelled wait leaves its entry behind
+                fut.set_result(None)
+        if w:
+            self._arm(w[0][0])
+
