@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import time
 from typing import Any, Literal, NamedTuple
@@ -24,7 +25,7 @@ from rigbench.client._selfcheck import current_monitor
 from rigbench.client._sse import COMMENT, Malformed, SSEParser, decode_json
 from rigbench.records import ArrivalStamps, RequestError, RetryAttempt, StreamResult
 
-__all__ = ["ChatClient", "JsonReply"]
+__all__ = ["ChatClient", "EncodedBody", "JsonReply"]
 
 _perf_ns = time.perf_counter_ns
 
@@ -39,6 +40,16 @@ class JsonReply(NamedTuple):
     retry_after: str | None = None  # the answer's Retry-After header
     retries: tuple[RetryAttempt, ...] = ()  # refused attempts before this one (`complete_chat` under --retry-on)
     retry_stopped: str | None = None  # why the retries ended while still refused
+
+
+class EncodedBody:
+    """A streaming request's body, JSON-encoded ahead of its send (`ChatClient.encode_stream`): the load
+    suite encodes a window's bodies before its schedule starts, so encoding never delays a send."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
 
 
 class ChatClient:
@@ -199,8 +210,18 @@ class ChatClient:
 
     # -- the streaming path -----------------------------------------------------------------
 
+    @staticmethod
+    def encode_stream(body: dict[str, Any]) -> EncodedBody:
+        """`body` as `stream_chat` sends it (streamed, with usage), encoded once; pass it to `stream_chat`."""
+        payload = dict(body)
+        payload["stream"] = True
+        opts = dict(payload.get("stream_options") or {})
+        opts.setdefault("include_usage", True)
+        payload["stream_options"] = opts
+        return EncodedBody(json.dumps(payload).encode())
+
     async def stream_chat(
-        self, body: dict[str, Any], *, path: str = "/chat/completions", scheduled_ns: int | None = None
+        self, body: dict[str, Any] | EncodedBody, *, path: str = "/chat/completions", scheduled_ns: int | None = None
     ) -> StreamResult:
         """Send one streaming chat completion (or completion, with `path="/completions"`) and
         record everything it produced.
@@ -211,13 +232,9 @@ class ChatClient:
 
         A refusal the retry policy covers is sent again after the wait it allows; the result's stamps
         are the last attempt's, and `retries` lists the attempts before it (docs/metrics.md, "Retries").
+        `body` may come encoded already (`encode_stream`).
         """
-        payload = dict(body)
-        payload["stream"] = True
-        opts = dict(payload.get("stream_options") or {})
-        opts.setdefault("include_usage", True)
-        payload["stream_options"] = opts
-        data = json.dumps(payload).encode()
+        data = (body if isinstance(body, EncodedBody) else self.encode_stream(body)).data
         if scheduled_ns is None:
             scheduled_ns = _perf_ns()
         retries: list[RetryAttempt] = []
@@ -274,10 +291,9 @@ class ChatClient:
             acc.connect_ns = opened_ns
             clock = pool.clock
             if clock is not None and isinstance(conn, KernelStampedConnection):
-                acc.arrival = ArrivalStamps(source="kernel", clock_offset_ns=clock.offset_ns,
-                                            clock_uncertainty_ns=clock.uncertainty_ns)
+                acc.arrival = clock.stamps
             else:
-                acc.arrival = ArrivalStamps(source="user", reason=pool.arrival_note)
+                acc.arrival = _user_stamps(pool.arrival_note)
             sink = _StreamSink(acc, loop.create_future())
             try:
                 acc.sent_ns = conn.send(request, sink)
@@ -372,6 +388,12 @@ def _deadline_error(kind: str, deadlines: Deadlines, comments: int) -> RequestEr
     return RequestError(kind="idle_timeout", message=(
         f"no generated token for {deadlines.idle_s:g} s (idle deadline, --idle-timeout)"
         + (f"; {comments} keep-alive comments in between" if comments else "")))
+
+
+@functools.lru_cache(maxsize=16)
+def _user_stamps(reason: str | None) -> ArrivalStamps:
+    """The (frozen) record of user-space stamps for one reason, made once rather than per request."""
+    return ArrivalStamps(source="user", reason=reason)
 
 
 def _not_sse(ctype: str, status: int, text: str) -> RequestError:

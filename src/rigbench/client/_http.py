@@ -33,6 +33,7 @@ from rigbench.client._arrival import (
     enable_kernel_stamps,
     kernel_stamps_unavailable,
 )
+from rigbench.records import ArrivalStamps
 
 __all__ = ["BodySink", "ConnectionPool", "HttpConnection", "KernelStampedConnection", "ReadQueue", "ResponseHead"]
 
@@ -83,9 +84,10 @@ _MAX_HEAD_BYTES = 65536
 
 
 class ArrivalClock:
-    """The realtime -> perf_counter conversion shared by a pool's connections, re-sampled when stale."""
+    """The realtime -> perf_counter conversion shared by a pool's connections, re-sampled when stale;
+    `stamps` is its (frozen) record, made once per sample rather than per request."""
 
-    __slots__ = ("offset_ns", "sampled_ns", "uncertainty_ns")
+    __slots__ = ("offset_ns", "sampled_ns", "stamps", "uncertainty_ns")
     MAX_AGE_NS = 500_000_000  # NTP slews realtime by at most 0.5 ms/s: keep the drift ~microseconds
 
     def __init__(self) -> None:
@@ -95,6 +97,7 @@ class ArrivalClock:
     def refresh(self) -> None:
         c = ClockOffset.sample()
         self.offset_ns, self.uncertainty_ns, self.sampled_ns = c
+        self.stamps = ArrivalStamps(source="kernel", clock_offset_ns=c.offset_ns, clock_uncertainty_ns=c.uncertainty_ns)
 
     def fresh(self, now_ns: int) -> None:
         if now_ns - self.sampled_ns > self.MAX_AGE_NS:
