@@ -163,6 +163,38 @@ async def test_response_id_and_api_key_header() -> None:
     assert "sk-test" not in r.model_dump_json()
 
 
+@pytest.mark.parametrize("stack", ["asyncio", "aiohttp"])
+async def test_a_body_encoded_ahead_goes_out_byte_for_byte_as_the_dict_would(stack: str) -> None:
+    """The load suite encodes a window's bodies before its schedule starts (`encode_stream`): the server
+    gets the same request (streamed, usage asked for, the caller's own stream_options kept), and the
+    result is the same."""
+    seen: list[bytes] = []
+
+    async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await r.readuntil(b"\r\n\r\n")
+                n = int(next(x.split(b":")[1] for x in head.split(b"\r\n") if x.lower().startswith(b"content-length")))
+                seen.append(await r.readexactly(n))
+                w.write(HEAD + _chunked(SSE))
+                await w.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            w.close()
+
+    srv = await asyncio.start_server(handle, "127.0.0.1", 0)
+    url = f"http://127.0.0.1:{srv.sockets[0].getsockname()[1]}/v1"
+    body = {**BODY, "stream_options": {"continuous_usage_stats": True}}
+    async with ChatClient(url, http_stack=stack) as c:  # type: ignore[arg-type]
+        encoded = c.encode_stream(body)
+        plain, ahead = await c.stream_chat(body), await c.stream_chat(encoded)
+    srv.close()
+    assert seen[0] == seen[1] == encoded.data
+    assert json.loads(seen[1])["stream_options"] == {"continuous_usage_stats": True, "include_usage": True}
+    assert body == {**BODY, "stream_options": {"continuous_usage_stats": True}}  # the caller's dict untouched
+    _ok(plain)
+    _ok(ahead)
+
+
 def test_the_fast_paths_take_only_what_the_general_decoders_would_give() -> None:
     one = _http.HttpConnection._one_chunk
     assert one(b"5\r\nhello\r\n") == b"hello"
