@@ -1,10 +1,16 @@
 """How the load dispatcher wakes at each send time (`sleep_until_ns`): never before the intended start,
-close after it, without a busy wait (issue 20: 1,000 req/s from one client process)."""
+close after it, without a busy wait (issue 20: 1,000 req/s from one client process).
+
+Lateness is judged net of the time the process spent runnable but not running (schedstat `run_delay`,
+`RunQueueClock`): on a busy machine a neighbour holding the core makes every wake late, and that is the
+machine's doing, not the wait's. The CPU bound needs no such care: CPU time counts only while running.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import random
+import sys
 import time
 from collections.abc import Callable, Coroutine, Iterator
 from typing import Any
@@ -12,6 +18,10 @@ from typing import Any
 import pytest
 
 from rigbench.suites.load import _schedule, sleep_until_ns
+from rigbench.testing._accuracy_check import RunQueueClock
+
+if sys.platform != "linux":  # the timerfd and schedstat are Linux's
+    pytest.skip("the dispatcher's wake-ups are judged on Linux (timerfd, schedstat)", allow_module_level=True)
 
 _perf_ns = time.perf_counter_ns
 
@@ -41,14 +51,21 @@ def waker() -> Iterator[Callable[[str], None]]:
 
 
 async def _paced(n: int, gap_ns: int, clock: Callable[[], int] = _perf_ns) -> tuple[list[int], float, float]:
-    """Wake n times, gap_ns apart on `clock`; each wake's lateness (ns), and the process CPU and wall it took."""
+    """Wake n times, gap_ns apart on `clock`; each wake's lateness (ns: from its due time, or from the call
+    when that came after it, as after a late wake; less the run-queue time spent during the wait), and the
+    process CPU and wall it took."""
     late = []
+    rq = RunQueueClock()
     c0, t0 = time.process_time(), time.perf_counter()
     start = clock() + gap_ns
     for i in range(n):
         due = start + i * gap_ns
+        queued, called = rq.read(), clock()
         await sleep_until_ns(due, clock)
-        late.append(clock() - due)
+        woke = clock()
+        assert woke >= due, f"woke {due - woke} ns before its due time"
+        late.append(max(0, woke - max(due, called) - (rq.read() - queued)))
+    rq.close()
     return late, time.process_time() - c0, time.perf_counter() - t0
 
 
@@ -59,8 +76,7 @@ def test_the_dispatcher_waits_for_each_send_without_burning_a_core_and_never_wak
     for the last 2 ms) spends every gap this short busy: it fails the CPU bound."""
     waker("timerfd")
     assert _schedule.waker() == "timerfd"
-    late, cpu_s, wall_s = _run(loop_kind, _paced(300, 2_000_000))
-    assert min(late) >= 0
+    late, cpu_s, wall_s = _run(loop_kind, _paced(300, 2_000_000))  # never early: asserted at each wake
     assert sorted(late)[len(late) // 2] < 1_000_000, sorted(late)[len(late) // 2]
     # CPU time is only counted while the process runs, so a busy neighbour cannot push this up
     assert cpu_s < 0.25 * wall_s, (cpu_s, wall_s)
@@ -73,7 +89,6 @@ def test_without_a_timerfd_the_dispatcher_still_never_wakes_early_and_says_how_i
     waker("spin")
     assert _schedule.waker().startswith("spin")
     late, _, _ = _run(loop_kind, _paced(100, 2_000_000))
-    assert min(late) >= 0
     assert sorted(late)[len(late) // 2] < 1_000_000
 
 
@@ -81,8 +96,8 @@ def test_a_client_actor_s_own_clock_is_kept_whatever_its_skew_from_perf_counter(
     """A Ray client actor waits on its own clock (perf_counter plus a skew measured against the driver):
     a clock 5 s ahead or behind wakes at its own due times, neither 5 s early nor 5 s late."""
     for skew in (5_000_000_000, -5_000_000_000):
-        late, _, wall_s = _run(loop_kind, _paced(20, 5_000_000, lambda s=skew: _perf_ns() + s))
-        assert min(late) >= 0 and wall_s < 2.0, (skew, wall_s)
+        _, _, wall_s = _run(loop_kind, _paced(20, 5_000_000, lambda s=skew: _perf_ns() + s))
+        assert wall_s < 2.0, (skew, wall_s)
 
 
 def test_sleepers_due_in_any_order_each_wake_at_their_own_time_and_a_cancelled_one_holds_none(
@@ -90,25 +105,29 @@ def test_sleepers_due_in_any_order_each_wake_at_their_own_time_and_a_cancelled_o
     """Several waits at once (sessions starting while others wait) share the loop's one alarm: each wakes
     at or after its own due time, none much later, and cancelling one does not stop the alarm for the rest."""
 
-    async def main() -> tuple[list[tuple[int, int]], bool]:
+    async def main() -> tuple[list[tuple[int, int, int]], bool]:
+        rq = RunQueueClock()
+        queued = rq.read()
         base = _perf_ns() + 20_000_000
         dues = [base + k * 3_000_000 for k in range(12)]
         random.Random(4).shuffle(dues)
-        woke: list[tuple[int, int]] = []
+        woke: list[tuple[int, int, int]] = []  # due, woke, lateness less the run-queue time since the start
 
         async def one(due: int) -> None:
             await sleep_until_ns(due)
-            woke.append((due, _perf_ns()))
+            now = _perf_ns()
+            woke.append((due, now, now - due - (rq.read() - queued)))
 
         tasks = [asyncio.create_task(one(d)) for d in dues]
         victim = tasks[dues.index(min(dues))]  # the earliest: the alarm is armed at it
         await asyncio.sleep(0.005)
         victim.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        rq.close()
         return woke, victim.cancelled()
 
     woke, cancelled = _run(loop_kind, main())
     assert cancelled and len(woke) == 11
-    assert all(at >= due for due, at in woke)
-    assert [d for d, _ in woke] == sorted(d for d, _ in woke)  # in due order
-    assert sorted(at - due for due, at in woke)[5] < 2_000_000
+    assert all(at >= due for due, at, _ in woke)
+    assert [d for d, _, _ in woke] == sorted(d for d, _, _ in woke)  # in due order
+    assert sorted(late for _, _, late in woke)[5] < 2_000_000
