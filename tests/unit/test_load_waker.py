@@ -108,7 +108,7 @@ def test_sleepers_due_in_any_order_each_wake_at_their_own_time_and_a_cancelled_o
     async def main() -> tuple[list[tuple[int, int, int]], bool]:
         rq = RunQueueClock()
         queued = rq.read()
-        base = _perf_ns() + 20_000_000
+        base = _perf_ns() + 200_000_000  # far enough that a stalled test process still cancels in time
         dues = [base + k * 3_000_000 for k in range(12)]
         random.Random(4).shuffle(dues)
         woke: list[tuple[int, int, int]] = []  # due, woke, lateness less the run-queue time since the start
@@ -120,9 +120,10 @@ def test_sleepers_due_in_any_order_each_wake_at_their_own_time_and_a_cancelled_o
 
         tasks = [asyncio.create_task(one(d)) for d in dues]
         victim = tasks[dues.index(min(dues))]  # the earliest: the alarm is armed at it
-        await asyncio.sleep(0.005)
+        await asyncio.sleep(0)  # every task has started its wait: the alarm is armed at the victim's
         victim.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        async with asyncio.timeout(5):  # an alarm left unarmed would hold the rest forever: fail, not hang
+            await asyncio.gather(*tasks, return_exceptions=True)
         rq.close()
         return woke, victim.cancelled()
 
