@@ -97,7 +97,7 @@ async def sleep_until_ns(due_ns: int, clock: Callable[[], int] = time.perf_count
 
 
 def waker() -> str:
-    """How `sleep_until_ns` wakes in this process: "timerfd", or "spin" and why (for benchmarks and records)."""
+    """How `sleep_until_ns` wakes in this process: "timerfd", or "spin" and why (a benchmark says which it measured)."""
     if WAKER != "timerfd":
         return f"spin (rigbench.suites.load._schedule.WAKER = {WAKER!r})"
     if _TIMERFD is None:
@@ -153,8 +153,8 @@ def _alarm() -> _Alarm | None:
     if _TIMERFD is not None:
         try:
             alarm = _Alarm(loop)
-        except OSError as e:
-            _TIMERFD, _TIMERFD_MISSING = None, f"timerfd_create failed: {e}"
+        except (OSError, NotImplementedError) as e:  # out of descriptors; a loop without add_reader
+            _TIMERFD, _TIMERFD_MISSING = None, f"no timerfd in this loop's poll: {type(e).__name__}: {e}"
     _alarms[loop] = alarm
     return alarm
 
@@ -174,7 +174,11 @@ class _Alarm:
         self._armed_ns = 0  # the due time the timerfd is set to (0: none)
         self._waiters: list[tuple[int, int, asyncio.Future[None]]] = []
         self._seq = itertools.count()
-        loop.add_reader(fd, self._expired)
+        try:
+            loop.add_reader(fd, self._expired)
+        except BaseException:
+            os.close(fd)
+            raise
         weakref.finalize(loop, os.close, fd)  # the fd lives as long as its loop
 
     def wait(self, at_ns: int) -> asyncio.Future[None]:
