@@ -151,6 +151,9 @@ async def _one_rate(urls: list[str], rate: float, duration_s: float, arrival: st
             "cpu_per_request_us": round(cpu_s / len(reqs) * 1e6, 1) if not actors else None,
             "window_cpu_per_request_us": round(timed.window_cpu_s / len(reqs) * 1e6, 1) if not actors else None,
             "waker": getattr(_schedule, "waker", lambda: "spin (a rigbench before the timerfd waker)")(),
+            "gc_pauses": sc.gc_pauses if sc is not None else None,
+            "gc_pause_max_ms": round(sc.gc_pause_max_s * 1e3, 3) if sc is not None else None,
+            "gc_pause_total_ms": round(sc.gc_pause_total_s * 1e3, 2) if sc is not None else None,
             "loop_lag_p99_ms": round(sc.loop_lag_p99_s * 1e3, 3) if sc and sc.loop_lag_p99_s is not None else None,
             "meets_target": bool(np.percentile(lags, 99) <= 1e-3 and abs(sent_rate / rate - 1) <= 0.01)}
 
