@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import ctypes
 import ctypes.util
+import functools
 import heapq
 import itertools
 import os
@@ -30,6 +31,7 @@ import sys
 import time
 import weakref
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -100,8 +102,9 @@ def waker() -> str:
     """How `sleep_until_ns` wakes in this process: "timerfd", or "spin" and why (a benchmark says which it measured)."""
     if WAKER != "timerfd":
         return f"spin (rigbench.suites.load._schedule.WAKER = {WAKER!r})"
-    if _TIMERFD is None:
-        return f"spin ({_TIMERFD_MISSING})"
+    fns, why = _timerfd()
+    if fns is None or _refused:
+        return f"spin ({_refused or why})"
     return "timerfd"
 
 
@@ -119,8 +122,9 @@ _TFD_TIMER_ABSTIME = 1
 _TFD_FLAGS = getattr(os, "O_NONBLOCK", 0o4000) | getattr(os, "O_CLOEXEC", 0o2000000)
 
 
-def _load_timerfd() -> tuple[object | None, str]:
-    """libc's timerfd_create and timerfd_settime, or None and why not."""
+@functools.cache
+def _timerfd() -> tuple[tuple[Any, Any] | None, str]:
+    """libc's timerfd_create and timerfd_settime, or None and why not (looked up on first use)."""
     if sys.platform != "linux":
         return None, f"timerfd is Linux only (this is {sys.platform})"
     impl = time.get_clock_info("perf_counter").implementation
@@ -137,24 +141,25 @@ def _load_timerfd() -> tuple[object | None, str]:
     return (create, settime), ""
 
 
-_TIMERFD, _TIMERFD_MISSING = _load_timerfd()
+_refused = ""  # why a timerfd could not be made in this process after all (then every wait spins)
 _alarms: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Alarm | None] = weakref.WeakKeyDictionary()
 
 
 def _alarm() -> _Alarm | None:
     """The running loop's alarm, made on first use; None where no timerfd can be made (then: spin)."""
-    global _TIMERFD, _TIMERFD_MISSING
+    global _refused
     loop = asyncio.get_running_loop()
     try:
         return _alarms[loop]
     except KeyError:
         pass
     alarm = None
-    if _TIMERFD is not None:
+    fns, _ = _timerfd()
+    if fns is not None and not _refused:
         try:
-            alarm = _Alarm(loop)
+            alarm = _Alarm(loop, *fns)
         except (OSError, NotImplementedError) as e:  # out of descriptors; a loop without add_reader
-            _TIMERFD, _TIMERFD_MISSING = None, f"no timerfd in this loop's poll: {type(e).__name__}: {e}"
+            _refused = f"no timerfd in this loop's poll: {type(e).__name__}: {e}"
     _alarms[loop] = alarm
     return alarm
 
@@ -163,8 +168,8 @@ class _Alarm:
     """A timerfd in the loop's poll, armed at the earliest pending due time (absolute, CLOCK_MONOTONIC):
     the loop wakes when it expires and releases every waiter then due. Closed with its loop."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        create, self._settime = _TIMERFD  # type: ignore[misc]
+    def __init__(self, loop: asyncio.AbstractEventLoop, create: Any, settime: Any) -> None:
+        self._settime = settime
         fd = create(_CLOCK_MONOTONIC, _TFD_FLAGS)
         if fd < 0:
             err = ctypes.get_errno()
