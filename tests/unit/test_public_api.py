@@ -73,7 +73,7 @@ PUBLIC: dict[str, list[str]] = {
         "PackAnswer", "PackConfig", "Phase", "PreflightFinding", "PreflightReport", "PreflightSeverity",
         "ProbeRecord", "ProbeVerdict", "RECORD_TYPES", "ReasoningForm", "Record", "RequestError",
         "RequestErrorKind", "RetryAttempt", "SanityAnswer", "SanityVerdict", "ScenarioPrefixCache", "SelfCheck",
-        "ServingCommand", "SloTargets", "SpeedBatch", "SpeedRequest", "SpeedSkip", "StartupTiming",
+        "ServingCommand", "SloTargets", "Speculation", "SpeedBatch", "SpeedRequest", "SpeedSkip", "StartupTiming",
         "StreamResult", "TaskStopReason", "TaskTrialRecord", "TelemetryRecord", "TelemetrySample",
         "TokenSplitMethod", "ToolTrialRecord", "TrafficCheck", "TurnObservation", "older_fingerprint", "record_adapter",
     ],

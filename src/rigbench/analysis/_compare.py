@@ -51,7 +51,7 @@ MATTERING_FIELDS = (
     "engine", "engine_version", "model.served_name", "model.sha256", "model.size_bytes", "chat_template_sha256",
     "host.cpu_model", "host.gpus", "host.memory_bytes", "host_is_server",
 )
-INFORMATIONAL_FIELDS = ("argv", "speculative", "draft_model.sha256", "context_length", "slots", "model.path",
+INFORMATIONAL_FIELDS = ("argv", "speculative", "speculation.state", "draft_model.sha256", "context_length", "slots", "model.path",
                         "endpoint", "engine_binary.build_variant", "engine_binary.fallback")  # CPU build/fallback
 
 

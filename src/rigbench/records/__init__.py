@@ -23,6 +23,7 @@ from rigbench.records._fingerprint import (
     HostInfo,
     MemoryBandwidth,
     ModelInfo,
+    Speculation,
     older_fingerprint,
 )
 from rigbench.records._gibberish import GibberishFinding, GibberishKind, GibberishSeverity, OutputScreen
@@ -106,6 +107,7 @@ __all__ = [
     "SelfCheck",
     "ServingCommand",
     "SloTargets",
+    "Speculation",
     "SpeedBatch",
     "SpeedRequest",
     "SpeedSkip",

@@ -11,13 +11,14 @@ that this model no longer declares (v1's `engine_build`) in `older_fields` rathe
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
 from rigbench.records._base import Frozen
 
-__all__ = ["EngineBinary", "Fingerprint", "HostInfo", "MemoryBandwidth", "ModelInfo", "older_fingerprint"]
+__all__ = ["EngineBinary", "Fingerprint", "HostInfo", "MemoryBandwidth", "ModelInfo", "Speculation",
+           "older_fingerprint"]
 
 
 class MemoryBandwidth(Frozen):
@@ -69,6 +70,16 @@ class EngineBinary(Frozen):
     smoke_test: str = "passed"  # "passed" or "skipped: why"
 
 
+class Speculation(Frozen):
+    """Whether the rig drafts tokens (speculative decoding), and where rigbench learnt it: the command it
+    launched, or what the server itself shows (its metrics, its config endpoints). "off" only where the
+    command or the server says so; "unknown" where nothing tells."""
+
+    state: Literal["on", "off", "unknown"]
+    source: str  # where the fact came from, e.g. "seen in the server's spec_decode counters"
+    method: str | None = None  # e.g. "ngram", as the command or the server names it (None: not reported)
+
+
 class Fingerprint(Frozen):
     """`host`, `host_is_server` and `started_at` are None only in a fingerprint a run recorded
     without them (an older or hand-made run.json): the rig always sets them."""
@@ -83,7 +94,8 @@ class Fingerprint(Frozen):
     chat_template_sha256: str | None = None
     context_length: int | None = None
     slots: int | None = None
-    speculative: dict[str, Any] | None = None
+    speculative: dict[str, Any] | None = None  # the command's speculative flags (launched), as given
+    speculation: Speculation | None = None  # on / off / unknown and its source (None: a run before format 10)
     host: HostInfo | None = None
     host_is_server: bool | None = None  # False when attached to a remote endpoint: host describes the client
     started_at: str | None = None

@@ -74,6 +74,18 @@ def _kv_pool(fp: Fingerprint) -> str | None:
     return "; ".join(parts)
 
 
+def _speculative(fp: Fingerprint) -> str:
+    """On / off / unknown with where that was learnt, then the command's own flags when it set any."""
+    flags = json.dumps(fp.speculative) if fp.speculative else None
+    s = fp.speculation
+    if s is None:  # a run before format 10
+        if flags or fp.mode != "attached":
+            return flags or "off / not configured"
+        return "not recorded (attached, before rigbench read it)"
+    method = f"; method {s.method}" if s.method else "; method not reported" if s.state == "on" and not flags else ""
+    return f"{s.state} ({s.source}{method})" + (f"  {flags}" if flags else "")
+
+
 def _host(fp: Fingerprint) -> str | None:
     h = fp.host
     if h is None:
@@ -117,8 +129,7 @@ FINGERPRINT_FIELDS: tuple[FingerprintField, ...] = (
     FingerprintField("context / slots", ("context_length", "slots"),
                      lambda fp: f"{fp.context_length or '?'} / {fp.slots or '?'}"),
     FingerprintField("KV pool", ("server_info",), _kv_pool),
-    FingerprintField("speculative", ("speculative",),
-                     lambda fp: json.dumps(fp.speculative) if fp.speculative else "off / not configured"),
+    FingerprintField("speculative", ("speculative", "speculation"), _speculative),
     FingerprintField("host", ("host.cpu_model", "host.cpu_cores_logical", "host.memory_bytes", "host.gpus"), _host),
     FingerprintField("os / python", ("host.os", "host.python"),
                      lambda fp: f"{fp.host.os} / {fp.host.python}" if fp.host else None),

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 from rigbench.client import ChatClient, is_loopback_url, redact_url
 from rigbench.errors import EndpointError, RigbenchError, RigStartError, UsageError
-from rigbench.records import StartupTiming
+from rigbench.records import Speculation, StartupTiming
 from rigbench.rig._fingerprint import EngineBinary, Fingerprint, ModelInfo, host_info, now_iso, sha256_text
 from rigbench.rig._info import RigInfo
 from rigbench.rig._process import EngineProcess
@@ -22,6 +22,9 @@ from rigbench.rig.engines._registry import get_engine
 from rigbench.rig.engines._speculative import speculative_from_argv
 
 __all__ = ["AttachedRig", "LaunchedRig"]
+
+# facts kept in fields of their own, not repeated in the fingerprint's server_info
+_NOT_SERVER_INFO = frozenset({"chat_template", "speculation"})
 
 
 async def _served_model_name(client: ChatClient) -> str | None:
@@ -46,6 +49,25 @@ async def _engine_facts(client: ChatClient, engine: str | None = None) -> dict[s
         return {"engine": engine} if engine else {}
     facts.pop("raw", None)
     return facts
+
+
+def _speculation(facts: dict[str, Any], argv: list[str] | None, engine: str) -> Speculation:
+    """On / off / unknown: what the server shows (its engine adapter's `speculation` fact) where it tells,
+    else the command rigbench launched, else unknown. Never "off" from silence."""
+    shown = facts.get("speculation")
+    told = Speculation.model_validate(shown) if isinstance(shown, dict) else None
+    if told is not None and told.state != "unknown":
+        return told
+    if argv is not None:
+        flags = speculative_from_argv(argv, engine)
+        if flags:
+            return Speculation(state="on", source=f"the command rigbench launched sets {', '.join(sorted(flags))}")
+        return Speculation(state="off", source="the command rigbench launched sets no speculative flag")
+    if told is not None:
+        return told
+    if facts.get("engine", "unknown") == "unknown":
+        return Speculation(state="unknown", source="the server is no engine rigbench can identify, so nothing tells")
+    return Speculation(state="unknown", source="the server does not show it")
 
 
 def _startup_from(t_spawn: float, t_healthy: float, t_first: float) -> StartupTiming:
@@ -161,9 +183,10 @@ class LaunchedRig:
             endpoint=self.base_url, model=self.model.model_copy(update={"served_name": self.served_name}),
             draft_model=self.draft_model, chat_template_sha256=sha256_text(f.get("chat_template")),
             context_length=f.get("context_length"), slots=f.get("slots"),
-            speculative=speculative_from_argv(self.argv, self.engine), host=host_info(), host_is_server=True,
+            speculative=speculative_from_argv(self.argv, self.engine),
+            speculation=_speculation(f, self.argv, self.engine), host=host_info(), host_is_server=True,
             started_at=now_iso(), unknown=unknown,
-            server_info={k: v for k, v in f.items() if k != "chat_template"}, engine_binary=self.engine_binary,
+            server_info={k: v for k, v in f.items() if k not in _NOT_SERVER_INFO}, engine_binary=self.engine_binary,
             reports_usage=_reports_usage(self.engine),
         )
 
@@ -249,9 +272,9 @@ class AttachedRig:
             engine_version=f.get("version"),
             endpoint=self.base_url, model=ModelInfo(served_name=self.served_name, path=f.get("model_path")),
             chat_template_sha256=sha256_text(f.get("chat_template")), context_length=f.get("context_length"),
-            slots=f.get("slots"), speculative=None, host=host_info(probe_bandwidth=local), host_is_server=local,
-            started_at=now_iso(), unknown=unknown,
-            server_info={k: v for k, v in f.items() if k != "chat_template"},
+            slots=f.get("slots"), speculative=None, speculation=_speculation(f, None, str(f.get("engine", "unknown"))),
+            host=host_info(probe_bandwidth=local), host_is_server=local, started_at=now_iso(), unknown=unknown,
+            server_info={k: v for k, v in f.items() if k not in _NOT_SERVER_INFO},
             reports_usage=_reports_usage(str(f.get("engine", "unknown"))),
         )
 

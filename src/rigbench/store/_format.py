@@ -47,14 +47,20 @@ version under tests/golden/ and keep the reader loading it):
                  (why a still-refused request was not retried again), and so do the gate's answers
                  (`sanity`); run.json's plan gains `retries` when on. v1-v8 results load with no retries
                  (tests/golden/run_v1).
+ 10  2026-12-01  speculation state: the fingerprint gains `speculation` (on / off / unknown, where that was
+                 learnt, the method when named): a launched rig's from its command, an attached one's from
+                 what the server shows (vLLM's spec_decode counters, llama.cpp's /slots). v1-v9 fingerprints
+                 load with it absent; the report then says "not recorded" for an attached run, whose old
+                 "off / not configured" was never read from the server (tests/golden/emulator_b, a v1
+                 attached run; a v9 header in tests/unit/test_speculation_state.py).
 """
 
 from __future__ import annotations
 
 __all__ = ["FORMAT_VERSION", "HEADER_FILE", "LOG_FILE", "RECORDS_FILE", "SUPPORTED_VERSIONS", "TYPED_FINGERPRINT"]
 
-FORMAT_VERSION = 9
-SUPPORTED_VERSIONS = frozenset({1, 2, 3, 4, 5, 6, 7, 8, 9})
+FORMAT_VERSION = 10
+SUPPORTED_VERSIONS = frozenset({1, 2, 3, 4, 5, 6, 7, 8, 9, 10})
 TYPED_FINGERPRINT = 8  # the first format whose run.json holds the typed Fingerprint
 HEADER_FILE = "run.json"
 RECORDS_FILE = "records.jsonl"

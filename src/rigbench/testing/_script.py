@@ -86,6 +86,13 @@ class EmulatorScript(Frozen):
     # turn with probability `spec_accept`, and a chunk carries 1 + accepted tokens.
     spec_depth: int = Field(0, ge=0)
     spec_accept: float = Field(0.7, ge=0.0, le=1.0)
+    # export vLLM's spec_decode counters (drafts, draft tokens, accepted tokens: the chunks drawn with
+    # spec_depth) on /metrics, as a vLLM with a speculative config does; off, they are absent, as on a
+    # vLLM without one
+    spec_metrics: bool = False
+    # answer GET /version with this, as vLLM does: with the vllm: names on /metrics, rigbench then
+    # identifies the emulator as vLLM (None: no /version, an engine rigbench cannot name)
+    version: str | None = None
     token_chars: int = Field(4, ge=2)
     role_chunk: bool = True  # a role-only first event, as vLLM and llama.cpp send
     reasoning_tokens: int = Field(0, ge=0)  # the first N output tokens go out as reasoning deltas

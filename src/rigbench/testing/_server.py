@@ -7,11 +7,13 @@ lateness does not accumulate, and every write is stamped into a `RequestTruth`.
 
 Endpoints: POST /v1/chat/completions, POST /v1/completions (stream or not), GET /v1/models,
 POST /tokenize (llama.cpp `content` or vLLM `prompt`/`messages`), GET /metrics, GET /health,
-GET /emulator/truth (JSON list of RequestTruth), POST /emulator/reset.
+GET /emulator/truth (JSON list of RequestTruth), POST /emulator/reset; GET /version only when the script
+sets `version` (with the vLLM names on /metrics, rigbench then identifies the emulator as vLLM).
 
 /metrics gives the emulator's requests and tokens under every known engine's metric names, read from
 the engines' adapters (`metric_names`), so telemetry reads it whichever engine a test takes it for and
-the names cannot drift from the ones rigbench scrapes.
+the names cannot drift from the ones rigbench scrapes; with the script's `spec_metrics`, the speculation
+counters too (drafts, draft tokens, accepted tokens of the chunks drawn with `spec_depth`).
 """
 
 from __future__ import annotations
@@ -74,6 +76,9 @@ class Emulator:
         self.prompt_tokens_total = 0
         self.requests_total = 0
         self.connections_total = 0
+        self.spec_drafts_total = 0  # vLLM's spec_decode counters, exported when the script's spec_metrics is on
+        self.spec_draft_tokens_total = 0
+        self.spec_accepted_tokens_total = 0
         self._conns: set[_Conn] = set()
         self.persona_state = PersonaState()
         self.prefix_cache = PromptPrefixCache()
@@ -133,6 +138,10 @@ class Emulator:
         shared = {"requests_running": ("gauge", self.running),
                   "generation_tokens_total": ("counter", self.generation_tokens_total),
                   "prompt_tokens_total": ("counter", self.prompt_tokens_total)}
+        if self.script.spec_metrics:  # as a speculating server registers them: only when it speculates
+            shared |= {"spec_drafts_total": ("counter", self.spec_drafts_total),
+                       "spec_draft_tokens_total": ("counter", self.spec_draft_tokens_total),
+                       "spec_accepted_tokens_total": ("counter", self.spec_accepted_tokens_total)}
         lines = ["# TYPE emulator_requests_total counter", f"emulator_requests_total {self.requests_total}"]
         for names in _engine_metric_names():
             for canonical, (kind, value) in shared.items():
@@ -243,6 +252,8 @@ class _Conn(asyncio.Protocol):
                     ],
                 },
             )
+        elif req.method == "GET" and p == "/version" and emu.script.version is not None:
+            self._simple(200, {"version": emu.script.version})
         elif req.method == "GET" and p == "/health":
             self._simple(200, {"status": "ok"})
         elif req.method == "GET" and p == "/metrics":
@@ -337,6 +348,10 @@ class _Stream:
         self.sizes = script.chunk_sizes(n_reason, self.rng) + script.chunk_sizes(
             self.n_tokens - n_reason, self.rng
         )
+        if script.spec_depth > 0:  # each chunk is one draft of spec_depth tokens, all but its first accepted
+            emu.spec_drafts_total += len(self.sizes)
+            emu.spec_draft_tokens_total += len(self.sizes) * script.spec_depth
+            emu.spec_accepted_tokens_total += sum(self.sizes) - len(self.sizes)
         self.counted = False
         self.recorded = False
         self.loop = asyncio.get_running_loop()

@@ -9,7 +9,7 @@ import aiohttp
 from rigbench.client import ChatClient
 from rigbench.errors import EndpointError
 
-__all__ = ["get_json", "has_metric_prefix", "post_json", "probe_json", "require_json"]
+__all__ = ["get_json", "has_metric_prefix", "post_json", "probe_json", "probe_text", "require_json"]
 
 
 def _url(client: ChatClient, path: str) -> str:
@@ -33,6 +33,15 @@ async def probe_json(client: ChatClient, path: str, *, timeout_s: float = 5.0) -
     except (aiohttp.ClientError, TimeoutError):
         return None
     return body if status == 200 and isinstance(body, dict | list) else None
+
+
+async def probe_text(client: ChatClient, path: str, *, timeout_s: float = 5.0) -> str | None:
+    """GET `path`; the body on a 200, else None (absent, refused, unreachable)."""
+    try:
+        status, text = await client.get_text(client.server_root + path, timeout_s=timeout_s)
+    except (aiohttp.ClientError, TimeoutError):
+        return None
+    return text if status == 200 else None
 
 
 def require_json(status: int, body: Any, *, engine: str, what: str, url: str, key: str | None = None) -> Any:

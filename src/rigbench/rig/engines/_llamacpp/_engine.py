@@ -23,7 +23,9 @@ from rigbench.rig.engines._spec import EngineSpec, LaunchCommand, finish_argv, o
 if TYPE_CHECKING:
     from rigbench.rig._rig import LaunchedRig
 
-__all__ = ["LLAMACPP", "LlamaCppAdapter", "LlamaCppEngine", "LlamaCppLaunch", "llamacpp_command", "server_argv"]
+__all__ = [
+    "LLAMACPP", "LlamaCppAdapter", "LlamaCppEngine", "LlamaCppLaunch", "llamacpp_command", "llamacpp_speculation",
+    "server_argv"]
 
 _METRICS = {
     "requests_running": "llamacpp:requests_processing",
@@ -36,6 +38,23 @@ _METRICS = {
 }
 # Builds before the KV-cache gauges were dropped exported the usage ratio under this name.
 _FALLBACKS = {"kv_cache_usage_ratio": "llamacpp:kv_cache_usage_ratio"}
+
+
+def llamacpp_speculation(props: dict[str, Any], slots: Any) -> dict[str, Any]:
+    """`rigbench.records.Speculation`'s fields as the server shows them: each slot's `speculative` in /slots
+    (`can_speculate()`: a draft context or n-gram drafter is set up), the configured kinds in /props'
+    `speculative.types` ("none" when none; pinned build 11434, server-task.cpp)."""
+    types = ((props.get("default_generation_settings") or {}).get("params") or {}).get("speculative.types")
+    method = types if isinstance(types, str) and types not in ("", "none") else None
+    flags = [s.get("speculative") for s in slots if isinstance(s, dict)] if isinstance(slots, list) else []
+    if flags and all(isinstance(f, bool) for f in flags):
+        if any(flags):
+            return {"state": "on", "source": "the server's /slots: its slots speculate", "method": method}
+        return {"state": "off", "source": "the server's /slots: no slot speculates"}
+    if method is not None:
+        return {"state": "on", "source": "the server's /props: speculative.types set (/slots not served)",
+                "method": method}
+    return {"state": "unknown", "source": "/slots not served (--no-slots) and /props names no speculative type"}
 
 
 class LlamaCppAdapter:
@@ -70,6 +89,7 @@ class LlamaCppAdapter:
             info["model_path"] = props.get("model_path")
             info["chat_template_caps"] = props.get("chat_template_caps")
             info["speculative_types"] = (settings.get("params") or {}).get("speculative.types")
+        info["speculation"] = llamacpp_speculation(props, await probe_json(client, "/slots"))
         info["raw"] = {"props": props}
         return info
 

@@ -14,12 +14,20 @@ from rigbench.client import ChatClient
 from rigbench.records import PreflightFinding, ServingCommand
 from rigbench.rig.engines._base import PreflightInput
 from rigbench.rig.engines._flags import FlagReading, FlagSyntax, int_flag
-from rigbench.rig.engines._http import get_json, has_metric_prefix, post_json, probe_json, require_json
+from rigbench.rig.engines._http import (
+    get_json,
+    has_metric_prefix,
+    post_json,
+    probe_json,
+    probe_text,
+    require_json,
+)
 from rigbench.rig.engines._prometheus import parse_prometheus
 from rigbench.rig.engines._reasoning import template_reasoning_fields
 from rigbench.rig.engines._run_flags import RigFlags
 from rigbench.rig.engines._spec import EngineSpec, LaunchCommand, finish_argv, opt
 from rigbench.rig.engines._vllm._kv import VLLMAccounting, vllm_accounting
+from rigbench.rig.engines._vllm._speculation import vllm_speculation
 from rigbench.sizing import context_per_slot, slots_for
 
 if TYPE_CHECKING:
@@ -91,6 +99,7 @@ class VLLMAdapter:
             "model": first.get("id"),
             "context_length": first.get("max_model_len"),
             "slots": None,  # max_num_seqs is not exposed outside dev mode
+            "speculation": vllm_speculation(str(version["version"]), await probe_text(client, "/metrics"), dev_info),
             "raw": raw,
         }
 
