@@ -28,6 +28,7 @@ from rigbench.rig.engines._run_flags import RigFlags
 from rigbench.rig.engines._spec import EngineSpec, LaunchCommand, finish_argv, opt
 from rigbench.rig.engines._vllm._kv import VLLMAccounting, vllm_accounting
 from rigbench.rig.engines._vllm._speculation import vllm_speculation
+from rigbench.rig.engines._vllm._versions import PROMPT_TOKENS_DETAILS_SINCE, version_at_least
 from rigbench.sizing import context_per_slot, slots_for
 
 if TYPE_CHECKING:
@@ -42,6 +43,7 @@ __all__ = [
     "parse_vllm_log",
     "pool_from_metrics",
     "vllm_command",
+    "with_cached_token_counts",
 ]
 
 _METRICS = {
@@ -200,6 +202,26 @@ def vllm_command(s: VLLMLaunch) -> LaunchCommand:
         argv.append("--enforce-eager")
     env = {} if s.cpu_kvcache_space_gib is None else {"VLLM_CPU_KVCACHE_SPACE": f"{s.cpu_kvcache_space_gib:g}"}
     return LaunchCommand(finish_argv("vllm", s, argv), env)
+
+
+PROMPT_TOKENS_DETAILS = "--enable-prompt-tokens-details"
+
+
+def with_cached_token_counts(spec: VLLMLaunch, version: str | None) -> tuple[VLLMLaunch, str]:
+    """`spec` with --enable-prompt-tokens-details added to its extra_args where the vLLM that runs it (of
+    `version`) then reports each request's cached prompt tokens (usage.prompt_tokens_details.cached_tokens,
+    which the prefix-cache check of load windows reads: they have no /metrics fallback), and what was done.
+    A spec whose extra_args already set the flag, either way, is taken as written: never a repeated flag."""
+    given = {a.split("=", 1)[0] for a in spec.extra_args}
+    if given & {PROMPT_TOKENS_DETAILS, "--no-enable-prompt-tokens-details"}:
+        return spec, f"{PROMPT_TOKENS_DETAILS}: as extra_args set it"
+    if not version_at_least(version, PROMPT_TOKENS_DETAILS_SINCE):
+        floor = ".".join(map(str, PROMPT_TOKENS_DETAILS_SINCE))
+        return spec, (f"{PROMPT_TOKENS_DETAILS} not added: vLLM {version or '(version unknown)'} is not known to "
+                      f"report cached prompt tokens with it ({floor}+ does); the prefix-cache check of load windows "
+                      "will say the server does not report them. Add it to extra_args if this vLLM has it.")
+    return spec.model_copy(update={"extra_args": [*spec.extra_args, PROMPT_TOKENS_DETAILS]}), \
+        f"{PROMPT_TOKENS_DETAILS} added (vLLM {version}: per-request cached prompt tokens)"
 
 
 # -- reading a `vllm serve` command line, and its traps ------------------------------------------

@@ -27,6 +27,7 @@ from rigbench.rig.engines._vllm._engine import (
     VLLMLaunch,
     parse_vllm_log,
     pool_from_metrics,
+    with_cached_token_counts,
 )
 from rigbench.rig.engines._vllm._env import (
     Progress,
@@ -105,7 +106,10 @@ class VLLMRig(LaunchedRig):
             updates["model"] = str(hf_dir)
             if spec.served_model_name is None:
                 updates["served_model_name"] = hf_dir.name
-        self.spec = spec.model_copy(update=updates)
+        # the version of the vLLM that runs it: unknown when the spec names its own executable
+        version = install.version if install is not None and spec.executable is None else None
+        self.spec, said = with_cached_token_counts(spec.model_copy(update=updates), version)
+        self._note(said)
         cmd = command_for(self.spec)
         self.argv = cmd.argv
         self.process = EngineProcess(cmd.argv, self.process.log_path, env=cmd.env)
