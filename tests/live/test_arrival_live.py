@@ -38,6 +38,7 @@ class Outcome(NamedTuple):
     reasons: list[str]
     row: ScenarioSpeed
     requests: list[dict[str, Any]]
+    speculation: dict[str, Any] | None  # the fingerprint's, as run.json holds it
 
 
 def _run(url: str, out: Path) -> Outcome:
@@ -50,7 +51,7 @@ def _run(url: str, out: Path) -> Outcome:
     a = analyze_run(RunReader(run_dir))
     assert a.speed is not None and len(a.speed.rows) == 1, res.stdout[-3000:]
     reqs = [r for r in RunReader(run_dir).raw_records("speed_request") if not r["warmup"]]
-    return Outcome(res, header["trust"]["reasons"], a.speed.rows[0], reqs)
+    return Outcome(res, header["trust"]["reasons"], a.speed.rows[0], reqs, header["fingerprint"]["speculation"])
 
 
 def flush_period_ms(direct: Outcome) -> float:
@@ -123,6 +124,8 @@ def test_llama_server_direct_is_not_flagged(outcomes: dict[str, Outcome]) -> Non
     assert o.row.arrival is not None and o.row.arrival.judged == 2 and o.row.arrival.finding is None
     assert o.row.ttft_s is not None and o.row.itl_mean_s is not None and o.row.latency_not_measurable is None
     assert "n/m†" not in o.res.stdout and "buffered" not in o.res.stdout
+    # attached: the server's own /slots says it does not speculate
+    assert o.speculation == {"state": "off", "source": "the server's /slots: no slot speculates", "method": None}
 
 
 def test_llama_server_speculative_bursts_are_not_flagged(speculative: Outcome) -> None:
@@ -131,6 +134,10 @@ def test_llama_server_speculative_bursts_are_not_flagged(speculative: Outcome) -
     o = speculative
     accepted = [r["result"]["timings"].get("draft_n_accepted", 0) for r in o.requests]
     assert sum(accepted) > 0, "no draft was accepted: this control would prove nothing"
+    # attached, so no command to read: the server's /slots says it drafts (its /props' speculative.types
+    # says "none" here: the requests' default, so no method)
+    assert o.speculation == {"state": "on", "source": "the server's /slots: its slots speculate",
+                             "method": None}, o.speculation
     assert _latency_reasons(o) == [], o.reasons
     assert o.row.arrival is not None and o.row.arrival.judged == 2 and o.row.arrival.finding is None
     assert o.row.itl_mean_s is not None

@@ -28,6 +28,7 @@ from rigbench.analysis import arrival_ns, assess_host, load_timing, stream_arriv
 from rigbench.analysis._timing import request_timing
 from rigbench.client import ChatClient
 from rigbench.records import HostConditions, LoadRequest
+from rigbench.report._fingerprint import fingerprint_rows
 from rigbench.rig.engines import VLLMAdapter, canonical_values, detect_engine, parse_prometheus
 from rigbench.rig.engines._vllm import VLLMLaunch
 from rigbench.rig.engines._vllm._env import find_vllm
@@ -68,10 +69,9 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VLLMRig]:
     log = tmp_path_factory.mktemp("vllm") / "engine.log"
     spec = VLLMLaunch(model="embedded", dtype="bfloat16", max_model_len=2048, max_num_seqs=4,
                       cpu_kvcache_space_gib=1, speculative_config=NGRAM, tool_call_parser="hermes",
-                      generation_config="auto", enforce_eager=True,
-                      # cached prompt tokens per request, which the prefix-cache check reads (load windows have no
-                      # /metrics fallback)
-                      extra_args=["--enable-prompt-tokens-details"])
+                      generation_config="auto", enforce_eager=True)
+    # the rig adds --enable-prompt-tokens-details itself (cached prompt tokens per request, which the
+    # prefix-cache check of load windows reads): the sessions test below needs it
     r = VLLMRig(spec, log)
     try:
         asyncio.run(_start(r))
@@ -103,6 +103,8 @@ class TestSharedServer:
         assert installed is not None and fp.engine == "vllm" and fp.engine_version == installed.version
         assert fp.argv is not None and "--speculative-config" in fp.argv and fp.context_length == 2048
         assert json.loads(fp.argv[fp.argv.index("--speculative-config") + 1]) == NGRAM
+        assert fp.argv.count("--enable-prompt-tokens-details") == 1  # added by the rig, once
+        assert fp.speculation is not None and fp.speculation.state == "on", fp.speculation
         info = fp.server_info
         assert info["kv_pool_tokens_log"] == info["kv_pool_tokens_metrics"] > 0
         assert info["dtype"] == "bfloat16" and info["engine_dtype"] == "torch.bfloat16"
@@ -223,7 +225,12 @@ class TestSharedServer:
         assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
         (run_dir,) = list(tmp_path.iterdir())
         reader = RunReader(run_dir)
-        assert reader.header.fingerprint is not None and reader.header.fingerprint.engine == "vllm"
+        fp = reader.header.fingerprint
+        assert fp is not None and fp.engine == "vllm"
+        # attached, no command to read: the speculation state is what the server shows (its spec_decode counters)
+        assert fp.speculation is not None and fp.speculation.state == "on", fp.speculation
+        assert fp.speculation.source.startswith("seen in the server's spec_decode counters"), fp.speculation
+        assert "on (seen in the server's spec_decode counters" in dict(fingerprint_rows(fp))["speculative"]
         verdicts = {r["probe"]: r for r in reader.raw_records("agent_probe")}
         # vLLM enforces required/named tool_choice with structured outputs: a call always comes back,
         # even for a model whose template and the hermes parser never produce one on `auto`

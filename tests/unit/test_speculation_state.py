@@ -109,8 +109,8 @@ def _props(types: str) -> dict[str, Any]:
     (_props("ngram-simple"), [{"id": 0, "speculative": True}, {"id": 1, "speculative": True}], "on", "ngram-simple"),
     (_props("none"), [{"id": 0, "speculative": True}], "on", None),  # a draft model, its kind not in /props
     (_props("none"), [{"id": 0, "speculative": False}], "off", None),
-    # --no-slots: /props' configured kinds say on; "none" there is no proof of off
-    (_props("draft-simple"), None, "on", "draft-simple"),
+    # --no-slots: /props' types are the requests' default ("none" seen live on an n-gram server): no proof
+    (_props("draft-simple"), None, "unknown", None),
     (_props("none"), None, "unknown", None),
     ({}, [{"id": 0}], "unknown", None),  # slots without the field (an older build)
 ])

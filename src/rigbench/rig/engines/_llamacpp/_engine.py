@@ -42,8 +42,9 @@ _FALLBACKS = {"kv_cache_usage_ratio": "llamacpp:kv_cache_usage_ratio"}
 
 def llamacpp_speculation(props: dict[str, Any], slots: Any) -> dict[str, Any]:
     """`rigbench.records.Speculation`'s fields as the server shows them: each slot's `speculative` in /slots
-    (`can_speculate()`: a draft context or n-gram drafter is set up), the configured kinds in /props'
-    `speculative.types` ("none" when none; pinned build 11434, server-task.cpp)."""
+    (`can_speculate()`: a drafter is set up for it). /props' `speculative.types` is the requests' default,
+    not the server's drafter (seen live: "none" on a `--spec-type ngram-simple` server), so it only names
+    the method when it names one, and never decides the state."""
     types = ((props.get("default_generation_settings") or {}).get("params") or {}).get("speculative.types")
     method = types if isinstance(types, str) and types not in ("", "none") else None
     flags = [s.get("speculative") for s in slots if isinstance(s, dict)] if isinstance(slots, list) else []
@@ -51,10 +52,7 @@ def llamacpp_speculation(props: dict[str, Any], slots: Any) -> dict[str, Any]:
         if any(flags):
             return {"state": "on", "source": "the server's /slots: its slots speculate", "method": method}
         return {"state": "off", "source": "the server's /slots: no slot speculates"}
-    if method is not None:
-        return {"state": "on", "source": "the server's /props: speculative.types set (/slots not served)",
-                "method": method}
-    return {"state": "unknown", "source": "/slots not served (--no-slots) and /props names no speculative type"}
+    return {"state": "unknown", "source": "the server serves no /slots (--no-slots), which alone tells"}
 
 
 class LlamaCppAdapter:
