@@ -81,7 +81,7 @@ PUBLIC: dict[str, list[str]] = {
         "RunListing", "comparison_markdown", "comparison_terminal", "differences_terminal", "kv_terminal", "load_comparison_markdown",
         "load_comparison_terminal", "preflight_terminal", "render_blog_markdown", "render_html",
         "render_json", "render_markdown", "render_terminal", "report_title", "rig_labels", "roofline_terminal", "runs_table", "shift_headings",
-        "speculation_markdown", "speculation_terminal", "speed_markdown", "speed_table", "speedup_table",
+        "speculates", "speculation_markdown", "speculation_terminal", "speed_markdown", "speed_table", "speedup_table",
         "suite_comparison_markdown", "suite_comparison_terminal", "summary_terminal", "synth_mark", "synth_note",
         "synthetic_acceptance", "vllm_detailed_result",
     ],

@@ -30,6 +30,7 @@ from rigbench.report import (
     load_comparison_markdown,
     load_comparison_terminal,
     rig_labels,
+    speculates,
     speculation_markdown,
     speculation_terminal,
     suite_comparison_markdown,
@@ -83,8 +84,7 @@ def compare(
         console.print(f"[dim]no speed records in {for_console(', '.join(without))}: speed not compared for "
                       f"{'it' if len(without) == 1 else 'them'}.[/]")
     for other in readers[1:]:
-        if not (other.header.fingerprint and other.header.fingerprint.speculative) or other not in with_speed \
-                or readers[0] not in with_speed:
+        if not speculates(other.header) or other not in with_speed or readers[0] not in with_speed:
             continue
         fit = fit_speculation(readers[0], other)
         if fit is None:

@@ -13,7 +13,7 @@ from rigbench.report._honesty import (
     speculation_markdown,
     speculation_terminal,
 )
-from rigbench.report._labels import rig_labels, synth_mark, synth_note, synthetic_acceptance
+from rigbench.report._labels import rig_labels, speculates, synth_mark, synth_note, synthetic_acceptance
 from rigbench.report._load import load_comparison_markdown, load_comparison_terminal
 from rigbench.report._ls import RunListing, runs_table
 from rigbench.report._publish import report_title
@@ -42,6 +42,7 @@ __all__ = [
     "roofline_terminal",
     "runs_table",
     "shift_headings",
+    "speculates",
     "speculation_markdown",
     "speculation_terminal",
     "speed_markdown",

@@ -15,7 +15,7 @@ from typing import Any
 from rigbench.analysis import hide_session_details
 from rigbench.store import RunHeader
 
-__all__ = ["SYNTH_NOTE", "rig_labels", "synth_mark", "synth_note", "synthetic_acceptance"]
+__all__ = ["SYNTH_NOTE", "rig_labels", "speculates", "synth_mark", "synth_note", "synthetic_acceptance"]
 
 _RUN_ID = re.compile(r"^\d{8}-\d{6}-(?P<label>.+)-[0-9a-f]{4}$")
 
@@ -55,6 +55,15 @@ def synth_note(header: RunHeader) -> str:
     return SYNTH_NOTE.replace(" L)", f" L = {L:g})") if L is not None else ""
 
 
+def speculates(header: RunHeader) -> bool:
+    """The rig drafted tokens, as its fingerprint's speculation state says (launched or attached); a run
+    recorded before that state (format 10) by its launch command's speculative flags, as then."""
+    fp = header.fingerprint
+    if fp is None or fp.speculation is None:
+        return bool(fp is not None and fp.speculative)
+    return fp.speculation.state == "on"
+
+
 def _derived(h: RunHeader) -> str:
     m = _RUN_ID.match(h.run_id)
     if m and m.group("label") != "run":
@@ -64,7 +73,9 @@ def _derived(h: RunHeader) -> str:
     parts = [str((fp.engine if fp is not None else None) or rig.get("engine") or "rig")]
     spec = (fp.speculative if fp is not None else None) or {}
     depth = rig.get("draft_max") or spec.get("draft_max")
-    if rig.get("draft_model") or spec:
+    state = fp.speculation if fp is not None else None  # None: a run before format 10, read from its command
+    drafts = state.state == "on" if state is not None else bool(rig.get("draft_model") or spec)
+    if drafts:
         parts.append(f"draft{depth}" if depth else "draft")
     L = synthetic_acceptance(h)
     if L is not None:
