@@ -329,8 +329,6 @@ CIRCLES_LEFT: dict[str, str] = {
     "rig": "an engine's `Engine.open` returns a `LaunchedRig` and an engine with nothing of its own to prepare "
            "calls `rig._launcher.launched_rig` (function-level), while `rig._rig` and `rig._launcher` ask "
            "`rig.engines` for adapters: the launch protocol itself, to be untied with the rig spec (issue 24)",
-    "cli": "`cli._report.report_runs` loads `cli._plan` lazily (start-up: it pulls in plan and every suite), "
-           "and `cli._plan` imports `cli._report` for the plan report",
 }
 
 

@@ -8,7 +8,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from rigbench.analysis import Comparison, Revision, RunAnalysis, analyze_run, compare_runs, find_revisions
+from rigbench.analysis import Comparison, RunAnalysis, analyze_run, compare_runs, find_revisions
 from rigbench.cli._console import make_console
 from rigbench.cli._paths import write_output
 from rigbench.cli._progress import RichProgress
@@ -17,12 +17,12 @@ from rigbench.cli._signals import interrupt_exit_code, interrupt_name
 from rigbench.client import run as run_loop
 from rigbench.errors import BusyHostError
 from rigbench.outside import for_console, visible
-from rigbench.plan import PlanIndex, execute_plan, is_plan_dir, load_plan, plan_runs
+from rigbench.plan import PlanIndex, execute_plan, load_plan, plan_runs
 from rigbench.report import render_blog_markdown, speedup_table
 from rigbench.scale import execute_plan_on_ray
-from rigbench.store import RunReader, new_run_id
+from rigbench.store import new_run_id
 
-__all__ = ["across_runs", "named_runs", "plan_analyses", "run_plan"]
+__all__ = ["plan_analyses", "run_plan"]
 
 
 def plan_analyses(plan_dir: Path) -> tuple[list[str], list[RunAnalysis], list[Comparison]]:
@@ -116,22 +116,3 @@ def run_plan(plan_file: Path, *, resume: Path | None, out: Path, markdown: Path 
                                    "exiting 1.[/]")
         raise typer.Exit(1)
 
-
-def named_runs(paths: list[Path]) -> list[tuple[str, Path]]:
-    """Run directories to report, a plan directory standing for its rigs' runs (named by rig)."""
-    out: list[tuple[str, Path]] = []
-    for p in paths:
-        if is_plan_dir(p):
-            out += [(e.name, r.dir) for e, r in plan_runs(p) if r is not None]
-        else:
-            out.append((p.name, p))
-    return out
-
-
-def across_runs(names: list[str], paths: list[Path],
-                analyses: list[RunAnalysis]) -> tuple[list[Comparison], list[Revision]]:
-    """Each run against the first (speed-up), and re-measurements among them."""
-    comparisons: list[Comparison] = []
-    if len(paths) > 1 and all(a.speed for a in analyses):
-        comparisons = compare_runs(RunReader(paths[0]), [RunReader(p) for p in paths[1:]], allow_mismatch=True)
-    return comparisons, find_revisions(names, analyses)

@@ -14,6 +14,7 @@ from rigbench.cli._app import app
 from rigbench.cli._console import make_console
 from rigbench.cli._export import write_request_exports
 from rigbench.cli._paths import check_output_file, write_output
+from rigbench.cli._runs import across_runs, named_runs
 from rigbench.errors import StoreError, UsageError
 from rigbench.outside import for_console
 from rigbench.records import SpeedRequest
@@ -84,9 +85,6 @@ class ReportFiles(NamedTuple):
 def report_runs(runs: list[Path], console: Console, files: ReportFiles, *, terminal: bool = True) -> list[RunAnalysis]:
     """`rigbench report RUN...`: each run in the terminal (unless `terminal` is False), the runs against the
     first, the files asked for, and a summary as the last lines. Returns the runs' analyses."""
-    # lazy: start-up; cli._plan loads rigbench.plan and every suite (~0.3 s)
-    from rigbench.cli._plan import across_runs, named_runs
-
     named = named_runs(runs)
     runs = [p for _, p in named]
     paths = files.paths
