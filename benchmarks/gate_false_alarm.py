@@ -38,6 +38,7 @@ from typing import Any
 from rigbench.client import ChatClient
 from rigbench.honesty._sanity import SanityVerdict, run_sanity_gate
 from rigbench.rig._models import LocalFile
+from rigbench.rig.engines._llamacpp import LLAMACPP
 from rigbench.rig.engines._llamacpp._embedded import LlamaCppConfig, prepare_llamacpp_rig
 from rigbench.testing import Emulator, EmulatorScript
 from rigbench.testing._rogue import ROGUES
@@ -100,7 +101,7 @@ async def _embedded(seeds: list[int], a: argparse.Namespace) -> list[SanityVerdi
     if a.model:
         cfg = dataclasses.replace(cfg, model=LocalFile(a.model))
     with tempfile.TemporaryDirectory() as d:
-        rig = prepare_llamacpp_rig(cfg, Path(d) / "engine.log")
+        rig = prepare_llamacpp_rig(cfg, Path(d) / "engine.log", llamacpp=LLAMACPP)
         await rig.start()
         try:
             info = rig.info()

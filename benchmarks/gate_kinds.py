@@ -33,6 +33,7 @@ from rigbench.client import ChatClient
 from rigbench.honesty import _sanity
 from rigbench.honesty._sanity import CheckKind, SanityQuestion, generate_questions, run_sanity_gate
 from rigbench.rig._models import LocalFile
+from rigbench.rig.engines._llamacpp import LLAMACPP
 from rigbench.rig.engines._llamacpp._embedded import LlamaCppConfig, prepare_llamacpp_rig
 
 LANGS = ("en", "fr", "es", "de", "ja")
@@ -134,7 +135,7 @@ async def _main(a: argparse.Namespace, seeds: list[int], mix: tuple[tuple[CheckK
     if a.model:
         cfg = dataclasses.replace(cfg, model=LocalFile(a.model))
     with tempfile.TemporaryDirectory() as d:
-        rig = prepare_llamacpp_rig(cfg, Path(d) / "engine.log")
+        rig = prepare_llamacpp_rig(cfg, Path(d) / "engine.log", llamacpp=LLAMACPP)
         await rig.start()
         try:
             info = rig.info()

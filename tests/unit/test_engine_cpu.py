@@ -237,11 +237,12 @@ def test_ordinary_engine_error_is_not_retried(tmp_path: Path, isolated: Path) ->
 async def test_engine_dying_at_launch_names_cause_and_flag(tmp_path: Path, isolated: Path) -> None:
     """A run's own launch crashing (e.g. a bigger model taking the repacked path) says what to do."""
     from rigbench.rig import LaunchedRig, ModelInfo, free_port
+    from rigbench.rig.engines import get_engine
 
     exe = _fake_engine(tmp_path, "segv_unless_no_repack")
     port = free_port()
-    rig = LaunchedRig([str(exe), "-m", str(isolated), "--port", str(port)], engine="llamacpp", port=port,
-                      log_path=tmp_path / "engine.log", model=ModelInfo(path=str(isolated)))
+    rig = LaunchedRig([str(exe), "-m", str(isolated), "--port", str(port)], engine=get_engine("llamacpp"),
+                      port=port, log_path=tmp_path / "engine.log", model=ModelInfo(path=str(isolated)))
     with pytest.raises(RigStartError) as e:
         await rig.start()
     msg = str(e.value)

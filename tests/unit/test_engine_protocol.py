@@ -54,7 +54,7 @@ def test_every_builtin_engine_is_reached_by_its_name_and_owns_its_spec() -> None
 def test_launch_waits_longer_for_engines_that_compile_at_start(tmp_path: Path) -> None:
     assert get_engine("vllm").start_timeout_s == get_engine("sglang").start_timeout_s == 1800.0
     assert get_engine("llamacpp").start_timeout_s == 300.0
-    rig = launched_rig(SGLangLaunch(model="m"), tmp_path / "e.log")
+    rig = launched_rig(SGLangLaunch(model="m"), tmp_path / "e.log", engine=get_engine("sglang"))
     assert rig.start_timeout_s == 1800.0 and rig.health_path == "/health"
 
 
@@ -77,9 +77,9 @@ def test_speculative_facts_are_read_with_the_engines_own_flags() -> None:
 
 def test_only_llamacpp_explains_a_cpu_crash() -> None:
     log = "load_tensors: AMX model buffer size = 1.0 MiB\n"
-    assert "AMX" in _crash_hint("llamacpp", -11, log)
-    assert _crash_hint("vllm", -11, log) == ""
-    assert _crash_hint("unknown", -11, log) == ""
+    assert "AMX" in _crash_hint(get_engine("llamacpp"), -11, log)
+    assert _crash_hint(get_engine("vllm"), -11, log) == ""
+    assert _crash_hint(None, -11, log) == ""  # a verbatim command whose engine never said
 
 
 # -- a fake engine, registered as a plugin would be: no edit anywhere else in rigbench ----------
@@ -148,7 +148,7 @@ class ToyEngine:
 
     def open(self, spec: ToyLaunch, log_path: Path, *, api_key: str | None, note: Callable[[str], None],
              build_progress: Any) -> LaunchedRig:
-        return launched_rig(spec, log_path, api_key=api_key)
+        return launched_rig(spec, log_path, engine=self, api_key=api_key)
 
     def setup(self, flags: RigFlags, note: Callable[[str], None],
               progress: Callable[[int, int | None, str], None]) -> None:
@@ -206,13 +206,13 @@ def test_a_registered_engine_launches_through_the_protocol_only(toy: ToyEngine, 
     assert get_engine("Toy-Server") is toy and get_adapter("toy").health_path == "/ready"
     assert command_for(ToyLaunch(model="m", port=1, depth=3)) == LaunchCommand(
         ["toy-server", "m", "--port", "1", "--lookahead", "3"], {"TOY_HOST": "127.0.0.1"})
-    rig = launched_rig(ToyLaunch(model="m", depth=3), tmp_path / "e.log")
+    rig = launched_rig(ToyLaunch(model="m", depth=3), tmp_path / "e.log", engine=toy)
     assert isinstance(rig, LaunchedRig) and rig.engine == "toy"
     assert rig.health_path == "/ready" and rig.start_timeout_s == 42.0
     assert rig.argv[rig.argv.index("--port") + 1] == str(rig.port)  # a free port, not the default
     assert rig.process._env == {"TOY_HOST": "127.0.0.1"}  # the engine's environment reaches the process
     assert speculative_from_argv(rig.argv, "toy") == {"draft_max": "3"}
-    assert "batteries" in _crash_hint("toy", 1, "no battery left")
+    assert "batteries" in _crash_hint(toy, 1, "no battery left")
 
 
 def test_open_rig_asks_the_specs_engine(toy: ToyEngine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -224,7 +224,7 @@ def test_open_rig_asks_the_specs_engine(toy: ToyEngine, tmp_path: Path, monkeypa
 
     def toy_open(spec: Any, log_path: Path, **kw: Any) -> LaunchedRig:
         seen.append((spec, log_path, kw["api_key"], kw["build_progress"]))
-        return launched_rig(spec, log_path, api_key=kw["api_key"])
+        return launched_rig(spec, log_path, engine=toy, api_key=kw["api_key"])
 
     monkeypatch.setattr(toy, "open", toy_open)
     rig = open_rig(ToyLaunch(model="m"), tmp_path / "e.log", api_key="k", build_progress="progress")
@@ -372,9 +372,9 @@ def test_a_registered_engine_dies_with_its_own_signal(toy: ToyEngine) -> None:
     from rigbench.rig._rig import engine_death_signal
 
     toy.death_signal = signal.SIGINT  # type: ignore[misc]
-    assert engine_death_signal("toy") == signal.SIGINT
-    assert engine_death_signal("llamacpp") == signal.SIGKILL  # it can hang in its SIGTERM handler
-    assert engine_death_signal("vllm") == engine_death_signal("not-an-engine") == signal.SIGTERM
+    assert engine_death_signal(toy) == signal.SIGINT
+    assert engine_death_signal(get_engine("llamacpp")) == signal.SIGKILL  # it can hang in its SIGTERM handler
+    assert engine_death_signal(get_engine("vllm")) == engine_death_signal(None) == signal.SIGTERM
 
 
 def test_the_traffic_check_counts_tokens_with_the_identified_engines_own_tokenizer(toy: ToyEngine) -> None:
@@ -408,7 +408,7 @@ def test_each_launch_spec_says_the_model_name_its_requests_use(toy: ToyEngine, t
     from rigbench.rig.engines._ollama import OllamaLaunch
     from rigbench.rig.engines._sglang import SGLangLaunch
 
-    rigs = [launched_rig(s, tmp_path / "e.log") for s in (
+    rigs = [launched_rig(s, tmp_path / "e.log", engine=get_engine(s.kind)) for s in (
         OllamaLaunch(model="qwen3:8b"), LlamaCppLaunch(model="m.gguf", alias="smol"),
         SGLangLaunch(model="org/m", served_model_name="s"), SGLangLaunch(model="org/m"), ToyLaunch(model="t"))]
     assert [r.served_name for r in rigs] == ["qwen3:8b", "smol", "s", None, None]
@@ -418,4 +418,34 @@ def test_each_launch_spec_says_the_model_name_its_requests_use(toy: ToyEngine, t
         def served_name(self) -> str | None:
             return f"toy/{self.model}"
 
-    assert launched_rig(NamedToy(model="t"), tmp_path / "e.log").served_name == "toy/t"
+    assert launched_rig(NamedToy(model="t"), tmp_path / "e.log", engine=toy).served_name == "toy/t"
+
+
+def test_the_rig_code_is_handed_its_engine_and_looks_none_up(toy: ToyEngine, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The generic rig code imports no engine back (tests/unit/test_layering.py): an engine's spec is launched
+    with the engine handed in, and a server is told apart only among the candidates it is given."""
+    import asyncio
+
+    from rigbench.rig import AttachedRig
+    from rigbench.testing import Emulator, EmulatorScript
+
+    with pytest.raises(TypeError, match=r"pass the engine that launches it \(engine=self in Engine.open"):
+        launched_rig(SGLangLaunch(model="m"), tmp_path / "e.log", engine=None)
+
+    async def says_toy(client: ChatClient) -> bool:
+        return True
+
+    monkeypatch.setattr(toy, "identify", says_toy)  # registered, and claims any server
+
+    async def attached(candidates: tuple[Any, ...]) -> tuple[str, bool | None]:
+        async with Emulator(EmulatorScript()) as emu:
+            rig = AttachedRig(emu.url, model=None, candidates=candidates)
+            await rig.start()
+            try:
+                return rig.info().engine, rig.fingerprint().reports_usage
+            finally:
+                await rig.stop()
+
+    assert asyncio.run(attached((toy,))) == ("toy", False)  # the toy adapter's reports_usage
+    assert asyncio.run(attached(())) == ("unknown", None)  # not handed the toy: nothing is looked up behind it

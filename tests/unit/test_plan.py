@@ -175,14 +175,15 @@ def test_run_config_per_rig_kind(tmp_path: Path) -> None:
 
 def test_launched_rig_uses_the_specs_argv_and_the_adapters_health_path(tmp_path: Path) -> None:
     from rigbench.rig._launcher import ContainerRig, launched_rig
+    from rigbench.rig.engines import get_engine
 
-    rig = launched_rig(VLLMLaunch(model="m", served_model_name="s"), tmp_path / "e.log")
+    rig = launched_rig(VLLMLaunch(model="m", served_model_name="s"), tmp_path / "e.log", engine=get_engine("vllm"))
     assert rig.argv[:3] == ["vllm", "serve", "m"] and rig.health_path == "/health"
     assert rig.argv[rig.argv.index("--port") + 1] == str(rig.port)  # a free port was chosen
-    c = launched_rig(ContainerLaunch(argv="docker run --name rb img", port=9), tmp_path / "e.log")
+    c = launched_rig(ContainerLaunch(argv="docker run --name rb img", port=9), tmp_path / "e.log", engine=None)
     assert isinstance(c, ContainerRig) and c.container_name == "rb" and c.health_path == "/v1/models"
     with pytest.raises(Exception, match="needs `--name NAME`"):
-        launched_rig(ContainerLaunch(argv="docker run img", port=9), tmp_path / "e.log")
+        launched_rig(ContainerLaunch(argv="docker run img", port=9), tmp_path / "e.log", engine=None)
 
 
 def test_plan_runs_each_rig_against_the_emulator_and_resumes(tmp_path: Path) -> None:
@@ -280,7 +281,8 @@ def test_a_container_runtime_failure_is_named_not_unknown_exited_125(tmp_path: P
     docker = tmp_path / "docker"  # plays `docker run` failing before any engine starts
     docker.write_text("#!/bin/sh\necho 'Error response from daemon: No such image: img' >&2\nexit 125\n")
     docker.chmod(docker.stat().st_mode | stat.S_IEXEC)
-    rig = launched_rig(ContainerLaunch(argv=f"{docker} run --rm --name rb img", port=free_port()), tmp_path / "e.log")
+    rig = launched_rig(ContainerLaunch(argv=f"{docker} run --rm --name rb img", port=free_port()), tmp_path / "e.log",
+                       engine=None)
 
     async def go() -> str:
         try:
@@ -407,7 +409,7 @@ class EmulatorEngine:
 
     def open(self, spec: EmulatorLaunch, log_path: Path, *, api_key: str | None, note: Callable[[str], None],
              build_progress: Any) -> LaunchedRig:
-        return launched_rig(spec, log_path, api_key=api_key)
+        return launched_rig(spec, log_path, engine=self, api_key=api_key)
 
     def setup(self, flags: RigFlags, note: Callable[[str], None],
               progress: Callable[[int, int | None, str], None]) -> None:

@@ -37,7 +37,7 @@ def test_missing_llama_server_says_rigbench_can_build_one(tmp_path: Path) -> Non
 
 def test_crash_during_start_names_command_and_log(tmp_path: Path) -> None:
     script = "import sys; print('bad flag --xyz', flush=True); sys.exit(3)"
-    rig = LaunchedRig([sys.executable, "-c", script], engine="fake", port=free_port(), log_path=tmp_path / "engine.log",
+    rig = LaunchedRig([sys.executable, "-c", script], engine=None, port=free_port(), log_path=tmp_path / "engine.log",
                       model=ModelInfo())
     with pytest.raises(RigStartError) as e:
         asyncio.run(rig.start())
@@ -80,7 +80,7 @@ def _engine_outlives_kill_9(tmp_path: Path, program: str, death_signal: str = ""
 
     pidfile = tmp_path / "engine.pid"
     parent = ("import sys, time; from pathlib import Path; from rigbench.rig import EngineProcess; "
-              "from rigbench.rig._rig import engine_death_signal; "
+              "from rigbench.rig._rig import engine_death_signal; from rigbench.rig.engines import get_engine; "
               f"p = EngineProcess([sys.executable, '-c', {program!r}], Path({str(tmp_path / 'log')!r}){death_signal}); "
               f"p.start(); time.sleep(0.5); open({str(pidfile)!r}, 'w').write(str(p.pid)); time.sleep(60)")
     rb = subprocess.Popen([sys.executable, "-c", parent])
@@ -110,5 +110,5 @@ def test_llama_server_that_hangs_on_sigterm_still_dies_with_rigbench(tmp_path: P
     the death signal SIGTERM, logged "cleaning up before exit..." and hung there, orphaned, holding
     its port. llama.cpp's engine module asks for SIGKILL; this stand-in ignores SIGTERM."""
     stubborn = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)"
-    if _engine_outlives_kill_9(tmp_path, stubborn, ", death_signal=engine_death_signal('llamacpp')"):
+    if _engine_outlives_kill_9(tmp_path, stubborn, ", death_signal=engine_death_signal(get_engine('llamacpp'))"):
         pytest.fail("a llama-server that ignores SIGTERM outlived a kill -9 of rigbench")

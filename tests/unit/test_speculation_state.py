@@ -17,6 +17,7 @@ from rigbench.client import ChatClient
 from rigbench.records import Speculation
 from rigbench.report._fingerprint import fingerprint_rows
 from rigbench.rig import AttachedRig
+from rigbench.rig.engines import known_engines
 from rigbench.rig.engines._llamacpp._engine import llamacpp_speculation
 from rigbench.rig.engines._vllm._speculation import vllm_speculation
 from rigbench.store import RunReader
@@ -33,7 +34,7 @@ async def _attached(script: EmulatorScript, *, requests: int = 0) -> tuple[Specu
                 res = await c.stream_chat({"model": script.model, "max_tokens": 16, "stream": True,
                                            "messages": [{"role": "user", "content": "hi"}]})
                 assert res.ok
-        rig = AttachedRig(emu.url, model=None)
+        rig = AttachedRig(emu.url, model=None, candidates=known_engines())
         await rig.start()
         fp = rig.fingerprint()
         await rig.stop()

@@ -1,24 +1,25 @@
 """How a rig is started: a typed launch spec per engine, a verbatim command or container, or an
-endpoint that is already running. `argv_for(spec)` turns a spec into the exact argv to spawn.
+endpoint that is already running (those three in `rig/_verbatim.py`). `argv_for(spec)` turns a spec
+into the exact argv to spawn.
 
 Each engine's typed spec and its command-line builder live in its module under `rig/engines/`,
 with the flag spellings read from the engine itself (docs/engines.md names the versions). This
 module names no engine: `LaunchSpec` (a plan's `launch:`) looks its `kind` up among the engines
 registered when it is validated, so an engine added with `register_engine` is a plan-file kind
-with no edit here.
+with no edit here. It asks the registry, so no engine's code imports it (an engine builds its own
+command with its `command(spec)`).
 """
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
-from pydantic import PlainValidator, SerializeAsAny, ValidationError, field_validator
+from pydantic import PlainValidator, SerializeAsAny, ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from rigbench.client import redact_url
 from rigbench.errors import UsageError
+from rigbench.rig._verbatim import CommandLaunch, ContainerLaunch, EndpointSpec, verbatim_command
 from rigbench.rig.engines._registry import engine_problem, get_engine, known_engines
 from rigbench.rig.engines._spec import EngineSpec, LaunchCommand, Spec
 
@@ -32,58 +33,6 @@ __all__ = [
     "command_for",
     "launch_spec_types",
 ]
-
-
-class CommandLaunch(Spec):
-    """A command the user gives verbatim (e.g. `vllm serve ...` with flags rigbench does not model)."""
-
-    kind: Literal["command"] = "command"
-    argv: list[str]
-    host: str = "127.0.0.1"
-    port: int  # where the command will listen; rigbench cannot guess it from arbitrary flags
-    engine: str | None = None  # None: detect from the endpoint once it is up
-    model: str | None = None  # the name requests use; None: the first of /v1/models
-
-    @field_validator("argv", mode="before")
-    @classmethod
-    def _split(cls, v: Any) -> Any:
-        return shlex.split(v) if isinstance(v, str) else v
-
-    def describe(self) -> dict[str, Any]:
-        """As run.json's `plan.rig` records it (a resume compares it)."""
-        return {"mode": "launched", "engine": self.kind, "spec": self.model_dump(mode="json")}
-
-
-class ContainerLaunch(CommandLaunch):
-    """A container command given verbatim (`docker run ...`, `podman run ...`).
-
-    Stopping it must stop the container, not only the client process: `container_name` is the
-    `--name` it was given, if any.
-    """
-
-    kind: Literal["container"] = "container"  # type: ignore[assignment]
-
-    @property
-    def container_name(self) -> str | None:
-        for i, arg in enumerate(self.argv):
-            if arg == "--name" and i + 1 < len(self.argv):
-                return self.argv[i + 1]
-            if arg.startswith("--name="):
-                return arg.split("=", 1)[1]
-        return None
-
-
-class EndpointSpec(Spec):
-    """A server that is already running; rigbench attaches and never starts or stops it."""
-
-    kind: Literal["endpoint"] = "endpoint"
-    base_url: str  # OpenAI base URL, e.g. http://host:8000/v1
-    engine: str | None = None  # None: detect
-    model: str | None = None
-
-    def describe(self) -> dict[str, Any]:
-        """As run.json's `plan.rig` records it (a resume compares it); credentials in the URL removed."""
-        return {"mode": "attach", "endpoint": redact_url(self.base_url).rstrip("/"), "model": self.model}
 
 
 # Kinds that are not an engine: a command line given verbatim, and an already-running server
@@ -145,9 +94,7 @@ def command_for(spec: Any) -> LaunchCommand:
         raise UsageError(f"the rig at {spec.base_url} is an already-running endpoint: rigbench does not "
                          "launch it. Give a launch spec or a command to have rigbench start the server.")
     if isinstance(spec, CommandLaunch):  # ContainerLaunch included
-        if not spec.argv:
-            raise UsageError(f"the {spec.kind} rig has an empty command: give the full command line to run")
-        return LaunchCommand(list(spec.argv), {})
+        return verbatim_command(spec)
     if isinstance(spec, EngineSpec):
         return get_engine(spec.kind).command(spec)
     raise TypeError(f"not a launch spec: {type(spec).__name__}")

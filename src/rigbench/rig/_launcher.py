@@ -1,7 +1,8 @@
 """A `LaunchedRig` from a launch spec: an engine's typed spec (what an engine with nothing of its own to
-prepare returns from `Engine.open`), a command or a container.
+prepare returns from `Engine.open`, handing itself in), a command or a container.
 
-The argv is exactly `command_for(spec)`; readiness is the engine adapter's health path. A
+The argv is exactly the engine's `command(spec)` (a command as given); readiness is the engine adapter's
+health path. The caller hands the engine in: this module asks no registry. A
 container rig is stopped with `<docker|podman> stop NAME`: killing the `docker run` client alone
 would leave the container serving (and holding the GPU).
 """
@@ -9,16 +10,16 @@ would leave the container serving (and holding the GPU).
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from rigbench.errors import RigStartError, UsageError
 from rigbench.records import StartupTiming
 from rigbench.rig._fingerprint import ModelInfo
-from rigbench.rig._launch_spec import CommandLaunch, ContainerLaunch, EndpointSpec, command_for
 from rigbench.rig._process import EngineProcess, free_port
-from rigbench.rig._rig import LaunchedRig
-from rigbench.rig.engines import get_engine
+from rigbench.rig._rig import LaunchedRig, RigEngine
+from rigbench.rig._verbatim import CommandLaunch, ContainerLaunch, EndpointSpec, verbatim_command
 
 __all__ = ["CommandRig", "ContainerRig", "launched_rig"]
 
@@ -28,13 +29,8 @@ _GENERIC_START_TIMEOUT_S = 300.0
 
 
 class CommandRig(LaunchedRig):
-    """A rig started from its launch spec's argv; its engine may only be known once it answers (a verbatim command)."""
-
-    async def start(self) -> StartupTiming:
-        startup = await super().start()
-        if self.engine == "unknown":
-            self.engine = str(self._facts.get("engine") or "unknown")
-        return startup
+    """A rig started from its launch spec's argv; its engine may only be known once it answers (a verbatim
+    command: told apart among its candidates, `LaunchedRig.start`)."""
 
 
 # `docker run` / `podman run` exit codes that mean the container runtime failed, not the engine
@@ -76,26 +72,33 @@ class ContainerRig(CommandRig):
         await super().stop()
 
 
-def launched_rig(spec: Any, log_path: Path, *, api_key: str | None = None) -> LaunchedRig:
+def launched_rig(spec: Any, log_path: Path, *, engine: RigEngine | None, api_key: str | None = None,
+                 candidates: Sequence[RigEngine] = ()) -> LaunchedRig:
     """The rig that `spec` starts as its argv says, nothing prepared first; a free port is chosen when the
-    spec names none."""
+    spec names none. `engine`: the engine that launches it (`Engine.open` passes itself); None only for a
+    command given verbatim that names no engine, told apart among `candidates` once it answers."""
     if isinstance(spec, EndpointSpec):
         raise UsageError(f"{spec.base_url} is an already-running endpoint: attach to it, do not launch it.")
-    if not isinstance(spec, CommandLaunch) and getattr(spec, "port", None) is None:
-        spec = spec.model_copy(update={"port": free_port(getattr(spec, "host", "127.0.0.1"))})
-    cmd = command_for(spec)
-    engine = (spec.engine or "unknown") if isinstance(spec, CommandLaunch) else spec.kind
-    known = get_engine(engine) if engine != "unknown" else None
-    health = known.adapter().health_path if known else _GENERIC_HEALTH
+    if isinstance(spec, CommandLaunch):  # a container too
+        cmd = verbatim_command(spec)
+    elif engine is not None:
+        if spec.port is None:
+            spec = spec.model_copy(update={"port": free_port(spec.host)})
+        cmd = engine.command(spec)
+    else:
+        raise TypeError(f"launched_rig({type(spec).__name__}): pass the engine that launches it "
+                        "(engine=self in Engine.open; docs/engines.md, 'Adding an engine')")
+    health = engine.adapter().health_path if engine else _GENERIC_HEALTH
     if isinstance(spec, ContainerLaunch) and not spec.container_name:
         raise UsageError("a container rig needs `--name NAME` in its command so rigbench can stop the "
                          f"container afterwards (`docker stop NAME`); got: {' '.join(spec.argv)}")
     served = spec.model if isinstance(spec, CommandLaunch) else spec.served_name
     model = ModelInfo(path=getattr(spec, "model", None), served_name=served,
-                      source=f"as given to {engine}")
-    common: dict[str, Any] = {"engine": engine, "port": int(spec.port), "log_path": log_path, "model": model,
-                              "host": spec.host, "health_path": health, "api_key": api_key,
-                              "start_timeout_s": known.start_timeout_s if known else _GENERIC_START_TIMEOUT_S}
+                      source=f"as given to {engine.name if engine else 'unknown'}")
+    common: dict[str, Any] = {"engine": engine, "candidates": candidates, "port": int(spec.port),
+                              "log_path": log_path, "model": model, "host": spec.host, "health_path": health,
+                              "api_key": api_key,
+                              "start_timeout_s": engine.start_timeout_s if engine else _GENERIC_START_TIMEOUT_S}
     rig: LaunchedRig
     if isinstance(spec, ContainerLaunch):
         rig = ContainerRig(cmd.argv, container_name=spec.container_name, **common)

@@ -1,4 +1,10 @@
-"""Rig lifecycle: launch (or attach), wait until healthy, measure startup, fingerprint, stop."""
+"""Rig lifecycle: launch (or attach), wait until healthy, measure startup, fingerprint, stop.
+
+A rig is handed its engine (`RigEngine`: what it asks of an `Engine`) by whoever opens it: the engine's
+own `Engine.open`, or `rig.open_rig`, which alone asks the registry. An endpoint or a verbatim command
+whose engine is not known is told apart among the `candidates` it is given. So this module, which
+engines import, imports no engine back (tests/unit/test_layering.py forbids the circle).
+"""
 
 from __future__ import annotations
 
@@ -6,22 +12,86 @@ import asyncio
 import contextlib
 import signal
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
+import aiohttp
+
 from rigbench.client import ChatClient, is_loopback_url, redact_url
-from rigbench.errors import EndpointError, RigbenchError, RigStartError, UsageError
+from rigbench.errors import EndpointError, RigbenchError, RigStartError
 from rigbench.records import Speculation, StartupTiming
 from rigbench.rig._fingerprint import EngineBinary, Fingerprint, ModelInfo, host_info, now_iso, sha256_text
 from rigbench.rig._info import RigInfo
 from rigbench.rig._process import EngineProcess
-from rigbench.rig.engines import detect_engine, get_adapter
 from rigbench.rig.engines._http import probe_json
-from rigbench.rig.engines._registry import get_engine
-from rigbench.rig.engines._speculative import speculative_from_argv
+from rigbench.rig.engines._spec import LaunchCommand
 
-__all__ = ["AttachedRig", "LaunchedRig"]
+__all__ = ["AttachedRig", "LaunchedRig", "RigAdapter", "RigEngine", "identify_engine", "speculative_in_argv"]
+
+
+class RigAdapter(Protocol):
+    """What a rig reads through its engine's adapter (an `EngineAdapter` is one)."""
+
+    @property
+    def health_path(self) -> str: ...
+
+    @property
+    def reports_usage(self) -> bool: ...
+
+    async def server_info(self, client: ChatClient) -> dict[str, Any]: ...
+
+
+class RigEngine(Protocol):
+    """What launching, watching and fingerprinting a rig asks of its engine: an `Engine`
+    (rigbench.rig.engines) is one, handed in by the code that opens the rig."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def start_timeout_s(self) -> float: ...
+
+    @property
+    def death_signal(self) -> int: ...
+
+    @property
+    def speculative_flags(self) -> Mapping[str, str]: ...
+
+    def adapter(self) -> RigAdapter: ...
+
+    async def identify(self, client: ChatClient) -> bool: ...
+
+    def command(self, spec: Any) -> LaunchCommand: ...
+
+    def crash_hint(self, exit_code: int | None, log_text: str) -> str: ...
+
+
+async def identify_engine(client: ChatClient, candidates: Sequence[RigEngine]) -> RigEngine | None:
+    """The engine among `candidates` serving `client` (each one's `identify` probes endpoints only it has,
+    in the order given), or None for another OpenAI-compatible server. Raises EndpointError if nothing
+    answers at all."""
+    try:
+        await client.get_text(client.server_root + "/", timeout_s=5.0)
+    except (aiohttp.ClientError, TimeoutError) as e:
+        raise EndpointError(
+            f"cannot reach {client.server_root}: {type(e).__name__}: {e}. Check the URL and that the "
+            "server is running."
+        ) from e
+    for engine in candidates:
+        if await engine.identify(client):
+            return engine
+    return None
+
+
+def speculative_in_argv(argv: Sequence[str], flags: Mapping[str, str]) -> dict[str, Any] | None:
+    """Draft model, kind and depth as `argv` sets them, read with `flags` (an engine's spelling -> key)."""
+    spec: dict[str, Any] = {}
+    for i, a in enumerate(argv[:-1]):
+        if a in flags:
+            spec[flags[a]] = argv[i + 1]
+    return spec or None
 
 # facts kept in fields of their own, not repeated in the fingerprint's server_info
 _NOT_SERVER_INFO = frozenset({"chat_template", "speculation"})
@@ -36,32 +106,35 @@ async def _served_model_name(client: ChatClient) -> str | None:
     return None
 
 
-async def _engine_facts(client: ChatClient, engine: str | None = None) -> dict[str, Any]:
-    """What the server tells about itself, through its engine adapter (detected when not given).
+async def _engine_facts(client: ChatClient, engine: RigEngine | None,
+                        candidates: Sequence[RigEngine] = ()) -> tuple[RigEngine | None, dict[str, Any]]:
+    """The engine (identified among `candidates` when not given) and what the server tells about itself
+    through its adapter.
 
     Keys absent when not exposed; a server that answers none of its engine's endpoints gives {}.
     """
     try:
-        name = engine or await detect_engine(client)
-        facts: dict[str, Any] = (dict(await get_adapter(name).server_info(client)) if name != "unknown"
-                                 else {"engine": name})
+        known = engine or await identify_engine(client, candidates)
+        facts: dict[str, Any] = (dict(await known.adapter().server_info(client)) if known is not None
+                                 else {"engine": "unknown"})
     except RigbenchError:
-        return {"engine": engine} if engine else {}
+        return engine, ({"engine": engine.name} if engine else {})
     facts.pop("raw", None)
-    return facts
+    return known, facts
 
 
-def _speculation(facts: dict[str, Any], argv: list[str] | None, engine: str) -> Speculation:
+def _speculation(facts: dict[str, Any], argv: list[str] | None, flags: Mapping[str, str]) -> Speculation:
     """On / off / unknown: what the server shows (its engine adapter's `speculation` fact) where it tells,
-    else the command rigbench launched, else unknown. Never "off" from silence."""
+    else the command rigbench launched (read with the engine's `flags`), else unknown. Never "off" from
+    silence."""
     shown = facts.get("speculation")
     told = Speculation.model_validate(shown) if isinstance(shown, dict) else None
     if told is not None and told.state != "unknown":
         return told
     if argv is not None:
-        flags = speculative_from_argv(argv, engine)
-        if flags:
-            return Speculation(state="on", source=f"the command rigbench launched sets {', '.join(sorted(flags))}")
+        found = speculative_in_argv(argv, flags)
+        if found:
+            return Speculation(state="on", source=f"the command rigbench launched sets {', '.join(sorted(found))}")
         return Speculation(state="off", source="the command rigbench launched sets no speculative flag")
     if told is not None:
         return told
@@ -100,7 +173,7 @@ class LaunchedRig:
         self,
         argv: list[str],
         *,
-        engine: str,
+        engine: RigEngine | None,
         port: int,
         log_path: Path,
         model: ModelInfo,
@@ -110,10 +183,15 @@ class LaunchedRig:
         start_timeout_s: float = 300.0,
         api_key: str | None = None,
         engine_binary: EngineBinary | None = None,
+        candidates: Sequence[RigEngine] = (),
     ) -> None:
+        """`engine`: the engine that launches it; None for a verbatim command that named none, which is told
+        apart among `candidates` once it answers."""
         self.argv = argv
         self.engine_binary = engine_binary
-        self.engine = engine
+        self.known = engine
+        self.candidates = tuple(candidates)
+        self.engine = engine.name if engine is not None else "unknown"
         self.port = port
         self.host = host
         self.model = model
@@ -139,7 +217,7 @@ class LaunchedRig:
                 raise RigStartError(
                     f"{self.engine} exited with code {code} while starting.\n  command: {self.process.command}\n"
                     f"  log: {self.process.log_path}\n  last lines:\n{_indent(self.process.log_tail())}"
-                    + _crash_hint(self.engine, code, self.process.log_tail(200))
+                    + _crash_hint(self.known, code, self.process.log_tail(200))
                 )
             with contextlib.suppress(Exception):
                 status, _ = await self.client.get_json(f"{root}{self.health_path}", timeout_s=2)
@@ -161,10 +239,12 @@ class LaunchedRig:
         except RigStartError as e:
             code = self.process.exit_code()
             raise RigStartError(f"{e}\n  command: {self.process.command}\n  log: {self.process.log_path}"
-                                + _crash_hint(self.engine, code, self.process.log_tail(200))) from e
+                                + _crash_hint(self.known, code, self.process.log_tail(200))) from e
         t_first = time.monotonic()
         self.startup = _startup_from(t_spawn, t_healthy, t_first)
-        self._facts = await _engine_facts(self.client, self.engine)
+        self.known, self._facts = await _engine_facts(self.client, self.known, self.candidates)
+        if self.known is not None:
+            self.engine = self.known.name
         return self.startup
 
     def info(self) -> RigInfo:
@@ -183,12 +263,19 @@ class LaunchedRig:
             endpoint=self.base_url, model=self.model.model_copy(update={"served_name": self.served_name}),
             draft_model=self.draft_model, chat_template_sha256=sha256_text(f.get("chat_template")),
             context_length=f.get("context_length"), slots=f.get("slots"),
-            speculative=speculative_from_argv(self.argv, self.engine),
-            speculation=_speculation(f, self.argv, self.engine), host=host_info(), host_is_server=True,
+            speculative=speculative_in_argv(self.argv, self._speculative_flags()),
+            speculation=_speculation(f, self.argv, self._speculative_flags()), host=host_info(), host_is_server=True,
             started_at=now_iso(), unknown=unknown,
             server_info={k: v for k, v in f.items() if k not in _NOT_SERVER_INFO}, engine_binary=self.engine_binary,
-            reports_usage=_reports_usage(self.engine),
+            reports_usage=_reports_usage(self.known),
         )
+
+    def _speculative_flags(self) -> Mapping[str, str]:
+        """The engine's spellings; for a command whose engine is not known, every candidate's, since any of
+        them may be in its argv."""
+        if self.known is not None:
+            return self.known.speculative_flags
+        return {flag: key for e in self.candidates for flag, key in e.speculative_flags.items()}
 
     async def stop(self) -> None:
         await self.client.aclose()
@@ -198,7 +285,9 @@ class LaunchedRig:
 class AttachedRig:
     """An already-running OpenAI-compatible endpoint; records what it exposes, the rest as unknown."""
 
-    def __init__(self, base_url: str, *, model: str | None, api_key: str | None = None) -> None:
+    def __init__(self, base_url: str, *, model: str | None, candidates: Sequence[RigEngine],
+                 api_key: str | None = None) -> None:
+        """`candidates`: the engines it may be (each asked to identify it; none that answers: "unknown")."""
         url = redact_url(base_url).rstrip("/")  # credentials in a URL are never sent, printed nor stored
         if not url.startswith(("http://", "https://")):
             raise EndpointError(f"--endpoint {url!r} is not an http(s) URL; e.g. http://127.0.0.1:8000/v1")
@@ -216,6 +305,8 @@ class AttachedRig:
         self.requested_model = model
         self.served_name: str | None = model
         self._has_key = bool(api_key)
+        self.candidates = tuple(candidates)
+        self.known: RigEngine | None = None
         self.startup: StartupTiming | None = None
         self._facts: dict[str, Any] = {}
 
@@ -247,7 +338,7 @@ class AttachedRig:
             if not names:
                 raise EndpointError(f"{self.base_url} serves no models; pass --model NAME.")
             self.served_name = str(names[0])
-        self._facts = await _engine_facts(self.client)
+        self.known, self._facts = await _engine_facts(self.client, None, self.candidates)
 
     def info(self) -> RigInfo:
         return RigInfo(engine=self._facts.get("engine", "unknown"), model=self.served_name or "default",
@@ -272,41 +363,33 @@ class AttachedRig:
             engine_version=f.get("version"),
             endpoint=self.base_url, model=ModelInfo(served_name=self.served_name, path=f.get("model_path")),
             chat_template_sha256=sha256_text(f.get("chat_template")), context_length=f.get("context_length"),
-            slots=f.get("slots"), speculative=None, speculation=_speculation(f, None, str(f.get("engine", "unknown"))),
+            slots=f.get("slots"), speculative=None, speculation=_speculation(f, None, {}),
             host=host_info(probe_bandwidth=local), host_is_server=local, started_at=now_iso(), unknown=unknown,
             server_info={k: v for k, v in f.items() if k not in _NOT_SERVER_INFO},
-            reports_usage=_reports_usage(str(f.get("engine", "unknown"))),
+            reports_usage=_reports_usage(self.known),
         )
 
     async def stop(self) -> None:
         await self.client.aclose()
 
 
-def _crash_hint(engine: str, code: int | None, log_text: str) -> str:
-    """What the engine's own module makes of its death (a CPU-path crash and the flag that avoids it)."""
-    try:
-        return get_engine(engine).crash_hint(code, log_text)
-    except UsageError:  # a verbatim command whose engine never said what it is
-        return ""
+def _crash_hint(engine: RigEngine | None, code: int | None, log_text: str) -> str:
+    """What the engine's own module makes of its death (a CPU-path crash and the flag that avoids it); nothing
+    for a verbatim command whose engine never said what it is."""
+    return engine.crash_hint(code, log_text) if engine is not None else ""
 
 
 def _indent(text: str) -> str:
     return "\n".join("    " + line for line in text.splitlines()) or "    (empty)"
 
 
-def _reports_usage(engine: str) -> bool | None:
+def _reports_usage(engine: RigEngine | None) -> bool | None:
     """Whether `engine` sends usage in a stream when asked (None for an engine rigbench does not know)."""
-    try:
-        return get_engine(engine).adapter().reports_usage
-    except UsageError:
-        return None
+    return engine.adapter().reports_usage if engine is not None else None
 
 
-def engine_death_signal(engine: str) -> int:
+def engine_death_signal(engine: RigEngine | None) -> int:
     """The signal an engine gets when rigbench dies without stopping it: its `death_signal`, and
     SIGTERM for an engine rigbench does not know (the graceful one)."""
-    try:
-        return int(get_engine(engine).death_signal)
-    except UsageError:  # an engine rigbench does not know
-        return signal.SIGTERM
+    return int(engine.death_signal) if engine is not None else signal.SIGTERM
 

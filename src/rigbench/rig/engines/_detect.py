@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import aiohttp
-
 from rigbench.client import ChatClient
-from rigbench.errors import EndpointError
+from rigbench.rig._rig import identify_engine
 from rigbench.rig.engines._registry import known_engines
 
 __all__ = ["detect_engine"]
@@ -18,18 +16,5 @@ async def detect_engine(client: ChatClient) -> str:
     Ollama's /api/version, SGLang's /server_info, vLLM's /version; the cheapest and most specific
     first). Raises EndpointError if nothing answers at all.
     """
-    await _reachable(client)
-    for engine in known_engines():
-        if await engine.identify(client):
-            return engine.name
-    return "unknown"
-
-
-async def _reachable(client: ChatClient) -> None:
-    try:
-        await client.get_text(client.server_root + "/", timeout_s=5.0)
-    except (aiohttp.ClientError, TimeoutError) as e:
-        raise EndpointError(
-            f"cannot reach {client.server_root}: {type(e).__name__}: {e}. Check the URL and that the "
-            "server is running."
-        ) from e
+    found = await identify_engine(client, known_engines())
+    return found.name if found is not None else "unknown"

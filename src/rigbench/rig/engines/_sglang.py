@@ -215,7 +215,7 @@ class SGLangEngine:
         # function-level: the launcher is in the rig layer, which imports this registry
         from rigbench.rig._launcher import launched_rig
 
-        return launched_rig(spec, log_path, api_key=api_key)
+        return launched_rig(spec, log_path, engine=self, api_key=api_key)
 
     def setup(self, flags: RigFlags, note: Callable[[str], None],
               progress: Callable[[int, int | None, str], None]) -> None:

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rigbench.errors import UsageError
+from rigbench.rig._rig import speculative_in_argv
 from rigbench.rig.engines._registry import get_engine, known_engines
 
 __all__ = ["speculative_from_argv"]
@@ -21,8 +22,4 @@ def speculative_from_argv(argv: Sequence[str], engine: str) -> dict[str, Any] | 
         flags = dict(get_engine(engine).speculative_flags)
     except UsageError:
         flags = {flag: key for e in known_engines() for flag, key in e.speculative_flags.items()}
-    spec: dict[str, Any] = {}
-    for i, a in enumerate(argv[:-1]):
-        if a in flags:
-            spec[flags[a]] = argv[i + 1]
-    return spec or None
+    return speculative_in_argv(argv, flags)

@@ -14,8 +14,8 @@ from rigbench.errors import RigbenchError
 from rigbench.rig._fingerprint import model_info
 from rigbench.rig._models import EMBEDDED_MODEL, LocalFile, ModelSource, WheelFile, model_source_from_spec
 from rigbench.rig._process import free_port
-from rigbench.rig._rig import LaunchedRig
-from rigbench.rig.engines._llamacpp._engine import LlamaCppLaunch, server_argv
+from rigbench.rig._rig import LaunchedRig, RigEngine
+from rigbench.rig.engines._llamacpp._launch import LlamaCppLaunch, server_argv
 from rigbench.rig.engines._llamacpp._smoke import ensure_llama_server
 from rigbench.rig.engines._spec import Spec
 from rigbench.sizing import context_per_slot, slots_for
@@ -124,11 +124,12 @@ def prepare_llamacpp_rig(
     cfg: LlamaCppConfig,
     log_path: Path,
     *,
+    llamacpp: RigEngine,
     build_progress: Callable[[int, int | None, str], None] | None = None,
     note: Callable[[str], None] = lambda msg: None,
 ) -> LaunchedRig:
     """Find or build llama-server (smoke-tested on this CPU once, with its fallback), fetch and verify
-    the model, and return a rig ready to start."""
+    the model, and return a rig ready to start; `llamacpp` is the engine (its `open` passes itself)."""
     note(f"model: {cfg.model.describe()}")
     model_path = cfg.model.resolve()
 
@@ -152,7 +153,7 @@ def prepare_llamacpp_rig(
     argv[1:1] = [a for a in engine.extra_args if a not in cfg.extra_args]
     source = cfg.model.describe() if not isinstance(cfg.model, LocalFile) else "local file"
     return LaunchedRig(
-        argv, engine="llamacpp", port=port, log_path=log_path,
+        argv, engine=llamacpp, port=port, log_path=log_path,
         model=model_info(model_path, source=source, served_name=None, sha256=known_sha),
         draft_model=model_info(draft_path, source=cfg.draft_model.describe() if cfg.draft_model else None,
                                served_name=None) if draft_path else None,

@@ -2,23 +2,28 @@
 
 from __future__ import annotations
 
-import signal
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from rigbench.client import ChatClient
 from rigbench.errors import UsageError
 from rigbench.records import PreflightFinding, ServingCommand
-from rigbench.rig._cpu import affinity_threads
 from rigbench.rig.engines._base import PreflightInput
 from rigbench.rig.engines._flags import FlagReading, FlagSyntax, int_flag
 from rigbench.rig.engines._http import get_json, post_json, probe_json, require_json
 from rigbench.rig.engines._llamacpp._crash import classify_crash
+from rigbench.rig.engines._llamacpp._launch import (
+    DEATH_SIGNAL,
+    DEFAULT_PORT,
+    LlamaCppLaunch,
+    llamacpp_command,
+    server_argv,
+)
 from rigbench.rig.engines._llamacpp._run_flags import embedded_from_run_flags
 from rigbench.rig.engines._run_flags import RigFlags
-from rigbench.rig.engines._spec import EngineSpec, LaunchCommand, finish_argv, opt
+from rigbench.rig.engines._spec import LaunchCommand
 
 if TYPE_CHECKING:
     from rigbench.rig._rig import LaunchedRig
@@ -128,70 +133,6 @@ class LlamaCppAdapter:
         return {} if effort is None else {"reasoning_effort": effort}
 
 
-DEFAULT_PORT = 8080
-
-
-class LlamaCppLaunch(EngineSpec):
-    """`llama-server -m MODEL.gguf ...` (the embedded default rig has its own config in the rig layer)."""
-
-    kind: Literal["llamacpp"] = "llamacpp"
-    model: str  # path to a GGUF file
-    alias: str | None = None
-    ctx_size: int | None = None  # total over all slots
-    parallel: int | None = None
-    n_gpu_layers: int | None = None
-    draft_model: str | None = None
-    spec_type: str | None = None  # e.g. "draft-simple"; defaults to that when draft_model is set
-    draft_max: int | None = None  # --spec-draft-n-max (--draft-max was removed)
-    reasoning_format: str | None = None
-    jinja: bool = True  # needed for tool calls and reasoning_effort
-    metrics: bool = True
-
-    @property
-    def served_name(self) -> str | None:
-        return self.alias
-
-
-def server_argv(s: LlamaCppLaunch, *, kv_unified: bool = False, webui: bool = True, threads: int | None = None,
-                spec_synth_len: float | None = None) -> list[str]:
-    """The one llama-server command line, for launched specs and the embedded rig; extra_args not included.
-
-    The keyword options are the embedded rig's own choices, not plan settings. The order is the one
-    the embedded rig has always recorded in its fingerprint, so `rigbench compare` against older
-    runs shows no argv difference that is only a reordering.
-    """
-    argv = [*(s.executable or ["llama-server"]), "-m", s.model,
-            "--host", s.host, "--port", str(s.port or DEFAULT_PORT)]
-    opt(argv, "-c", s.ctx_size)
-    opt(argv, "-np", s.parallel)
-    if kv_unified:  # one KV pool shared by all slots, so -c is not divided per slot
-        argv.append("--kv-unified")
-    if s.jinja:
-        argv.append("--jinja")
-    if s.metrics:
-        argv.append("--metrics")
-    if not webui:
-        argv.append("--no-webui")
-    opt(argv, "--alias", s.alias)
-    # confined to fewer CPUs than the host has (taskset, a cpuset), llama.cpp would still start a
-    # thread per host core: give it the usable count (a spec's extra_args -t comes later and wins)
-    opt(argv, "-t", threads or affinity_threads())
-    opt(argv, "-ngl", s.n_gpu_layers)
-    if s.draft_model is not None:
-        argv += ["-md", s.draft_model, "--spec-type", s.spec_type or "draft-simple"]
-    elif s.spec_type is not None:  # draft-free kinds (n-gram) need no draft model
-        argv += ["--spec-type", s.spec_type]
-    if s.draft_model is not None or s.spec_type is not None:
-        opt(argv, "--spec-draft-n-max", s.draft_max)
-        opt(argv, "--spec-synth-len", spec_synth_len)
-    opt(argv, "--reasoning-format", s.reasoning_format)
-    return argv
-
-
-def llamacpp_command(s: LlamaCppLaunch) -> LaunchCommand:
-    return LaunchCommand(finish_argv("llamacpp", s, server_argv(s)), {})
-
-
 # -- reading a `llama-server` command line, and its traps -----------------------------------------
 
 LLAMACPP_FLAGS = FlagSyntax(
@@ -250,10 +191,7 @@ class LlamaCppEngine:
     launch_spec = LlamaCppLaunch
     default_port = DEFAULT_PORT
     start_timeout_s = 300.0
-    # Sent by the kernel when rigbench dies without stopping it (rig/_process.py). Not SIGTERM:
-    # llama-server then logs "cleaning up before exit..." and can hang there with SIGTERM blocked
-    # when its client died mid-connection (seen after kill -9 of rigbench); it has no state to save.
-    death_signal = signal.SIGKILL
+    death_signal = DEATH_SIGNAL
     # current spellings and the removed ones (--draft-max, --draft, --draft-n) that older argv carries
     speculative_flags = MappingProxyType({
         "-md": "draft_model", "--model-draft": "draft_model", "--spec-type": "type",
@@ -291,8 +229,8 @@ class LlamaCppEngine:
         from rigbench.rig.engines._llamacpp._embedded import EmbeddedRig, prepare_llamacpp_rig
 
         if isinstance(spec, EmbeddedRig):
-            return prepare_llamacpp_rig(spec.config(), log_path, build_progress=build_progress, note=note)
-        return launched_rig(spec, log_path, api_key=api_key)
+            return prepare_llamacpp_rig(spec.config(), log_path, llamacpp=self, build_progress=build_progress, note=note)
+        return launched_rig(spec, log_path, engine=self, api_key=api_key)
 
     def setup(self, flags: RigFlags, note: Callable[[str], None],
               progress: Callable[[int, int | None, str], None]) -> str:

@@ -34,7 +34,7 @@ from rigbench.rig.engines._llamacpp._build import (
     read_build_info,
 )
 from rigbench.rig.engines._llamacpp._crash import CpuCrash, classify_crash
-from rigbench.rig.engines._llamacpp._engine import LlamaCppEngine
+from rigbench.rig.engines._llamacpp._launch import DEATH_SIGNAL
 
 __all__ = ["EngineBinary", "SmokeResult", "ensure_llama_server", "smoke_test"]
 
@@ -91,7 +91,7 @@ def smoke_test(binary: Path, model: Path, log_path: Path, *, extra_args: list[st
             "--no-webui", *(extra_args or [])]
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log_path.write_text("")
-    proc = EngineProcess(argv, log_path, death_signal=LlamaCppEngine.death_signal,
+    proc = EngineProcess(argv, log_path, death_signal=DEATH_SIGNAL,
                          missing_hint="Check the path, or let rigbench build llama-server (omit --llama-server).")
     t0 = time.monotonic()
     proc.start(port=port)

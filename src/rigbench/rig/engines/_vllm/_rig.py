@@ -17,7 +17,6 @@ from typing import Any
 from rigbench.analysis import kv_architecture_from_path, kv_capacity
 from rigbench.records import StartupTiming
 from rigbench.rig._fingerprint import ModelInfo, model_info
-from rigbench.rig._launch_spec import command_for
 from rigbench.rig._models import EMBEDDED_MODEL, LocalFile
 from rigbench.rig._process import EngineProcess, free_port
 from rigbench.rig._rig import LaunchedRig
@@ -67,10 +66,10 @@ class VLLMRig(LaunchedRig):
         self._note = note
         self._progress = progress
         self._prepared = False
-        cmd = command_for(spec)
+        cmd = VLLM.command(spec)
         model = ModelInfo(path=spec.model, served_name=spec.served_model_name, source="as given to vllm")
         assert spec.port is not None
-        super().__init__(cmd.argv, engine="vllm", port=spec.port, log_path=log_path, model=model, host=spec.host,
+        super().__init__(cmd.argv, engine=VLLM, port=spec.port, log_path=log_path, model=model, host=spec.host,
                          health_path=VLLMAdapter.health_path, start_timeout_s=start_timeout_s, api_key=api_key)
         self.process = EngineProcess(cmd.argv, log_path, env=cmd.env)
         self.vllm_python: Path | None = None
@@ -110,7 +109,7 @@ class VLLMRig(LaunchedRig):
         version = install.version if install is not None and spec.executable is None else None
         self.spec, said = with_cached_token_counts(spec.model_copy(update=updates), version)
         self._note(said)
-        cmd = command_for(self.spec)
+        cmd = VLLM.command(self.spec)
         self.argv = cmd.argv
         self.process = EngineProcess(cmd.argv, self.process.log_path, env=cmd.env)
         served = self.spec.served_model_name
