@@ -455,3 +455,25 @@ def test_a_busy_host_stops_a_plan_at_its_rig_and_allow_busy_host_added_resumes_i
     assert resumed.code == 0, resumed.stdout + resumed.stderr
     final = json.loads((plan_dir / "plan.json").read_text())
     assert [r["status"] for r in final["rigs"]] == ["complete", "complete"], final
+
+
+def test_a_run_configured_in_code_to_allow_untrusted_measures_on_and_a_plans_rig_still_stops(tmp_path: Path) -> None:
+    # CI (Ray client actors, 2026-12-01): a RunConfig built in code with allow_untrusted=True stopped at a
+    # busy window, unlike `rigbench run --allow-untrusted`; a plan's rig (allow_untrusted always on) must stop
+    from rigbench.plan import load_plan, run_config_for
+    from rigbench.rig import EndpointSpec
+    from rigbench.runner import RunConfig
+    from rigbench.suites import SuiteSettings
+
+    def cfg(**kw: bool) -> RunConfig:
+        return RunConfig(suite_names=["speed"], settings=SuiteSettings(), out_dir=tmp_path,
+                         rig=EndpointSpec(base_url="http://127.0.0.1:9/v1"), **kw)
+
+    assert not cfg(allow_untrusted=True).stops_on_busy_host
+    assert cfg(allow_untrusted=False).stops_on_busy_host
+    assert cfg(allow_untrusted=True, stop_on_busy_host=True).stops_on_busy_host
+    plan_file = tmp_path / "p.yaml"
+    plan_file.write_text("name: p\nsuites: [speed]\nrigs:\n  - name: a\n    endpoint: {base_url: 'http://127.0.0.1:9/v1'}\n")
+    plan = load_plan(plan_file)
+    run = run_config_for(plan.plan, plan.rigs[0], tmp_path)
+    assert run.allow_untrusted and run.stops_on_busy_host

@@ -55,7 +55,7 @@ def run_config_for(plan: Plan, rig: ResolvedRig, out_dir: Path, *, run_id: str |
         bandwidth_gb_s=plan.bandwidth_gb_s, seed=plan.seed, label=label or rig.name, resume=resume,
         run_id=run_id, api_key=api_key, allow_untrusted=allow_untrusted, allow_busy_host=plan.allow_busy_host,
         deadlines=plan.deadlines, retries=plan.retries, allow_long_run=plan.allow_long_run,
-        cli_options=cli_options)
+        cli_options=cli_options, stop_on_busy_host=True)  # a plan's rig stops at a busy window (the CLI may relax it)
     if "tasks" in run.suite_settings.get("agent", {}).get("parts", []):
         require_confinement(settings.agent.allow_unconfined)  # before the engine starts
     return run

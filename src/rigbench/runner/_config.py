@@ -44,9 +44,14 @@ class RunConfig:
     deadlines: Deadlines = field(default_factory=Deadlines)  # per-request deadlines, handed to the client
     retries: RetryPolicy = field(default_factory=RetryPolicy)  # refusals sent again (--retry-on), to the client
     allow_long_run: bool = field(default=False, compare=False)  # run past a day when the speed projects it
-    # stop at the first busy window (runner/_busy.py); False measures on, the run UNTRUSTED for speed (a single
-    # run's --allow-untrusted: `allow_untrusted` is always on for a plan's rigs, which must still stop)
-    stop_on_busy_host: bool = field(default=True, compare=False)
+    # stop at the first busy window (runner/_busy.py); False measures on, the run UNTRUSTED for speed. None: as
+    # `allow_untrusted` says (a run asked for whatever its verdict measures on); a plan's rigs, whose
+    # `allow_untrusted` is always on, set True (they must still stop)
+    stop_on_busy_host: bool | None = field(default=None, compare=False)
+
+    @property
+    def stops_on_busy_host(self) -> bool:
+        return not self.allow_untrusted if self.stop_on_busy_host is None else self.stop_on_busy_host
     cli_options: dict[str, Any] | None = field(default=None, compare=False)  # so --resume can rebuild them
     command: list[str] = field(default_factory=lambda: _redacted_argv(sys.argv), compare=False)
     # The suites themselves, built from the names and settings (scale-out swaps the speed suite's client).

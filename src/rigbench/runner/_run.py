@@ -107,7 +107,7 @@ async def _run_suites(cfg: RunConfig, rig: LaunchedRig | AttachedRig, info: Any,
     """Each suite in turn, its own overhead measured, host use watched around each measured window."""
     # who uses the host's CPU around each measured window: the engine is found once; a busy window is said
     # at once and, unless --allow-busy-host, stops the run before the next one
-    guard = BusyHostGuard(writer.dir, keep=cfg.allow_busy_host, untrusted_ok=not cfg.stop_on_busy_host,
+    guard = BusyHostGuard(writer.dir, keep=cfg.allow_busy_host, untrusted_ok=not cfg.stops_on_busy_host,
                           note=prog.note, write=suite_writer.append)
     host = HostWatch(locate_engine(pid=rig.process.pid) if isinstance(rig, LaunchedRig)
                      else locate_engine(base_url=rig.base_url), judge=guard)
