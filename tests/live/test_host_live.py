@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from rigbench.analysis import analyze_run
+from rigbench.analysis import STEAL_CORES_MAX, analyze_run
 from rigbench.records import HostConditions
 from rigbench.rig._host import cpu_stat
 from rigbench.store import RunReader
@@ -127,10 +127,12 @@ def test_a_rate_window_beside_a_busy_neighbour_is_untrusted_and_a_quiet_one_is_n
     [rec] = RunReader(quiet_dir).records("host_conditions", HostConditions)
     assert rec.window == "load/r0 rate=2/s" and rec.other_cpu_s is not None
     seen = f"others used {others:.2f} cores by this test's own measure; {reasons}; {quiet.stdout[-2000:]}"
+    # hypervisor steal is outside every process's CPU time and this test's measure: a finding naming it is right
+    stolen = rec.steal_s is not None and rec.steal_s / rec.wall_s >= STEAL_CORES_MAX
     if others < 0.10:
-        assert not found and rec.other_cpu_s / rec.wall_s < 0.25, seen  # a quiet host is not called busy
+        assert rec.other_cpu_s / rec.wall_s < 0.25 and bool(found) == stolen, seen  # no process blamed when quiet
     elif others <= 0.40:
-        assert bool(found) == (rec.other_cpu_s / rec.wall_s >= 0.25), seen  # the verdict is its record's
+        assert bool(found) == (rec.other_cpu_s / rec.wall_s >= 0.25 or stolen), seen  # the verdict is its record's
     assert set(reasons) - set(found) == {"the sanity gate was skipped (--no-sanity): answers were not checked"}, seen
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from rigbench.analysis import analyze_run, assess_host
+from rigbench.analysis import OTHER_CORES_MAX, STEAL_CORES_MAX, analyze_run, assess_host
 from rigbench.analysis._run import _selfcheck_warnings
 from rigbench.analysis._selfcheck import assess_selfcheck
 from rigbench.records import HostConditions, SelfCheck, record_adapter
@@ -368,13 +368,20 @@ def test_a_quiet_host_runs_every_window_to_the_end(tmp_path: Path) -> None:
     header = json.loads((run_dir / "run.json").read_text())
     recs = RunReader(run_dir).records("host_conditions", HostConditions)
     seen = f"others used {others:.2f} cores by this test's own measure; {header.get('error')}; {res.stdout[-1500:]}"
+    verdict = assess_host(recs)
+    # hypervisor steal is outside every process's CPU time, and so outside this test's measure: a window the
+    # hypervisor starved is rightly busy (CI saw 0.15 cores of steal in a 0.4 s window); the control is that
+    # other *processes* are never blamed on a quiet host
+    by_processes = [r for r in verdict.rows if r.other_cores is not None and r.other_cores >= OTHER_CORES_MAX]
+    by_steal = [r for r in verdict.rows if r.steal_cores is not None and r.steal_cores >= STEAL_CORES_MAX]
     if header["status"] != "complete":
-        assert header["status"] == "interrupted" and assess_host(recs).busy and others >= 0.10, seen
+        assert header["status"] == "interrupted" and verdict.busy and (others >= 0.10 or by_steal), seen
         return
     assert len(_records(run_dir, "speed_batch")) == 6 and [r.window for r in recs] == ["chat_short c=1",
                                                                                         "chat_short c=2"], seen
     if others < 0.10:
-        assert not assess_host(recs).busy and "host busy" not in res.stdout, seen
+        assert not by_processes, seen
+        assert verdict.busy == bool(by_steal) and ("host busy" in res.stdout) == bool(by_steal), seen
 
 
 async def test_a_window_that_crawls_on_a_busy_host_is_stopped_while_it_runs() -> None:
