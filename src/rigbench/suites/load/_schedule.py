@@ -24,18 +24,21 @@ import contextlib
 import ctypes
 import ctypes.util
 import functools
+import gc
 import heapq
 import itertools
 import os
 import sys
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 
-__all__ = ["arrival_offsets_s", "sleep_until_ns"]
+__all__ = ["arrival_offsets_s", "no_full_collection", "sleep_until_ns"]
+
+_NO_FULL = 1 << 30  # a third-generation threshold no window reaches
 
 # A duration-bounded schedule stops at this many requests: beyond it the run would not fit in memory
 # or time, and the settings' validation says so before anything is sent.
@@ -81,16 +84,23 @@ async def sleep_until_ns(due_ns: int, clock: Callable[[], int] = time.perf_count
     """Return at `due_ns` on `clock` (perf_counter_ns unless a client actor's own clock is given), never before.
 
     `clock` runs at perf_counter's rate (an actor's clock is perf_counter plus a fixed skew), so the wait
-    is armed on perf_counter's clock; it is checked again against `clock` on waking."""
+    is armed on perf_counter's clock; it is checked again against `clock` on waking. The alarm is armed at
+    the due time itself, not at "now + what was left": a thread descheduled between reading the clock and
+    arming would otherwise arm late by the stall, and two waits due 3 ms apart could wake out of order."""
     left = due_ns - clock()
     if left <= 0:
         return
     alarm = _alarm() if WAKER == "timerfd" else None
     if alarm is not None:
-        while left > 0:
-            await alarm.wait(time.perf_counter_ns() + left)
-            left = due_ns - clock()
-        return
+        while True:
+            if clock is time.perf_counter_ns:
+                at = due_ns
+            else:  # read perf_counter first: a stall between the two reads arms early (checked again), never late
+                p = time.perf_counter_ns()
+                at = due_ns - (clock() - p)
+            await alarm.wait(at)
+            if clock() >= due_ns:
+                return
     while True:
         left = due_ns - clock()
         if left <= 0:
@@ -215,3 +225,18 @@ class _Alarm:
         if w:
             self._arm(w[0][0])
 
+
+@contextlib.contextmanager
+def no_full_collection() -> Iterator[None]:
+    """While a window sends: what exists before it (prompts, bodies) leaves the collector's view
+    (`gc.freeze`, as the runner does before the suites), and no full collection runs. A full one walks
+    everything the window has made so far: 80 ms at 1,000 req/s on the 2-core VM, every send in that
+    time late. The young generations still collect; the thresholds come back when the window ends. Ray
+    client actors hold it too while they send their share (`scale`)."""
+    saved = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(saved[0], saved[1], _NO_FULL)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*saved)
