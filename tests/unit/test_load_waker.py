@@ -206,3 +206,80 @@ class _Memory:
 
     def append(self, record: object) -> None:
         self.records.append(record)
+
+
+class _EncodingChurn(_Churn):
+    """_Churn that also encodes bodies as ChatClient does, counting how many were encoded before the first send."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.encoded = 0
+        self.encoded_at_first_send = -1
+
+    def encode_stream(self, body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        self.encoded += 1
+        return ("encoded", body)
+
+    async def stream_chat(self, body: Any, *, scheduled_ns: int | None = None) -> StreamResult:
+        assert body[0] == "encoded", "a Ray actor sent a body it had not encoded ahead"
+        if self.encoded_at_first_send < 0:
+            self.encoded_at_first_send = self.encoded
+        return await super().stream_chat(body, scheduled_ns=scheduled_ns)
+
+
+def test_a_ray_client_actor_encodes_its_share_first_and_holds_off_full_collections_while_it_sends() -> None:
+    """A Ray client actor sends its share of a rate schedule as the single-process dispatcher does: every
+    body encoded before the first send, and no full collection between its first send and last reply
+    (the control above shows the same churn brings full collections due). The actor class runs here in
+    this process, without a cluster; its loop runs on its own thread, as in an actor."""
+    from rigbench.scale._clients import ClientActor
+
+    saved = gc.get_threshold()
+    actor = ClientActor("a0", "http://127.0.0.1:9/v1", None)
+    churn = _EncodingChurn()
+    actor.client = cast(ChatClient, churn)
+    try:
+        n = 200
+        zero = actor.now_ns() + 20_000_000
+        due = [zero + i * 500_000 for i in range(n)]  # 2,000 req/s
+        starts = _full_collections(lambda: actor.run_schedule([{"i": i} for i in range(n)], due))
+    finally:
+        actor.loop.call_soon_threadsafe(actor.loop.stop)
+    assert churn.encoded_at_first_send == n
+    assert churn.first_ns and churn.last_ns > churn.first_ns
+    assert [t for t in starts if churn.first_ns <= t <= churn.last_ns] == []
+    assert gc.get_threshold() == saved
+
+
+def test_a_wait_descheduled_before_it_arms_still_wakes_in_due_order(loop_kind: str) -> None:
+    """A thread can be descheduled between reading its clock and arming the alarm (a busy 2-core box does
+    it for milliseconds). Played here: a client actor's clock whose first read for the earlier wait stalls
+    8 ms after reading. The earlier wait must still wake first and not before its due time; arming at
+    "now + what was left" armed it 8 ms late, after a wait due 3 ms later."""
+    stalled: set[int] = set()
+
+    def clock_for(due: int) -> Callable[[], int]:
+        def clock() -> int:
+            now = _perf_ns()
+            if due not in stalled:
+                stalled.add(due)
+                time.sleep(0.008)
+            return now
+        return clock
+
+    async def main() -> list[tuple[int, int]]:
+        base = _perf_ns() + 50_000_000
+        early, late = base, base + 3_000_000
+        woke: list[tuple[int, int]] = []
+
+        async def one(due: int, clock: Callable[[], int]) -> None:
+            await sleep_until_ns(due, clock)
+            woke.append((due, _perf_ns()))
+
+        stalled.add(late)  # only the earlier wait stalls
+        await asyncio.gather(one(early, clock_for(early)), one(late, clock_for(late)))
+        return woke
+
+    woke = _run(loop_kind, main())
+    assert [d for d, _ in woke] == sorted(d for d, _ in woke), woke
+    assert all(at >= due for due, at in woke)

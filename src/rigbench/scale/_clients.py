@@ -34,7 +34,7 @@ from rigbench.errors import UsageError
 from rigbench.records import ClientClock, ClientShare, SelfCheck, SpeedBatch, StreamResult
 from rigbench.scale._clock import ClockEcho, ClockSample, best_sample, ping_udp
 from rigbench.suites import SuiteContext
-from rigbench.suites.load import sleep_until_ns
+from rigbench.suites.load import no_full_collection, sleep_until_ns
 from rigbench.suites.speed import SpeedSuite
 
 __all__ = ["CLOCK_BOUND_NS", "ClientActor", "ClientPool", "RaySpeedSuite", "shift_result"]
@@ -155,15 +155,19 @@ class ClientActor:
         if self._mon is not None:  # send lags against each request's due time go to this actor's self-check
             use_monitor(self._mon)
         s = self.skew_ns
+        # as the single-process dispatcher does: bodies encoded before the first send, no full collection
+        # while sending (suites.load.LoadSuite._dispatch)
+        payloads = [self.client.encode_stream(b) for b in bodies]
         tasks = []
-        for body, due in zip(bodies, due_ns, strict=True):
-            await sleep_until_ns(due, self.now_ns)
-            tasks.append(asyncio.create_task(self.client.stream_chat(body, scheduled_ns=due - s)))
-        try:
-            results = await asyncio.gather(*tasks)
-        finally:
-            for t in tasks:
-                t.cancel()
+        with no_full_collection():
+            for body, due in zip(payloads, due_ns, strict=True):
+                await sleep_until_ns(due, self.now_ns)
+                tasks.append(asyncio.create_task(self.client.stream_chat(body, scheduled_ns=due - s)))
+            try:
+                results = await asyncio.gather(*tasks)
+            finally:
+                for t in tasks:
+                    t.cancel()
         started = min(r.sent_ns for r in results)
         ended = max(r.done_ns or r.sent_ns for r in results)
         return [shift_result(r, s) if s else r for r in results], started + s, ended + s

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import time
-from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -24,7 +22,7 @@ from rigbench.rig.engines import get_adapter
 from rigbench.sizing import fits_in_context
 from rigbench.store import RunReader
 from rigbench.suites._context import SuiteContext
-from rigbench.suites.load._schedule import arrival_offsets_s, sleep_until_ns
+from rigbench.suites.load._schedule import arrival_offsets_s, no_full_collection, sleep_until_ns
 from rigbench.suites.load._settings import LoadSettings
 from rigbench.suites.load._trace import read_trace
 from rigbench.suites.speed import ExactPrompt, PromptBuilder
@@ -40,7 +38,6 @@ SWEEP_TOP = 0.95
 _LEAD_NS = 20_000_000
 _PREP_PARALLEL = 8
 # The oldest generation's threshold during a window: its collection never comes due.
-_NO_FULL = 1 << 30
 # The filler load windows cut their prompts from, at most this many words (one /tokenize call).
 _FILLER_WORDS_MAX = 60_000
 
@@ -215,7 +212,7 @@ class LoadSuite:
             results[i] = res if res.scheduled_ns == due else res.model_copy(update={"scheduled_ns": due})
             ctx.progress.advance(task, result=res)
 
-        with _no_full_collection():
+        with no_full_collection():
             start = _perf_ns() + _LEAD_NS
             inflight: list[asyncio.Task[None]] = []
             for i, off in enumerate(offsets):
@@ -288,7 +285,7 @@ class LoadSuite:
 
         host = _host_window(ctx, "r0", rate, sessions)
         async with host or contextlib.nullcontext():
-            with _no_full_collection():
+            with no_full_collection():
                 start = _perf_ns() + _LEAD_NS
                 running: list[asyncio.Task[None]] = []
                 for k, off in enumerate(offsets):
@@ -361,21 +358,6 @@ def _sessions_fit(ctx_len: int | None, lengths: list[tuple[int, int]], turns: in
                     f"{history + inp + out}, over the {ctx_len} tokens the server serves per request. Give fewer "
                     "--turns or shorter --input-tokens/--output-tokens, or serve a longer context.")
             history += inp + out
-
-
-@contextlib.contextmanager
-def _no_full_collection() -> Iterator[None]:
-    """While a window sends: what exists before it (prompts, bodies) leaves the collector's view
-    (`gc.freeze`, as the runner does before the suites), and no full collection runs. A full one walks
-    everything the window has made so far: 80 ms at 1,000 req/s on the 2-core VM, every send in that
-    time late. The young generations still collect; the thresholds come back when the window ends."""
-    saved = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(saved[0], saved[1], _NO_FULL)
-    try:
-        yield
-    finally:
-        gc.set_threshold(*saved)
 
 
 def _host_window(ctx: SuiteContext, window: str, rate: float | None, burst: int) -> HostWindow | None:
