@@ -229,7 +229,7 @@ class _EncodingChurn(_Churn):
 
 def test_a_ray_client_actor_encodes_its_share_first_and_holds_off_full_collections_while_it_sends() -> None:
     """A Ray client actor sends its share of a rate schedule as the single-process dispatcher does: every
-    body encoded before the first send, and no full collection between its first send and last reply
+    body encoded before the schedule's zero is set (`prepare_schedule`; the pool sets the zero after), and no full collection between its first send and last reply
     (the control above shows the same churn brings full collections due). The actor class runs here in
     this process, without a cluster; its loop runs on its own thread, as in an actor."""
     from rigbench.scale._clients import ClientActor
@@ -242,7 +242,8 @@ def test_a_ray_client_actor_encodes_its_share_first_and_holds_off_full_collectio
         n = 200
         zero = actor.now_ns() + 20_000_000
         due = [zero + i * 500_000 for i in range(n)]  # 2,000 req/s
-        starts = _full_collections(lambda: actor.run_schedule([{"i": i} for i in range(n)], due))
+        assert actor.prepare_schedule([{"i": i} for i in range(n)]) == n
+        starts = _full_collections(lambda: actor.run_schedule(due))
     finally:
         actor.loop.call_soon_threadsafe(actor.loop.stop)
     assert churn.encoded_at_first_send == n

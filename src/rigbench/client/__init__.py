@@ -1,6 +1,6 @@
 """The one streaming OpenAI-compatible client (the `StreamResult`s it produces are `rigbench.records`)."""
 
-from rigbench.client._client import ChatClient
+from rigbench.client._client import ChatClient, EncodedBody
 from rigbench.client._deadlines import Deadlines
 from rigbench.client._loop import event_loop_name, run
 from rigbench.client._retry import RetryPolicy
@@ -10,6 +10,7 @@ from rigbench.client._url import is_loopback_url, redact_text, redact_url, url_h
 __all__ = [
     "ChatClient",
     "Deadlines",
+    "EncodedBody",
     "RetryPolicy",
     "SelfCheckMonitor",
     "current_monitor",
