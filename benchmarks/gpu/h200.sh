@@ -71,9 +71,15 @@ PY
           --warmup 1 --allow-untrusted --sanity-max-tokens 64 --out $W/runs --engine-arg=-ngl --engine-arg=99"
   cd $W
   host_line
+  procs() {  # who else is on the GPU and the host before a run (a report names other GPU processes by pid)
+    nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv > $W/procs-$1.txt
+    ps -eo pid,ppid,etimes,pcpu,args >> $W/procs-$1.txt
+  }
+  procs nodraft
   python3 -m rigbench run $COMMON --label h200-nodraft > $W/run-nodraft.txt 2>&1
   echo "nodraft rc=$? at $((SECONDS-S)) s"
   for D in 4 15; do
+    procs depth$D
     python3 -m rigbench run $COMMON --label h200-depth$D --draft-model $W/draft.gguf --spec-type draft-simple \
         --draft-max $D --spec-synth-len 3.4 --engine-arg=-ngld --engine-arg=99 > $W/run-depth$D.txt 2>&1
     echo "depth$D rc=$? at $((SECONDS-S)) s"
@@ -94,7 +100,7 @@ case "${1:-}" in
     grep -vE '^\+' $LOG | tail -40
     tail -3 $W/build.log 2>/dev/null
     mkdir -p "$OUT"
-    (cd $W && tar czf "$OUT"/runs.tgz runs bandwidth.txt job.log run-*.txt 2>/dev/null)
+    (cd $W && tar czf "$OUT"/runs.tgz runs bandwidth.txt job.log run-*.txt procs-*.txt 2>/dev/null)
     ls -la "$OUT"
     if [ -e $W/DONE ]; then echo "DONE"; else echo "STILL RUNNING (partial results copied)"; fi
     ;;
