@@ -368,11 +368,16 @@ def test_an_engine_whose_adapter_misses_a_fact_is_refused_naming_it() -> None:
     assert "toy" not in {e.name for e in known_engines()}
 
 
-def test_a_registered_engine_dies_with_its_own_signal(toy: ToyEngine) -> None:
+def test_a_registered_engine_dies_with_its_own_signal(toy: ToyEngine, tmp_path: Path) -> None:
     from rigbench.rig._rig import engine_death_signal
 
     toy.death_signal = signal.SIGINT  # type: ignore[misc]
     assert engine_death_signal(toy) == signal.SIGINT
+    # an engine configured through its environment (the toy's command sets TOY_HOST) gets its own
+    # process object: it must keep the engine's signal, not fall back to the default
+    rig = toy.open(ToyLaunch(model="m"), tmp_path / "engine.log", api_key=None, note=lambda m: None,
+                   build_progress=None)
+    assert rig.process is not None and rig.process.death_signal == signal.SIGINT
     assert engine_death_signal(get_engine("llamacpp")) == signal.SIGKILL  # it can hang in its SIGTERM handler
     assert engine_death_signal(get_engine("vllm")) == engine_death_signal(None) == signal.SIGTERM
 

@@ -18,7 +18,7 @@ from rigbench.errors import RigStartError, UsageError
 from rigbench.records import StartupTiming
 from rigbench.rig._fingerprint import ModelInfo
 from rigbench.rig._process import EngineProcess, free_port
-from rigbench.rig._rig import LaunchedRig, RigEngine
+from rigbench.rig._rig import LaunchedRig, RigEngine, engine_death_signal
 from rigbench.rig._verbatim import CommandLaunch, ContainerLaunch, EndpointSpec, verbatim_command
 
 __all__ = ["CommandRig", "ContainerRig", "launched_rig"]
@@ -105,5 +105,5 @@ def launched_rig(spec: Any, log_path: Path, *, engine: RigEngine | None, api_key
     else:
         rig = CommandRig(cmd.argv, **common)
     if cmd.env:  # an engine configured through its environment
-        rig.process = EngineProcess(cmd.argv, log_path, env=cmd.env)
+        rig.process = EngineProcess(cmd.argv, log_path, env=cmd.env, death_signal=engine_death_signal(engine))
     return rig
