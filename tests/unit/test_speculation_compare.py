@@ -74,7 +74,11 @@ def test_an_attached_run_with_speculation_off_or_unknown_gets_neither(tmp_path: 
     unknown = _attached(tmp_path, "depth4", {"state": "unknown", "source": "the server does not show it"}, "cccc")
     labels = _labels(base, off, unknown)
     assert not any("draft" in label for label in labels), labels
-    assert TABLE not in _compare(base, off, unknown)
+    out = _compare(base, off, unknown)
+    assert TABLE not in out
+    # "unknown" is said, naming the run and why, not left out in silence; "off" needs no word
+    assert "whether this rig drafted tokens is unknown (the server does not show it)" in out
+    assert out.count("drafted tokens is unknown") == 1
 
 
 def test_a_run_before_format_10_is_read_from_its_command_as_before(tmp_path: Path) -> None:

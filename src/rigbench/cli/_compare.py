@@ -33,6 +33,7 @@ from rigbench.report import (
     speculates,
     speculation_markdown,
     speculation_terminal,
+    speculation_unknown,
     suite_comparison_markdown,
     suite_comparison_terminal,
     synth_mark,
@@ -84,7 +85,17 @@ def compare(
         console.print(f"[dim]no speed records in {for_console(', '.join(without))}: speed not compared for "
                       f"{'it' if len(without) == 1 else 'them'}.[/]")
     for other in readers[1:]:
-        if not speculates(other.header) or other not in with_speed or readers[0] not in with_speed:
+        if other not in with_speed or readers[0] not in with_speed:
+            continue
+        why = speculation_unknown(other.header)
+        if why is not None:  # said, not skipped in silence: it may have drafted, and nothing shows whether
+            msg = (f"{labels[other.dir.name]}: whether this rig drafted tokens is unknown ({why}), so no "
+                   "speculative speed-up prediction is made for it. A server that shows its drafting (vLLM's "
+                   "spec_decode counters, llama.cpp's /slots) or a rig rigbench launched tells.")
+            console.print(f"[yellow]{for_console(msg)}[/]")
+            md.append(f"> {msg}")
+            continue
+        if not speculates(other.header):
             continue
         fit = fit_speculation(readers[0], other)
         if fit is None:

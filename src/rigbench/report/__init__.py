@@ -13,7 +13,14 @@ from rigbench.report._honesty import (
     speculation_markdown,
     speculation_terminal,
 )
-from rigbench.report._labels import rig_labels, speculates, synth_mark, synth_note, synthetic_acceptance
+from rigbench.report._labels import (
+    rig_labels,
+    speculates,
+    speculation_unknown,
+    synth_mark,
+    synth_note,
+    synthetic_acceptance,
+)
 from rigbench.report._load import load_comparison_markdown, load_comparison_terminal
 from rigbench.report._ls import RunListing, runs_table
 from rigbench.report._publish import report_title
@@ -45,6 +52,7 @@ __all__ = [
     "speculates",
     "speculation_markdown",
     "speculation_terminal",
+    "speculation_unknown",
     "speed_markdown",
     "speed_table",
     "speedup_table",

@@ -15,7 +15,8 @@ from typing import Any
 from rigbench.analysis import hide_session_details
 from rigbench.store import RunHeader
 
-__all__ = ["SYNTH_NOTE", "rig_labels", "speculates", "synth_mark", "synth_note", "synthetic_acceptance"]
+__all__ = ["SYNTH_NOTE", "rig_labels", "speculates", "speculation_unknown", "synth_mark", "synth_note",
+           "synthetic_acceptance"]
 
 _RUN_ID = re.compile(r"^\d{8}-\d{6}-(?P<label>.+)-[0-9a-f]{4}$")
 
@@ -62,6 +63,15 @@ def speculates(header: RunHeader) -> bool:
     if fp is None or fp.speculation is None:
         return bool(fp is not None and fp.speculative)
     return fp.speculation.state == "on"
+
+
+def speculation_unknown(header: RunHeader) -> str | None:
+    """Why nobody can tell whether the rig drafted tokens (its fingerprint says "unknown"), or None when the
+    run says on or off (or predates the state): a report then says it left the speed-up prediction out."""
+    fp = header.fingerprint
+    if fp is None or fp.speculation is None or fp.speculation.state != "unknown":
+        return None
+    return fp.speculation.source
 
 
 def _derived(h: RunHeader) -> str:
