@@ -66,6 +66,30 @@ def test_no_revision_note_for_different_rigs(tmp_path: Path) -> None:
     assert find_revisions(["a", "b"], analyses) == []
 
 
+def _speculation(run: Path, state: str) -> None:
+    h = json.loads((run / "run.json").read_text())
+    h["format_version"] = 10
+    h["fingerprint"].pop("engine_build", None)  # a field format 10 no longer has
+    h["fingerprint"]["speculation"] = {"state": state, "source": "the server's /slots"}
+    (run / "run.json").write_text(json.dumps(h))
+
+
+def test_no_revision_note_when_one_run_drafted_and_the_other_did_not(tmp_path: Path) -> None:
+    """An attached server, same plan and endpoint: whether it drafted is known from the server alone
+    (the fingerprint's speculation state). Drafting and not drafting are two configurations; the control,
+    both off, is still a re-measurement."""
+    shutil.copytree(GOLDEN, tmp_path / "first")
+    a, b = _remeasured(tmp_path)
+    a = tmp_path / "first"
+    _speculation(a, "off")
+    _speculation(b, "on")
+    analyses = [analyze_run(RunReader(a)), analyze_run(RunReader(b))]
+    assert find_revisions(["a", "b"], analyses) == []
+    _speculation(b, "off")
+    analyses = [analyze_run(RunReader(a)), analyze_run(RunReader(b))]
+    assert [r.later_name for r in find_revisions(["a", "b"], analyses)] == ["b"]
+
+
 def test_html_is_self_contained_with_warnings_first_and_plots(tmp_path: Path) -> None:
     a, b = _remeasured(tmp_path)
     analyses = [analyze_run(RunReader(a)), analyze_run(RunReader(b))]

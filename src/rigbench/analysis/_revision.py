@@ -14,6 +14,11 @@ from rigbench.records import Frozen
 
 __all__ = ["Revision", "find_revisions"]
 
+# A rig that drafts and the same rig that does not are two configurations, not a re-measurement, even
+# attached to one endpoint with one plan (whether it drafts is then known from the server alone). A field
+# unknown on one side is no difference (a run before format 10 has no speculation state).
+_DRAFTING = ("speculative", "speculation.state", "draft_model.sha256")
+
 
 class Revision(Frozen):
     earlier_name: str
@@ -38,7 +43,8 @@ def find_revisions(names: Sequence[str], analyses: Sequence[RunAnalysis], *,
             if b.header.created_at == a.header.created_at or _identity(a) != _identity(b):
                 continue
             fa, fb = a.header.fingerprint, b.header.fingerprint
-            if fa is None or fb is None or any(d.matters for d in fingerprint_differences(fa, fb)):
+            if fa is None or fb is None or any(d.matters or d.field in _DRAFTING
+                                               for d in fingerprint_differences(fa, fb)):
                 continue
             rows_b = {(r.scenario, r.concurrency): r for r in (b.speed.rows if b.speed else [])}
             rows = []
