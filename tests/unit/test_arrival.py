@@ -59,6 +59,20 @@ def test_content_compressed_far_below_the_servers_own_decode_time_is_held() -> N
     assert "though the server reports 0.63 s of decoding" in p.detail
 
 
+def test_a_long_body_in_several_quick_reads_without_server_timings_is_held() -> None:
+    """A whole-response proxy in front of a server that reports no decode time (vLLM, SGLang): a long
+    body is split by the socket into a few reads, 1.5 ms apart in all. 1,024 steps at 0.7 M steps/s is
+    no engine's pace; the control, 1,024 tokens at 1 ms each (a fast small model), is."""
+    reads = [(3000.0 + 0.5 * i, 256) for i in range(4)]
+    p = stream_arrival(_stream(reads))
+    assert p.kind == "whole" and p.reads == 4 and p.server_decode_s is None
+    assert p.detail.startswith("1024 steps in 4 reads within 1.5 ms after 3.00 s, faster than any engine")
+    fast = stream_arrival(_stream(_healthy(1024, itl_ms=1.0)))
+    assert fast.kind == "streamed", fast.detail
+    paired = stream_arrival(_stream([(2.0 + 0.4 * i, 2) for i in range(512)]))  # 0.2 ms per step, in pairs
+    assert paired.kind == "streamed", paired.detail
+
+
 def test_many_steps_per_read_at_a_fixed_period_is_a_flush() -> None:
     # a proxy that flushes every 100 ms in front of a 10 ms/token engine: ~10 events a read
     reads = [(100.0 * (i + 1), 10) for i in range(6)] + [(640.0, 4)]
@@ -175,6 +189,35 @@ async def _patterns(script: EmulatorScript, mode: str | None, n: int = 4) -> lis
 
 ONE_TOKEN = EmulatorScript(ttft=Delay(mean_ms=30.0), itl=Delay(mean_ms=8.0), output_tokens=96)
 SPEC = ONE_TOKEN.model_copy(update={"spec_depth": 4, "spec_accept": 0.7})
+
+
+LONG = EmulatorScript(ttft=Delay(mean_ms=30.0), itl=Delay(mean_ms=1.0), output_tokens=1024)
+
+
+def test_emulator_long_answers_behind_the_whole_response_proxy_are_held_and_direct_they_are_not() -> None:
+    """1,024 tokens buffered whole come in several reads (the socket splits the body), and the emulator
+    reports no decode time: still whole. The same answers straight from the emulator stream."""
+    async def patterns(mode: str | None) -> list[ArrivalPattern]:
+        async with Emulator(LONG) as emu:
+            proxy = BufferingProxy(emu.url, mode=mode) if mode else None  # type: ignore[arg-type]
+            url = (await proxy.start()).url if proxy else emu.url
+            try:
+                async with ChatClient(url) as c:
+                    out = []
+                    for _ in range(3):
+                        res = await c.stream_chat({"model": "m", "messages": [{"role": "user", "content": "hi"}],
+                                                   "max_tokens": 1024})
+                        assert res.ok and res.timings is None, res.error
+                        out.append(stream_arrival(res))
+                    return out
+            finally:
+                if proxy:
+                    await proxy.stop()
+
+    held = asyncio.run(patterns("whole"))
+    assert summarize_arrival(held).buffered and all(p.kind == "whole" for p in held), [p.detail for p in held]
+    direct = asyncio.run(patterns(None))
+    assert [p.kind for p in direct] == ["streamed"] * 3, [p.detail for p in direct]
 
 
 @pytest.mark.parametrize(("script", "mode", "expected"), [

@@ -6,8 +6,10 @@ event; llama.cpp: one event per token, a speculative step's tokens back to back)
 keeps up reads about one engine step per socket read. Two patterns cannot come from generation:
 
 - **whole**: the response arrives in one or two reads after a long wait (a proxy that buffers each
-  response, e.g. nginx with `proxy_buffering on`), or within a span far shorter than the decoding
-  the server itself reports (llama.cpp `timings.predicted_ms`).
+  response, e.g. nginx with `proxy_buffering on`), within a span far shorter than the decoding
+  the server itself reports (llama.cpp `timings.predicted_ms`), or, where the server reports no
+  decode time, in several reads faster than any engine decodes one stream (over MAX_STEP_RATE steps
+  per second: a long buffered body split by the socket into several reads).
 - **flushed**: reads carry several engine steps each, at a near-constant period that does not
   follow the engine (a proxy or server that flushes on a timer or a buffer size).
 
@@ -53,6 +55,10 @@ FLUSH_MIN_PERIOD_S = 0.02
 # server decoded long enough for the comparison to mean something.
 COMPRESSED_SHARE = 0.25
 COMPRESSED_MIN_DECODE_S = 0.05
+# Engine steps per second of one stream that no engine reaches (0.1 ms per step; the fastest single-
+# stream decoders are near 1 ms per step). A buffered body replayed over loopback or a LAN arrives at
+# 10^5-10^6 steps/s; over a link slower than about 10 Mbit/s it spreads out and is not caught this way.
+MAX_STEP_RATE = 10_000.0
 
 
 class ArrivalPattern(Frozen):
@@ -163,6 +169,10 @@ def stream_arrival(res: StreamResult) -> ArrivalPattern:
         kind = "whole"
         detail = (f"{steps} steps within {span_s * 1e3:.1f} ms after {first_s:.2f} s, though the server reports "
                   f"{server_decode_s:.2f} s of decoding")
+    elif span_s * MAX_STEP_RATE < steps - 1:
+        kind = "whole"
+        detail = (f"{steps} steps in {len(reads)} reads within {span_s * 1e3:.1f} ms after {first_s:.2f} s, faster "
+                  f"than any engine decodes one stream (over {MAX_STEP_RATE:,.0f} steps/s)")
     elif (per_read >= FLUSH_STEPS_PER_READ and share is not None and share >= PERIOD_SHARE and period is not None
           and period >= FLUSH_MIN_PERIOD_S and (read_late_s is None or read_late_s < PERIOD_TOLERANCE * period)):
         kind = "flushed"
@@ -193,7 +203,7 @@ def summarize_arrival(patterns: Sequence[ArrivalPattern]) -> ArrivalSummary:
         wait = median(p.first_read_s or 0.0 for p in whole)
         most = max(p.reads for p in whole)
         how = ("in one read" if most == 1 else "in <= 2 reads") if most <= 2 else (
-            "within a small part of the server's own decode time")
+            "in a burst far shorter than decoding takes")
         parts.append(f"{len(whole)} of {len(judged)} requests arrived {how} after {wait:.1f} s (median)")
     if flushed:
         per_read = median(p.steps_per_read or 0.0 for p in flushed)

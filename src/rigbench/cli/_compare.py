@@ -90,8 +90,8 @@ def compare(
         why = speculation_unknown(other.header)
         if why is not None:  # said, not skipped in silence: it may have drafted, and nothing shows whether
             msg = (f"{labels[other.dir.name]}: whether this rig drafted tokens is unknown ({why}), so no "
-                   "speculative speed-up prediction is made for it. A server that shows its drafting (vLLM's "
-                   "spec_decode counters, llama.cpp's /slots) or a rig rigbench launched tells.")
+                   "speculative speed-up prediction is made for it. A server whose metrics or status show its "
+                   "drafting, or a rig rigbench launched, tells.")
             console.print(f"[yellow]{for_console(msg)}[/]")
             md.append(f"> {msg}")
             continue
