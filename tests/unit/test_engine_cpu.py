@@ -157,6 +157,19 @@ def test_built_binary_that_crashes_falls_back_to_no_repack(tmp_path: Path, isola
     assert any("retrying with --no-repack" in n for n in notes)
 
 
+@pytest.mark.parametrize(("cores", "minutes"), [(1, 20), (2, 10), (4, 5), (16, 2)])
+def test_a_first_build_says_how_long_it_takes_on_this_machines_cores(
+        tmp_path: Path, isolated: Path, monkeypatch: pytest.MonkeyPatch, cores: int, minutes: int) -> None:
+    """"A few minutes" was 11 minutes on a 2-core VM: the note scales the measured cost by the cores."""
+    from rigbench.rig.engines._llamacpp import _smoke
+
+    monkeypatch.setattr(_smoke, "usable_cpus", lambda: cores)
+    _, build = _builder(tmp_path, {"isa": "ok"})
+    notes: list[str] = []
+    ensure_llama_server(None, lambda: isolated, build=build, note=notes.append)  # type: ignore[arg-type]
+    assert any(f"(about {minutes} minutes with {cores} cores; cached afterwards)" in n for n in notes), notes
+
+
 def test_built_binary_still_crashing_is_rebuilt_baseline(tmp_path: Path, isolated: Path) -> None:
     built, build = _builder(tmp_path, {"isa": "segv_always", "baseline": "ok"})
     eng = ensure_llama_server(None, lambda: isolated, build=build)  # type: ignore[arg-type]

