@@ -41,7 +41,7 @@ PUBLIC: dict[str, list[str]] = {
         "app", "main",
     ],
     "rigbench.client": [
-        "ChatClient", "Deadlines", "RetryPolicy", "SelfCheckMonitor",
+        "ChatClient", "Deadlines", "EncodedBody", "RetryPolicy", "SelfCheckMonitor",
         "current_monitor", "event_loop_name", "is_loopback_url", "redact_text", "redact_url", "run",
         "url_has_userinfo", "use_monitor",
     ],
@@ -81,7 +81,7 @@ PUBLIC: dict[str, list[str]] = {
         "RunListing", "comparison_markdown", "comparison_terminal", "differences_terminal", "kv_terminal", "load_comparison_markdown",
         "load_comparison_terminal", "preflight_terminal", "render_blog_markdown", "render_html",
         "render_json", "render_markdown", "render_terminal", "report_title", "rig_labels", "roofline_terminal", "runs_table", "shift_headings",
-        "speculates", "speculation_markdown", "speculation_terminal", "speed_markdown", "speed_table", "speedup_table",
+        "speculates", "speculation_markdown", "speculation_terminal", "speculation_unknown", "speed_markdown", "speed_table", "speedup_table",
         "suite_comparison_markdown", "suite_comparison_terminal", "summary_terminal", "synth_mark", "synth_note",
         "synthetic_acceptance", "vllm_detailed_result",
     ],
@@ -139,7 +139,7 @@ PUBLIC: dict[str, list[str]] = {
     ],
     "rigbench.suites.load": [
         "Dispatched", "LengthDist", "LoadSettings", "LoadSuite", "TRACE_LAYOUTS", "TraceRequest", "arrival_offsets_s",
-        "load_options", "load_suites", "read_trace", "sleep_until_ns", "sweep_rates",
+        "load_options", "load_suites", "no_full_collection", "read_trace", "sleep_until_ns", "sweep_rates",
     ],
     "rigbench.suites.quality": [
         "EffortSettings", "EffortSweepSuite", "MMLUProData", "MMLUProSettings", "MMLUProSuite",
