@@ -169,7 +169,7 @@ def test_one_buffered_request_in_twelve_is_left_out_not_the_row() -> None:
 # -- the emulator behind each proxy (fast, deterministic) ---------------------------------------------
 
 
-async def _patterns(script: EmulatorScript, mode: str | None, n: int = 4) -> list[ArrivalPattern]:
+async def _patterns(script: EmulatorScript, mode: str | None, n: int = 4, max_tokens: int = 96) -> list[ArrivalPattern]:
     async with Emulator(script) as emu:
         proxy = BufferingProxy(emu.url, mode=mode) if mode else None  # type: ignore[arg-type]
         url = (await proxy.start()).url if proxy else emu.url
@@ -178,8 +178,8 @@ async def _patterns(script: EmulatorScript, mode: str | None, n: int = 4) -> lis
                 out = []
                 for _ in range(n):
                     res = await c.stream_chat({"model": "m", "messages": [{"role": "user", "content": "hi"}],
-                                               "max_tokens": 96})
-                    assert res.ok, res.error
+                                               "max_tokens": max_tokens})
+                    assert res.ok and res.timings is None, res.error  # the emulator reports no decode time
                     out.append(stream_arrival(res))
                 return out
         finally:
@@ -197,26 +197,9 @@ LONG = EmulatorScript(ttft=Delay(mean_ms=30.0), itl=Delay(mean_ms=1.0), output_t
 def test_emulator_long_answers_behind_the_whole_response_proxy_are_held_and_direct_they_are_not() -> None:
     """1,024 tokens buffered whole come in several reads (the socket splits the body), and the emulator
     reports no decode time: still whole. The same answers straight from the emulator stream."""
-    async def patterns(mode: str | None) -> list[ArrivalPattern]:
-        async with Emulator(LONG) as emu:
-            proxy = BufferingProxy(emu.url, mode=mode) if mode else None  # type: ignore[arg-type]
-            url = (await proxy.start()).url if proxy else emu.url
-            try:
-                async with ChatClient(url) as c:
-                    out = []
-                    for _ in range(3):
-                        res = await c.stream_chat({"model": "m", "messages": [{"role": "user", "content": "hi"}],
-                                                   "max_tokens": 1024})
-                        assert res.ok and res.timings is None, res.error
-                        out.append(stream_arrival(res))
-                    return out
-            finally:
-                if proxy:
-                    await proxy.stop()
-
-    held = asyncio.run(patterns("whole"))
+    held = asyncio.run(_patterns(LONG, "whole", n=3, max_tokens=1024))
     assert summarize_arrival(held).buffered and all(p.kind == "whole" for p in held), [p.detail for p in held]
-    direct = asyncio.run(patterns(None))
+    direct = asyncio.run(_patterns(LONG, None, n=3, max_tokens=1024))
     assert [p.kind for p in direct] == ["streamed"] * 3, [p.detail for p in direct]
 
 
