@@ -227,12 +227,19 @@ class _EncodingChurn(_Churn):
         return await super().stream_chat(body, scheduled_ns=scheduled_ns)
 
 
-def test_a_ray_client_actor_encodes_its_share_first_and_holds_off_full_collections_while_it_sends() -> None:
+def test_a_ray_client_actor_encodes_its_share_first_and_holds_off_full_collections_while_it_sends(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """A Ray client actor sends its share of a rate schedule as the single-process dispatcher does: every
     body encoded before the schedule's zero is set (`prepare_schedule`; the pool sets the zero after), and no full collection between its first send and last reply
     (the control above shows the same churn brings full collections due). The actor class runs here in
-    this process, without a cluster; its loop runs on its own thread, as in an actor."""
+    this process, without a cluster; its loop runs on its own thread, as in an actor. Ray itself is not
+    imported: importing it here, before tests/scale starts its token-authenticated loopback cluster in the
+    same pytest process, made Ray refuse that cluster ("InvalidAuthToken")."""
+    from types import SimpleNamespace
+
     from rigbench.scale._clients import ClientActor
+
+    monkeypatch.setitem(sys.modules, "ray", SimpleNamespace(util=SimpleNamespace(get_node_ip_address=lambda: "127.0.0.1")))
 
     saved = gc.get_threshold()
     actor = ClientActor("a0", "http://127.0.0.1:9/v1", None)
