@@ -117,6 +117,8 @@ def test_a_buffering_proxy_untrusts_latency_and_names_it(case: str, words: str, 
     md_row = next(line for line in o.markdown.splitlines() if line.startswith("| chat_short | 128→64"))
     assert md_row.count("n/m†") == 3  # decode tok/s, TTFT, ITL
     assert "n/m†" in next(line for line in o.markdown.splitlines() if "| TTFT |" in line)
+    # nor drawn: no TTFT/ITL plot of the buffer's timing (the plot would say "measured")
+    assert "TTFT and ITL over requests (CDF)" not in o.html
 
 
 @pytest.mark.parametrize("case", ["direct", "spec"])
@@ -128,6 +130,7 @@ def test_a_healthy_stream_keeps_its_latency(case: str, outcomes: dict[str, Outco
     assert a.speed is not None
     [row] = a.speed.rows
     assert row.arrival is not None and row.arrival.judged == 3 and not row.arrival.buffered
+    assert "TTFT and ITL over requests (CDF)" in o.html
     assert row.latency_not_measurable is None and row.itl_mean_s is not None
     assert (row.ttft_s is not None) == (case == "direct")  # multi-token chunks withhold TTFT, as before
     for text in (o.res.stdout, o.markdown, o.html):

@@ -166,8 +166,16 @@ def _request_series(names: Sequence[str], analyses: Sequence[RunAnalysis]) -> tu
             reqs = []
         timings = [(r, request_timing(r.result, output_tokens_target=r.output_tokens_target)) for r in reqs
                    if r.result.chunk_ns]
-        cdf.append((n, [t.ttft_s for _, t in timings if t.ttft_s is not None],
-                    [t.itl_mean_s for _, t in timings if t.itl_mean_s is not None]))
+        # only where the row's own figure is measurable: a row buffered by a proxy (or whose TTFT is
+        # withheld for multi-token chunks) has no TTFT/ITL to plot, whatever its stamps say
+        rows = {(row.scenario, row.concurrency): row for row in (a.speed.rows if a.speed else [])}
+
+        def shown(r: SpeedRequest, figure: str, rows: dict[tuple[str, int], Any] = rows) -> bool:
+            row = rows.get((r.scenario, r.concurrency))
+            return row is not None and getattr(row, figure) is not None
+
+        cdf.append((n, [t.ttft_s for r, t in timings if t.ttft_s is not None and shown(r, "ttft_s")],
+                    [t.itl_mean_s for r, t in timings if t.itl_mean_s is not None and shown(r, "itl_mean_s")]))
         if not timings:
             over_time.append((n, "", [], []))
             continue
