@@ -43,7 +43,9 @@ class Outcome(NamedTuple):
 
 def _run(url: str, out: Path) -> Outcome:
     res = subprocess.run([sys.executable, "-m", "rigbench", "run", "--endpoint", url, "--scenarios", "chat_short",
-                          "--repetitions", "2", "--warmup", "0", "--no-sanity", "--out", str(out)],
+                          "--repetitions", "2", "--warmup", "0", "--no-sanity", "--out", str(out),
+                          # about the stream's arrival, not the host: steal on the CI VM is judged elsewhere
+                          "--allow-busy-host"],
                          capture_output=True, text=True, timeout=600, env=ENV)
     assert out.is_dir(), res.stdout[-3000:] + res.stderr[-3000:]
     [run_dir] = list(out.iterdir())

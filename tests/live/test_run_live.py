@@ -18,7 +18,11 @@ from ..conftest import start_llama_server
 
 pytestmark = pytest.mark.live
 
-QUICK = ["--scenarios", "chat_short", "--repetitions", "2", "--warmup", "1"]
+# --allow-busy-host: these tests are about what a run records, not the host it ran on. On the 2-core CI
+# VM the hypervisor now and then takes 0.1-0.2 cores (steal) in a window, which rigbench rightly calls
+# busy; the busy-host check has its own adversaries and quiet controls (test_host_live.py).
+BUSY_OK = ["--allow-busy-host"]
+QUICK = ["--scenarios", "chat_short", "--repetitions", "2", "--warmup", "1", *BUSY_OK]
 
 
 def rigbench(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
@@ -73,7 +77,7 @@ def test_kill_9_leaves_a_readable_partial_run_that_resumes(tmp_path: Path) -> No
     out = tmp_path / "runs"
     env = {**os.environ, "COLUMNS": "160"}
     proc = subprocess.Popen([sys.executable, "-m", "rigbench", "run", "--scenarios", "chat_short,code_generation",
-                             "--repetitions", "3", "--warmup", "0", "--out", str(out)],
+                             "--repetitions", "3", "--warmup", "0", *BUSY_OK, "--out", str(out)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, start_new_session=True)
     deadline = time.monotonic() + 300
     records = None
@@ -96,7 +100,7 @@ def test_kill_9_leaves_a_readable_partial_run_that_resumes(tmp_path: Path) -> No
     assert shown.returncode == 0, shown.stderr
     assert "incomplete" in shown.stdout
     resumed = rigbench("run", "--resume", str(run_dir), "--scenarios", "chat_short,code_generation",
-                       "--repetitions", "3", "--warmup", "0", "--out", str(out))
+                       "--repetitions", "3", "--warmup", "0", *BUSY_OK, "--out", str(out))
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     reader = RunReader(run_dir)
     assert reader.header.status == "complete"
@@ -150,7 +154,7 @@ def _two_runs_on_one_slot(tmp_path: Path, *, repetitions: int, warmup: int) -> P
     proc, base = start_llama_server(Path(os.environ["RIGBENCH_LLAMA_SERVER"]), Path(os.environ["RIGBENCH_LLAMA_MODEL"]),
                                     tmp_path / "srv.log", slots=1)
     args = ["run", "--endpoint", base, "--scenarios", "chat_short", "--repetitions", str(repetitions),
-            "--warmup", str(warmup), "--no-sanity", "--allow-untrusted", "--seed", "7"]
+            "--warmup", str(warmup), "--no-sanity", "--allow-untrusted", "--seed", "7", *BUSY_OK]
     try:
         for out in ("first", "second"):
             res = rigbench(*args, "--out", str(tmp_path / out))
