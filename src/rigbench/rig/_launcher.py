@@ -17,8 +17,8 @@ from typing import Any
 from rigbench.errors import RigStartError, UsageError
 from rigbench.records import StartupTiming
 from rigbench.rig._fingerprint import ModelInfo
-from rigbench.rig._process import EngineProcess, free_port
-from rigbench.rig._rig import LaunchedRig, RigEngine, engine_death_signal
+from rigbench.rig._process import free_port
+from rigbench.rig._rig import LaunchedRig, RigEngine
 from rigbench.rig._verbatim import CommandLaunch, ContainerLaunch, EndpointSpec, verbatim_command
 
 __all__ = ["CommandRig", "ContainerRig", "launched_rig"]
@@ -97,13 +97,11 @@ def launched_rig(spec: Any, log_path: Path, *, engine: RigEngine | None, api_key
                       source=f"as given to {engine.name if engine else 'unknown'}")
     common: dict[str, Any] = {"engine": engine, "candidates": candidates, "port": int(spec.port),
                               "log_path": log_path, "model": model, "host": spec.host, "health_path": health,
-                              "api_key": api_key,
+                              "api_key": api_key, "env": cmd.env or None,
                               "start_timeout_s": engine.start_timeout_s if engine else _GENERIC_START_TIMEOUT_S}
     rig: LaunchedRig
     if isinstance(spec, ContainerLaunch):
         rig = ContainerRig(cmd.argv, container_name=spec.container_name, **common)
     else:
         rig = CommandRig(cmd.argv, **common)
-    if cmd.env:  # an engine configured through its environment
-        rig.process = EngineProcess(cmd.argv, log_path, env=cmd.env, death_signal=engine_death_signal(engine))
     return rig

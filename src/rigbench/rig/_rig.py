@@ -184,9 +184,11 @@ class LaunchedRig:
         api_key: str | None = None,
         engine_binary: EngineBinary | None = None,
         candidates: Sequence[RigEngine] = (),
+        env: dict[str, str] | None = None,
     ) -> None:
         """`engine`: the engine that launches it; None for a verbatim command that named none, which is told
-        apart among `candidates` once it answers."""
+        apart among `candidates` once it answers. `env`: variables the engine is configured through (added
+        to rigbench's own environment)."""
         self.argv = argv
         self.engine_binary = engine_binary
         self.known = engine
@@ -198,7 +200,7 @@ class LaunchedRig:
         self.draft_model = draft_model
         self.health_path = health_path
         self.start_timeout_s = start_timeout_s
-        self.process = EngineProcess(argv, log_path, death_signal=engine_death_signal(engine))
+        self.process = EngineProcess(argv, log_path, env=env, death_signal=engine_death_signal(engine))
         self.base_url = f"http://{host}:{port}/v1"
         self.client = ChatClient(self.base_url, api_key=api_key)
         self.startup: StartupTiming | None = None

@@ -70,8 +70,8 @@ class VLLMRig(LaunchedRig):
         model = ModelInfo(path=spec.model, served_name=spec.served_model_name, source="as given to vllm")
         assert spec.port is not None
         super().__init__(cmd.argv, engine=VLLM, port=spec.port, log_path=log_path, model=model, host=spec.host,
-                         health_path=VLLMAdapter.health_path, start_timeout_s=start_timeout_s, api_key=api_key)
-        self.process = EngineProcess(cmd.argv, log_path, env=cmd.env, death_signal=VLLM.death_signal)
+                         health_path=VLLMAdapter.health_path, start_timeout_s=start_timeout_s, api_key=api_key,
+                         env=cmd.env)
         self.vllm_python: Path | None = None
 
     def prepare(self) -> None:
@@ -111,7 +111,8 @@ class VLLMRig(LaunchedRig):
         self._note(said)
         cmd = VLLM.command(self.spec)
         self.argv = cmd.argv
-        self.process = EngineProcess(cmd.argv, self.process.log_path, env=cmd.env, death_signal=VLLM.death_signal)
+        self.process = EngineProcess(cmd.argv, self.process.log_path, env=cmd.env,
+                                     death_signal=self.process.death_signal)
         served = self.spec.served_model_name
         model_dir = Path(self.spec.model)
         weights = model_dir / "model.safetensors"
