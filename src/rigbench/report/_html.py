@@ -168,14 +168,12 @@ def _request_series(names: Sequence[str], analyses: Sequence[RunAnalysis]) -> tu
                    if r.result.chunk_ns]
         # only where the row's own figure is measurable: a row buffered by a proxy (or whose TTFT is
         # withheld for multi-token chunks) has no TTFT/ITL to plot, whatever its stamps say
-        rows = {(row.scenario, row.concurrency): row for row in (a.speed.rows if a.speed else [])}
-
-        def shown(r: SpeedRequest, figure: str, rows: dict[tuple[str, int], Any] = rows) -> bool:
-            row = rows.get((r.scenario, r.concurrency))
-            return row is not None and getattr(row, figure) is not None
-
-        cdf.append((n, [t.ttft_s for r, t in timings if t.ttft_s is not None and shown(r, "ttft_s")],
-                    [t.itl_mean_s for r, t in timings if t.itl_mean_s is not None and shown(r, "itl_mean_s")]))
+        rows = a.speed.rows if a.speed else []
+        has_ttft = {(row.scenario, row.concurrency) for row in rows if row.ttft_s is not None}
+        has_itl = {(row.scenario, row.concurrency) for row in rows if row.itl_mean_s is not None}
+        cdf.append((n, [t.ttft_s for r, t in timings if t.ttft_s is not None and (r.scenario, r.concurrency) in has_ttft],
+                    [t.itl_mean_s for r, t in timings
+                     if t.itl_mean_s is not None and (r.scenario, r.concurrency) in has_itl]))
         if not timings:
             over_time.append((n, "", [], []))
             continue

@@ -48,10 +48,6 @@ class RunConfig:
     # `allow_untrusted` says (a run asked for whatever its verdict measures on); a plan's rigs, whose
     # `allow_untrusted` is always on, set True (they must still stop)
     stop_on_busy_host: bool | None = field(default=None, compare=False)
-
-    @property
-    def stops_on_busy_host(self) -> bool:
-        return not self.allow_untrusted if self.stop_on_busy_host is None else self.stop_on_busy_host
     cli_options: dict[str, Any] | None = field(default=None, compare=False)  # so --resume can rebuild them
     command: list[str] = field(default_factory=lambda: _redacted_argv(sys.argv), compare=False)
     # The suites themselves, built from the names and settings (scale-out swaps the speed suite's client).
@@ -60,6 +56,10 @@ class RunConfig:
 
     def __post_init__(self) -> None:
         self.suites, self.suite_settings = build_suites(self.suite_names, self.settings)
+
+    @property
+    def stops_on_busy_host(self) -> bool:
+        return not self.allow_untrusted if self.stop_on_busy_host is None else self.stop_on_busy_host
 
     def recorded(self) -> dict[str, Any]:
         """The resolved settings as run.json records them (`plan`); a resume must match them."""

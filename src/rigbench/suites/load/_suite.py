@@ -37,7 +37,6 @@ SWEEP_TOP = 0.95
 # The schedule's zero is this far after the dispatcher starts, so the first sends are not late.
 _LEAD_NS = 20_000_000
 _PREP_PARALLEL = 8
-# The oldest generation's threshold during a window: its collection never comes due.
 # The filler load windows cut their prompts from, at most this many words (one /tokenize call).
 _FILLER_WORDS_MAX = 60_000
 
