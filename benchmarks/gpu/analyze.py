@@ -51,6 +51,14 @@ def main(root: Path) -> None:
     print("\n" + host_markdown(runs))
 
 
+def _span(vals: list[float | None], lo: bool = False) -> str:
+    """The largest known value (with `lo`, smallest–largest), or "unknown"."""
+    known = [x for x in vals if x is not None]
+    if not known:
+        return "unknown"
+    return f"{min(known):.2f}–{max(known):.2f}" if lo else f"{max(known):.2f}"
+
+
 def host_markdown(runs: dict[str, RunReader]) -> str:
     """Host conditions per run (rigbench's own judgement, `assess_host`), the busiest window's figures in
     cores (CPU seconds / wall seconds), and other compute processes on the engine's GPU."""
@@ -63,19 +71,13 @@ def host_markdown(runs: dict[str, RunReader]) -> str:
             lines.append(f"| {label} | – | not recorded | | | | | |")
             continue
 
-        def span(vals: list[float | None], lo: bool = False) -> str:
-            known = [x for x in vals if x is not None]
-            if not known:
-                return "unknown"
-            return f"{min(known):.2f}–{max(known):.2f}" if lo else f"{max(known):.2f}"
-
         busy = sum(1 for r in v.rows if r.busy)
         gpu = sorted({f"{g.name} (pid {g.pid}, {g.used_memory_mib or 0:.0f} MiB)" for w in ws for g in (w.gpu_other or [])})
         known_gpu = any(w.gpu_other is not None for w in ws)
         lines.append(
             f"| {label} | {len(v.rows)} | {f'busy in {busy}' if busy else 'quiet'} | "
-            f"{span([r.engine_cores for r in v.rows], lo=True)} | {span([r.rigbench_cores for r in v.rows])} | "
-            f"{span([r.other_cores for r in v.rows])} | {span([r.steal_cores for r in v.rows])} | "
+            f"{_span([r.engine_cores for r in v.rows], lo=True)} | {_span([r.rigbench_cores for r in v.rows])} | "
+            f"{_span([r.other_cores for r in v.rows])} | {_span([r.steal_cores for r in v.rows])} | "
             f"{', '.join(gpu) if gpu else ('none' if known_gpu else 'unknown')} |")
     return "\n".join(lines)
 

@@ -27,9 +27,7 @@ setup() {  # rigbench's missing dependencies, once per machine
     && touch $W/site/.done
 }
 
-host_line() {  # the conditions a published figure needs beside it
-  echo "host: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%FT%TZ)"
-}
+. "$(dirname "$0")/host_line.sh"  # host_line
 
 job() {
   set -x

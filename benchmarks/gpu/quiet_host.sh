@@ -26,9 +26,7 @@ MODEL_DIR=$RIGBENCH_CACHE_DIR/models/b179c9523d0e6a0f
 MODEL=$MODEL_DIR/SmolLM2-135M-Instruct.Q4_1.gguf
 mkdir -p $K "$RIGBENCH_CACHE_DIR/downloads" "$MODEL_DIR" "${OUT:-/tmp/out}"
 
-host_line() {  # the conditions a published figure needs beside it
-  echo "host: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%FT%TZ)"
-}
+. "$(dirname "$0")/host_line.sh"  # host_line
 
 case "${1:-}" in
   kit1)
