@@ -52,6 +52,8 @@ def test_the_request_that_starts_the_stall_reaches_the_server_only_after_it() ->
             before, after = emu.truth
             assert before.received_ns < start  # the first passed untouched
             assert after.received_ns >= end  # held at the proxy for the whole stall
+            assert len(p.arrivals_ns) == 2 and p.arrivals_ns[0] <= before.received_ns
+            assert second.sent_ns <= p.arrivals_ns[1] <= start  # it reached the proxy at its send
             first_token = arrival_ns(second)[0][0]
             assert first_token >= end and first_token - second.sent_ns >= 0.4e9
     asyncio.run(go())
@@ -139,9 +141,15 @@ def test_its_own_process_prints_where_it_listens_and_the_window() -> None:
                 out.append((await asyncio.wait_for(proc.stdout.readline(), 30)).decode())
                 _, start, end = out[1].split()
                 assert t0 <= int(start) < int(end) <= emu.truth[0].received_ns
+                proc.terminate()  # SIGTERM: it prints when each request reached it, then ends
+                out.append((await asyncio.wait_for(proc.stdout.readline(), 30)).decode())
+                assert await asyncio.wait_for(proc.wait(), 30) == 0
+                arrived = [int(x) for x in out[2].split()[1:]]
+                assert len(arrived) == 1 and t0 <= arrived[0] <= int(start)
             finally:
-                proc.terminate()
-                await proc.wait()
+                if proc.returncode is None:
+                    proc.kill()
+                    await proc.wait()
     lines: list[str] = []
     asyncio.run(serve(lines))
     assert lines[0].startswith("listening http://127.0.0.1:") and lines[0].rstrip().endswith("/v1")

@@ -16,7 +16,9 @@ the window's end when it was written during the stall.
 
 In-process: `async with StallProxy(upstream, stall_s=2, after_requests=20) as p: p.url`.
 In its own process (a benchmark's set-up): `python -m rigbench.testing._stall --upstream URL
---stall-s 2 --after 20` prints `listening URL`, then `stall START_NS END_NS` when it ends.
+--stall-s 2 --after 20` prints `listening URL`, then `stall START_NS END_NS` when it ends, and on
+SIGINT or SIGTERM `arrivals NS...`: when each chat request reached it (`arrivals_ns`), the client's
+send as the server would have seen it had it not stopped.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import signal
 import time
 from urllib.parse import urlsplit
 
@@ -52,6 +55,7 @@ class StallProxy:
         self.stall_s, self.after_requests, self.marker = stall_s, after_requests, marker
         self.host, self.port = host, port
         self.requests = 0  # markers seen so far
+        self.arrivals_ns: list[int] = []  # when each reached the proxy (the client's send, to the server)
         self.window_ns: tuple[int, int] | None = None  # the stall, once it has ended
         self._started_ns: int | None = None
         self._open = asyncio.Event()
@@ -110,7 +114,10 @@ class StallProxy:
         """Count markers in `data` (a marker may straddle the previous read: `tail`); start the
         stall at the `after_requests`-th. Returns the new tail."""
         joined = tail + data
-        self.requests += joined.count(self.marker)
+        seen = joined.count(self.marker)
+        if seen:
+            self.requests += seen
+            self.arrivals_ns.extend([time.perf_counter_ns()] * seen)
         if self._started_ns is None and self.requests >= self.after_requests:
             self._started_ns = time.perf_counter_ns()
             self._open.clear()
@@ -166,12 +173,17 @@ class StallProxy:
 async def _serve(args: argparse.Namespace) -> None:
     proxy = await StallProxy(args.upstream, stall_s=args.stall_s, after_requests=args.after,
                              host=args.host, port=args.port).start()
+    task = asyncio.current_task()
+    assert task is not None
+    for sig in (signal.SIGINT, signal.SIGTERM):  # end through the finally below, which prints the arrivals
+        asyncio.get_running_loop().add_signal_handler(sig, task.cancel)
     print(f"listening {proxy.url}", flush=True)
     try:
         start, end = await proxy.wait_stall_end()
         print(f"stall {start} {end}", flush=True)
         await asyncio.Event().wait()
     finally:
+        print("arrivals " + " ".join(map(str, proxy.arrivals_ns)), flush=True)
         await proxy.stop()
 
 
@@ -184,7 +196,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=0)
     args = p.parse_args(argv)
-    with contextlib.suppress(KeyboardInterrupt):
+    with contextlib.suppress(KeyboardInterrupt, asyncio.CancelledError):
         asyncio.run(_serve(args))
 
 
