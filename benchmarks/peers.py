@@ -377,6 +377,7 @@ def _start_llama(args: argparse.Namespace) -> dict[str, Any]:
     log = Path(tempfile.mkdtemp(prefix="peers-llama-")) / "server.log"
     cmd = [exe, "-m", model, "--host", "127.0.0.1", "--port", str(args.port), "-c", "8192", "-np", "4",
            "--alias", "SmolLM2-135M-Instruct", "--log-file", str(log)]
+    cmd += ["--threads", str(args.llama_threads)] if args.llama_threads else []
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     url = f"http://127.0.0.1:{args.port}"
     for _ in range(600):
@@ -433,26 +434,28 @@ def _lanes(args: argparse.Namespace, cases: list[Case]) -> dict[str, Any]:
         raise SystemExit(f"--lanes {n} needs at least 2 cores per lane; this machine has {os.cpu_count()}")
     lanes = [cases[i::n] for i in range(n)]
     procs = []
-    tmp = Path(tempfile.mkdtemp(prefix="peers-lanes-"))
+    # each lane's JSON beside --json, written as it goes: a run cut short keeps what it measured
+    tmp = Path(args.json).parent if args.json else Path(tempfile.mkdtemp(prefix="peers-lanes-"))
+    stem = Path(args.json).name if args.json else "peers"
     logs = contextlib.ExitStack()
     for i, lane in enumerate(lanes):
         if not lane:
             continue
         argv = [sys.executable, __file__, "--cases", ",".join(c.name for c in lane), "--cpus",
-                f"{i * per}-{(i + 1) * per - 1}", "--json", str(tmp / f"lane{i}.json"), "--rounds", str(args.rounds),
+                f"{i * per}-{(i + 1) * per - 1}", "--json", str(tmp / f"{stem}.lane{i}.json"), "--rounds", str(args.rounds),
                 "--tools", args.tools, "--target", args.target, "--timeout-s", str(args.timeout_s),
                 "--port", str(args.port + i)]
         argv += ["--keep", args.keep] if args.keep else []
         argv += ["--requests", str(args.requests)] if args.requests else []
-        log = logs.enter_context((tmp / f"lane{i}.log").open("w"))
+        log = logs.enter_context((tmp / f"{stem}.lane{i}.log").open("w"))
         procs.append(subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT))
     with logs:
         for p in procs:
             p.wait()
     runs: list[dict[str, Any]] = []
-    for f in sorted(tmp.glob("lane*.json")):
+    for f in sorted(tmp.glob(f"{stem}.lane*.json")):
         runs += json.loads(f.read_text())["runs"]
-    tails = {f.name: f.read_text()[-3000:] for f in sorted(tmp.glob("lane*.log"))}
+    tails = {f.name: f.read_text()[-3000:] for f in sorted(tmp.glob(f"{stem}.lane*.log"))}
     return {"runs": runs, "lane_logs": tails}
 
 
@@ -470,6 +473,7 @@ def main() -> None:
     p.add_argument("--llama-server", default="")
     p.add_argument("--model-file", default="")
     p.add_argument("--port", type=int, default=18431)
+    p.add_argument("--llama-threads", type=int, default=0, help="llama-server --threads (default: its own)")
     p.add_argument("--requests", type=int, default=0, help="requests per run of rate, goodput and streams cases")
     p.add_argument("--streams", default="", help="closed-loop cases at these concurrencies instead of --cases")
     p.add_argument("--rates", default="", help="open-loop cases at these rates (req/s) instead of --cases")
