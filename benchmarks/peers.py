@@ -131,7 +131,7 @@ def _script(s: Server) -> EmulatorScript:
                               "output_tokens": s.output_tokens, "model": "emulated-model"}
     if s.slots is not None:
         if "slots" not in EmulatorScript.model_fields:
-            raise SystemExit("this rigbench's emulator has no `slots` (server capacity): the sweep case needs it")
+            raise NotImplementedError("this rigbench's emulator has no `slots` (a server capacity), which the case needs")
         fields["slots"] = s.slots
     return EmulatorScript(**fields)
 
@@ -226,7 +226,12 @@ def run_one(tool: str, case: Case, args: argparse.Namespace, llama: dict[str, An
     client_cpus, server_cpus = cpus or (None, None)
     try:
         if args.target == "emulator":
-            emu = EmulatorProcess(_script(case.server), uvloop=True).start()
+            try:
+                script = _script(case.server)
+            except NotImplementedError as e:
+                row["not_run"] = str(e)
+                return row
+            emu = EmulatorProcess(script, uvloop=True).start()
             if server_cpus:
                 os.sched_setaffinity(emu.pid or 0, server_cpus)
             url, model = emu.root, "emulated-model"
@@ -444,6 +449,7 @@ def _lanes(args: argparse.Namespace, cases: list[Case]) -> dict[str, Any]:
         argv = [sys.executable, __file__, "--cases", ",".join(c.name for c in lane), "--cpus",
                 f"{i * per}-{(i + 1) * per - 1}", "--json", str(tmp / f"{stem}.lane{i}.json"), "--rounds", str(args.rounds),
                 "--tools", args.tools, "--target", args.target, "--timeout-s", str(args.timeout_s),
+                "--deadline-s", str(args.deadline_s),
                 "--port", str(args.port + i)]
         argv += ["--keep", args.keep] if args.keep else []
         argv += ["--requests", str(args.requests)] if args.requests else []
@@ -469,7 +475,9 @@ def main() -> None:
     p.add_argument("--lanes", type=int, default=1, help="run the cases in this many pinned lanes at once "
                                                         "(cores split evenly; each lane a client set and a server core)")
     p.add_argument("--cpus", default="", help="(a lane) cores FIRST-LAST: the tools on all but the last, the server on it")
-    p.add_argument("--timeout-s", type=int, default=600)
+    p.add_argument("--timeout-s", type=int, default=600, help="one tool's run at most")
+    p.add_argument("--deadline-s", type=int, default=0, help="start no run that would end after this many seconds "
+                                                         "(judged by the longest run so far); it gets a row saying so")
     p.add_argument("--llama-server", default="")
     p.add_argument("--model-file", default="")
     p.add_argument("--port", type=int, default=18431)
@@ -508,12 +516,22 @@ def main() -> None:
     else:
         cpus = _cpu_sets(args.cpus)
         llama = _start_llama(args) if args.target == "llama" else None
+        t0, longest = time.perf_counter(), 0.0
         try:
             for rnd in range(args.rounds):
                 order = tools[rnd % len(tools):] + tools[: rnd % len(tools)]
                 for case in cases:
                     for tool in order:
+                        left = args.deadline_s - (time.perf_counter() - t0) if args.deadline_s else None
+                        if left is not None and left < longest:  # it would not finish in time: say so
+                            row = {"case": case.name, "mode": case.mode, "tool": tool, "round": rnd,
+                                   "not_run": f"--deadline-s {args.deadline_s}: {left:.0f} s left, runs took up to "
+                                              f"{longest:.0f} s"}
+                            results["runs"].append(row)
+                            continue
+                        started = time.perf_counter()
                         row = run_one(tool, case, args, llama, cpus)
+                        longest = max(longest, time.perf_counter() - started)
                         row["round"] = rnd
                         results["runs"].append(row)
                         print(json.dumps(row), flush=True)
@@ -615,7 +633,27 @@ def tables(results: dict[str, Any]) -> str:
         errs = [r for r in rs if "error" in r]
         for r in errs[:3]:
             out.append(f"\n{r['tool']} round {r.get('round')}: error: {r['error'][-300:]!r}")
+        verdict = _cpu_verdict(rs)
+        if verdict:
+            out.append(f"\n{verdict}")
     return "\n".join(out)
+
+
+def _cpu_verdict(rs: list[dict[str, Any]]) -> str:
+    """rigbench's client CPU per request against the best peer's (medians over rounds); issue 32's target
+    is at most a fifth of it."""
+    def med(tool: str) -> float | None:
+        xs = [r["cpu_ms_per_request"] for r in rs if r["tool"] == tool and isinstance(r.get("cpu_ms_per_request"), (int, float))]
+        return statistics.median(xs) if xs else None
+
+    ours = med("rigbench")
+    peers_ = {t: m for t in TOOLS if t != "rigbench" and (m := med(t)) is not None}
+    if not ours or not peers_:
+        return ""
+    best = min(peers_, key=lambda t: peers_[t])
+    ratio = peers_[best] / ours
+    return (f"client CPU per request: rigbench {ours:.3g} ms, best peer {best} {peers_[best]:.3g} ms: "
+            f"{ratio:.1f}x below ({'met' if ratio >= 5 else 'NOT met'}: target >= 5x)")
 
 
 if __name__ == "__main__":

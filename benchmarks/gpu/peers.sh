@@ -51,9 +51,9 @@ case "${1:-}" in
     W=/tmp/peers-out; rm -rf $W; mkdir -p $W
     S=$SECONDS
     timeout 420 $PY benchmarks/peers.py --cases "${1:-rate,stall,modes}" --lanes "${LANES:-4}" --rounds "${ROUNDS:-2}" \
-        --timeout-s 120 --json $W/peers-emulator.json > $W/peers-emulator.txt 2>&1
+        --timeout-s 120 --deadline-s 400 --json $W/peers-emulator.json > $W/peers-emulator.txt 2>&1
     echo "emulator cases rc=$? at $((SECONDS-S)) s"; host_line
-    timeout 150 $PY benchmarks/peers.py --cases cpu --cpus "${CPU_CORES:-0-4}" --rounds "${ROUNDS:-2}" --timeout-s 60 \
+    timeout 150 $PY benchmarks/peers.py --cases cpu --cpus "${CPU_CORES:-0-4}" --rounds "${ROUNDS:-2}" --timeout-s 60 --deadline-s 140 \
         --json $W/peers-cpu.json > $W/peers-cpu.txt 2>&1
     echo "cpu cases rc=$? at $((SECONDS-S)) s"; host_line
     # $OUT takes at most 8 files: the two tables and JSONs, and everything (lanes' JSON and logs) in one archive
@@ -68,7 +68,7 @@ case "${1:-}" in
     export RIGBENCH_CACHE_DIR=${RIGBENCH_CACHE_DIR:-/tmp/kit/cache}
     S=$SECONDS
     # llama-server (a child of peers.py) on cores 0-7 with 8 threads; the tools on 8-14
-    taskset -c 0-7 timeout 540 $PY benchmarks/peers.py --target llama --cpus 8-15 --llama-threads 8 --timeout-s 200 \
+    taskset -c 0-7 timeout 540 $PY benchmarks/peers.py --target llama --cpus 8-15 --llama-threads 8 --timeout-s 200 --deadline-s 520 \
         --cases "${1:-rate-poisson,rate-constant-cap,goodput,trace,sessions,sweep,cpu-1-slow}" --rounds "${ROUNDS:-1}" \
         --json "$OUT/peers-llama.json" > "$OUT/peers-llama.txt" 2>&1
     echo "llama cases rc=$? at $((SECONDS-S)) s"; host_line

