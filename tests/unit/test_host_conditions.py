@@ -19,7 +19,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from rigbench.analysis import OTHER_CORES_MAX, STEAL_CORES_MAX, analyze_run, assess_host
+from rigbench.analysis import analyze_run, assess_host
 from rigbench.analysis._run import _selfcheck_warnings
 from rigbench.analysis._selfcheck import assess_selfcheck
 from rigbench.records import HostConditions, SelfCheck, record_adapter
@@ -28,6 +28,8 @@ from rigbench.rig import HostWatch, locate_engine
 from rigbench.rig._host import cpu_stat
 from rigbench.store import RunReader
 from rigbench.testing import Delay, Emulator, EmulatorProcess, EmulatorScript
+from tests.needs import missing
+from tests.side_meter import SideMeter, WindowCall, call_window
 from tests.unit.cli_inproc import invoke
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -341,47 +343,44 @@ def test_a_busy_window_is_said_at_once_and_stops_the_run_before_the_next_resumab
 
 
 def test_a_quiet_host_runs_every_window_to_the_end(tmp_path: Path) -> None:
-    """The control: the same two-window run without the neighbour completes. On this shared box other
-    people's work may make a window busy, rightly: so the run is judged against this test's own measure of
-    the other processes' cores over it (all CPUs' busy time less this process's and the emulator's).
-    Clearly quiet (under 0.10 cores) must run to the end with no busy finding; any stop must be one its
-    window's record calls busy."""
+    """The control: the same two-window run without the neighbour. On this shared box other people's work
+    (or the hypervisor) may make a window busy, rightly; so each window is judged against this test's own
+    side meter (tests/side_meter.py: other processes' cores and steal over the window, measured beside
+    rigbench with none of its code). A window the meter saw clearly quiet must not be called busy, one it saw
+    clearly busy must be, rigbench's figures must agree with the meter's, and the run's course follows the
+    calls: every window quiet runs to the end with no finding, a busy one stops the run there. Tried up to
+    three times until a window was clearly quiet; a host never quiet enough to judge that is a test that
+    could not judge: a failure under CI=true, never a pass."""
     script = EmulatorScript(ttft=Delay(mean_ms=5), itl=Delay(mean_ms=2), output_tokens=200)
+    seen: list[WindowCall] = []
     with EmulatorProcess(script) as emu:
-        ref = locate_engine(base_url=emu.url)
-        assert ref.pid is not None
-        theirs = psutil.Process(ref.pid)
-
-        def busy() -> float:
-            return sum(b for b, _ in cpu_stat(Path("/proc/stat").read_text()).per_cpu.values())
-
-        def ours() -> float:
-            me, it = psutil.Process().cpu_times(), theirs.cpu_times()
-            return me.user + me.system + it.user + it.system
-
-        b0, o0, w0 = busy(), ours(), time.monotonic()
-        res = invoke("run", "--endpoint", emu.url, "--scenarios", "chat_short", "--repetitions", "3", "--warmup",
-                     "0", "--no-sanity", *TWO_WINDOWS, "--out", str(tmp_path))
-        others = max(0.0, (busy() - b0) - (ours() - o0)) / (time.monotonic() - w0)
-    assert res.traceback is None
-    [run_dir] = list(tmp_path.iterdir())
-    header = json.loads((run_dir / "run.json").read_text())
-    recs = RunReader(run_dir).records("host_conditions", HostConditions)
-    seen = f"others used {others:.2f} cores by this test's own measure; {header.get('error')}; {res.stdout[-1500:]}"
-    verdict = assess_host(recs)
-    # hypervisor steal is outside every process's CPU time, and so outside this test's measure: a window the
-    # hypervisor starved is rightly busy (CI saw 0.15 cores of steal in a 0.4 s window); the control is that
-    # other *processes* are never blamed on a quiet host
-    by_processes = [r for r in verdict.rows if r.other_cores is not None and r.other_cores >= OTHER_CORES_MAX]
-    by_steal = [r for r in verdict.rows if r.steal_cores is not None and r.steal_cores >= STEAL_CORES_MAX]
-    if header["status"] != "complete":
-        assert header["status"] == "interrupted" and verdict.busy and (others >= 0.10 or by_steal), seen
-        return
-    assert len(_records(run_dir, "speed_batch")) == 6 and [r.window for r in recs] == ["chat_short c=1",
-                                                                                        "chat_short c=2"], seen
-    if others < 0.10:
-        assert not by_processes, seen
-        assert verdict.busy == bool(by_steal) and ("host busy" in res.stdout) == bool(by_steal), seen
+        for attempt in range(3):
+            out = tmp_path / f"attempt{attempt}"
+            with SideMeter() as meter:
+                res = invoke("run", "--endpoint", emu.url, "--scenarios", "chat_short", "--repetitions", "3",
+                             "--warmup", "0", "--no-sanity", *TWO_WINDOWS, "--out", str(out))
+            assert res.traceback is None, res.traceback
+            [run_dir] = list(out.iterdir())
+            header = json.loads((run_dir / "run.json").read_text())
+            recs = RunReader(run_dir).records("host_conditions", HostConditions)
+            verdict = assess_host(recs)
+            calls = [call_window(meter, rec, row.busy) for rec, row in zip(recs, verdict.rows, strict=True)]
+            said = f"{[str(c) for c in calls]}; {header.get('error')}; {res.stdout[-1500:]}"
+            busy = [c for c in calls if c.called_busy]
+            if busy:  # the first busy window stops the run there, with the finding
+                assert header["status"] == "interrupted" and res.code == 1 and calls[-1].called_busy, said
+                assert header["error"].startswith(f"host busy: during {calls[-1].window}"), said
+            else:  # every window quiet: measured to the end, no finding (untrusted only for --no-sanity)
+                assert header["status"] == "complete", said
+                assert [c.window for c in calls] == ["chat_short c=1", "chat_short c=2"], said
+                assert len(_records(run_dir, "speed_batch")) == 6 and "host busy" not in res.stdout, said
+                assert not any(r.startswith("host busy") for r in header["trust"]["reasons"]), said
+            seen += calls
+            if any(c.expected == "quiet" for c in calls):
+                break
+    if not any(c.expected == "quiet" for c in seen):
+        missing("the host was never clearly quiet over a window in 3 tries, so the quiet control could not "
+                f"judge: {'; '.join(str(c) for c in seen)}")
 
 
 async def test_a_window_that_crawls_on_a_busy_host_is_stopped_while_it_runs() -> None:
