@@ -125,7 +125,7 @@ def test_clock_offset_is_the_tightest_bracket() -> None:
 
 def test_loop_choice_is_irrelevant_to_the_reader() -> None:
     # the kernel-stamped reader uses only add_reader/sock_connect, which uvloop and asyncio both have
-    uvloop = pytest.importorskip("uvloop")
+    import uvloop  # a dependency on Linux (pyproject.toml): its absence is a failure, not a skip
 
     async def one() -> StreamResult:
         async with Emulator(_script()) as emu, ChatClient(emu.url) as c:
