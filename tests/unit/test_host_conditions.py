@@ -71,6 +71,51 @@ def test_steal_is_a_busy_host_too() -> None:
     assert not assess_host([_window(steal_s=0.02)]).busy  # control: a tick of steal
 
 
+def test_a_window_at_a_threshold_is_busy_and_one_just_under_it_is_quiet() -> None:
+    # "at least 0.25 cores" of other processes, "at least 0.10" of steal (docs/honesty.md): the boundary counts
+    at = _window(busy_cpu_s=2.64, engine_cpu_s=2.04, rigbench_cpu_s=0.1)  # 0.50 CPU s over 2 s: 0.25 cores
+    under = _window(busy_cpu_s=2.62, engine_cpu_s=2.04, rigbench_cpu_s=0.1)  # 0.24 cores
+    assert at.other_cpu_s is not None and at.other_cpu_s / at.wall_s == pytest.approx(0.25)
+    assert assess_host([at]).busy and not assess_host([under]).busy
+    assert assess_host([_window(steal_s=0.2)]).busy and not assess_host([_window(steal_s=0.18)]).busy
+
+
+def test_a_busy_verdict_names_three_windows_in_full_and_counts_the_rest() -> None:
+    def busy(c: int) -> HostConditions:
+        return _window(unit_id=f"host/chat_short/c{c}", window=f"chat_short c={c}", concurrency=c, busy_cpu_s=4.0)
+
+    three = assess_host([busy(c) for c in (1, 2, 4)])
+    assert len(three.findings) == 3 and "more busy windows" not in three.reason
+    assert all(f"during chat_short c={c}," in three.reason for c in (1, 2, 4))
+    five = assess_host([busy(c) for c in (1, 2, 4, 8, 16)])
+    assert len(five.findings) == 5 and "; and 2 more busy windows." in five.reason
+    assert "during chat_short c=4," in five.reason and "c=8" not in five.reason  # the table has every window
+
+
+def test_a_window_of_no_duration_has_unknown_cores_and_no_verdict() -> None:
+    # a window whose clock did not move (a damaged or hand-written record) must not divide by zero
+    v = assess_host([_window(ended_ns=0)])
+    assert not v.busy and v.rows[0].other_cores is None and v.rows[0].steal_cores is None
+
+
+def test_the_row_carries_the_run_queue_the_clock_and_other_gpu_processes() -> None:
+    from rigbench.records import GpuProcess
+
+    w = _window(run_queue=[2, 5, 2], cpu_mhz=[2000.0, 3000.0], cpu_max_mhz=3500.0,
+                gpu_other=[GpuProcess(pid=7, name="python", gpu_uuid="GPU-1", used_memory_mib=2048),
+                           GpuProcess(pid=9, name="trainer", gpu_uuid="GPU-1")])
+    v = assess_host([w])
+    row = v.rows[0]
+    assert (row.run_queue_p50, row.run_queue_max) == (2.0, 5)
+    assert (row.cpu_mhz_mean, row.cpu_max_mhz) == (2500.0, 3500.0) and row.gpu_other == 2
+    assert v.notes == ["during chat_short c=1, other compute processes shared the engine's GPU: python (pid 7, "
+                       "2048 MiB), trainer (pid 9)"]
+    assert not v.busy  # named, not judged: the GPU's other users are a note
+    bare = assess_host([_window(run_queue=[], gpu_other=[])]).rows[0]  # nothing sampled, no other GPU process
+    assert (bare.run_queue_p50, bare.run_queue_max, bare.cpu_mhz_mean, bare.gpu_other) == (None, None, None, 0)
+    assert assess_host([_window()]).rows[0].gpu_other is None and assess_host([_window(gpu_other=[])]).notes == []
+
+
 def test_an_in_process_engine_is_not_counted_twice() -> None:
     # pytest driving rigbench in-process against an in-process emulator: one process is both
     w = _window(busy_cpu_s=1.5, engine_cpu_s=1.4, rigbench_cpu_s=1.4, engine_in_rigbench=True)
@@ -100,6 +145,8 @@ def test_a_run_without_host_records_says_not_recorded() -> None:
     a = analyze_run(RunReader(ROOT / "tests" / "golden" / "emulator_b"))
     assert not a.sections["host"].recorded
     assert "Host conditions: not recorded" in render_markdown(a)
+    # not recorded is not busy: no finding, in the analysis or the runner's verdict
+    assert not assess_host([]).busy and not any("host busy" in w for w in a.warnings), a.warnings
 
 
 def test_lag_caused_by_other_processes_is_not_client_bound() -> None:
