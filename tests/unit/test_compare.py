@@ -217,3 +217,25 @@ def test_a_paired_interval_narrows_only_with_many_identical_answers() -> None:
     assert 0 < many.high - many.low < 0.05 and many.low > -0.05  # can
     none = proportion_diff_interval(150, 200, 140, 200, confidence=0.9, both_right=105, both_wrong=15)
     assert (none.low, none.high) == (unpaired.low, unpaired.high)  # answers as alike as chance: no narrowing
+
+
+def test_the_ratio_equivalence_test_is_two_welch_tests_on_the_scaled_baseline() -> None:
+    """TOST of B/A within [1 - M, 1 + M]: each bound is Welch's one-sided test of B against A scaled by the
+    bound, computed here by scipy on the raw samples (independent of rigbench's formula)."""
+    from scipy import stats
+
+    from rigbench.analysis._verdict import ratio_tost
+
+    rng = np.random.default_rng(3)
+    for n_a, n_b, shift in ((5, 7, 1.02), (12, 4, 0.97), (3, 3, 1.0)):
+        a, b = rng.normal(100, 4, n_a), rng.normal(100 * shift, 6, n_b)
+        got = ratio_tost(a.mean(), a.std(ddof=1), n_a, b.mean(), b.std(ddof=1), n_b, 0.05)
+        assert got is not None
+        low = stats.ttest_ind(b, 0.95 * a, equal_var=False, alternative="greater").pvalue
+        high = stats.ttest_ind(b, 1.05 * a, equal_var=False, alternative="less").pvalue
+        assert (got.p_low, got.p_high) == pytest.approx((low, high), rel=1e-9)
+        assert got.p == max(got.p_low, got.p_high)
+    # no test where it cannot be one: a side of one, a baseline of zero, no spread on either side
+    assert ratio_tost(100, 4, 1, 100, 4, 5, 0.05) is None and ratio_tost(100, 4, 5, 100, 4, 1, 0.05) is None
+    assert ratio_tost(0, 4, 5, 100, 4, 5, 0.05) is None and ratio_tost(100, 0, 5, 101, 0, 5, 0.05) is None
+    assert ratio_tost(100, 0, 5, 101, 2, 5, 0.05) is not None  # one side's spread is enough
