@@ -15,8 +15,9 @@ per test) says which, built once and refreshed for the test files and modules th
 run fastest first and stop at the first failure, in a child forked from a process that has already
 imported pytest and the third-party libraries, so a mutant costs seconds.
 
-A mutant is *killed* when a test fails (or the tests hang past the timeout), *survived* when every
-covering test passes, *no tests* when no test executes its lines. Every result is appended to
+A mutant is *killed* when a test fails (or the tests hang past the timeout, or it breaks an import the
+unmutated code does not), *survived* when every covering test passes, *no tests* when no test executes
+its lines; *error* (the tests do not even collect without it: a test file being edited) is run again. Every result is appended to
 STATE/results.jsonl as it comes, so an interrupted run resumes where it stopped when run again (a
 mutant is rerun only when its module changed, or with --retest-survivors). The summary (--out, JSON)
 has the score per module and every survivor with its diff; a survivor argued equivalent (the
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import compileall
+import contextlib
 import datetime as dt
 import difflib
 import fnmatch
@@ -38,6 +40,7 @@ import hashlib
 import json
 import os
 import platform
+import py_compile
 import shutil
 import signal
 import subprocess
@@ -268,6 +271,12 @@ class _Order:
     def pytest_collection_modifyitems(self, items: list[Any]) -> None:
         items.sort(key=lambda it: self.rank.get(it.nodeid, len(self.rank)))
 
+    def pytest_collectreport(self, report: Any) -> None:
+        if report.failed:  # an import error: the mutant's, or a test file being edited
+            text = str(report.longreprtext or "").strip().splitlines()
+            self.failed.append((f"collect:{report.nodeid}", (text[-1] if text else "")[:300]))
+            self.result.write_text(json.dumps({"ran": self.ran, "failed": self.failed}))
+
     def pytest_runtest_logreport(self, report: Any) -> None:
         if report.when == "call" or report.failed:
             if report.when == "call":
@@ -289,20 +298,19 @@ class Sandbox:
         self.dir = Path(tempfile.mkdtemp(prefix="rigbench-mutation-"))
         self.src = self.dir / "src"
         shutil.copytree(SRC, self.src / "rigbench", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-        compileall.compile_dir(self.src, quiet=1, invalidation_mode=compileall.py_compile.PycInvalidationMode.CHECKED_HASH)
+        compileall.compile_dir(self.src, quiet=1, invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
         self.state = state
         self.log = state / "last-mutant.log"
         for name in PRELOAD:
-            try:
+            with contextlib.suppress(Exception):  # an optional library not installed: the child imports what it needs
                 __import__(name)
-            except Exception:  # an optional library that is not installed: the child imports what it needs
-                pass
         assert not any(k == "rigbench" or k.startswith("rigbench.") for k in sys.modules), "rigbench preloaded"
 
     def close(self) -> None:
         shutil.rmtree(self.dir, ignore_errors=True)
 
-    def run(self, m: Mutant | None, tests: Sequence[str], timeout_s: float, *, stop_at_first: bool = True) -> Outcome:
+    def run(self, m: Mutant | None, tests: Sequence[str], timeout_s: float, *, stop_at_first: bool = True,
+            collect_only: bool = False) -> Outcome:
         target = self.src / "rigbench" / m.path if m else None
         original = target.read_bytes() if target else b""
         if target is not None and m is not None:
@@ -313,24 +321,28 @@ class Sandbox:
         try:
             pid = os.fork()
             if pid == 0:
-                self._child(tests, result, stop_at_first)
+                self._child(tests, result, stop_at_first, collect_only)
             status = self._wait(pid, timeout_s)
         finally:
             if target is not None:
                 target.write_bytes(original)
         took = time.monotonic() - t0
-        got = json.loads(result.read_text()) if result.exists() else {"ran": 0, "failed": []}
-        failed = got["failed"]
+        got: dict[str, Any] = json.loads(result.read_text()) if result.exists() else {"ran": 0, "failed": []}
+        failed: list[list[str]] = got["failed"]
         if status == "timeout":
             return Outcome("timeout", failed[0][0] if failed else None, f"no result within {timeout_s:.0f} s",
                            got["ran"], took)
-        if failed:
-            return Outcome("killed", failed[0][0], failed[0][1], got["ran"], took)
-        if status != 0:  # pytest itself failed (a collection error, an import error: the mutant broke imports)
-            return Outcome("killed", None, f"pytest exit {status} (see {self.log})", got["ran"], took)
+        tested = [f for f in failed if not f[0].startswith("collect:")]
+        if tested:
+            return Outcome("killed", tested[0][0], tested[0][1], got["ran"], took)
+        if status != 0:  # nothing ran to a verdict: the mutant broke an import, or the tests cannot be collected
+            why = failed[0][1] if failed else f"pytest exit {status}"
+            if m is not None and self.run(None, tests, timeout_s, collect_only=True).status == "survived":
+                return Outcome("killed", failed[0][0] if failed else None, f"import broken: {why}", got["ran"], took)
+            return Outcome("error", None, f"the tests do not collect without the mutant either: {why}", 0, took)
         return Outcome("survived", None, None, got["ran"], took)
 
-    def _child(self, tests: Sequence[str], result: Path, stop_at_first: bool) -> None:
+    def _child(self, tests: Sequence[str], result: Path, stop_at_first: bool, collect_only: bool) -> None:
         code = 70
         try:
             os.setpgid(0, 0)
@@ -347,7 +359,7 @@ class Sandbox:
             import pytest
 
             args = ["-q", "-p", "no:cacheprovider", "-m", MARKERS, f"--basetemp={self.dir / 'tmp'}",
-                    *(["-x"] if stop_at_first else []), *tests]
+                    *(["-x"] if stop_at_first else []), *(["--collect-only"] if collect_only else []), *tests]
             code = int(pytest.main(args, plugins=[_Order(tests, result)]))
         except BaseException:
             import traceback
@@ -372,10 +384,8 @@ class Sandbox:
                     return "timeout"
                 time.sleep(0.05)
         finally:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(pid, signal.SIGKILL)  # whatever the tests started and left behind
-            except ProcessLookupError:
-                pass
 
 
 # -- results -----------------------------------------------------------------------------------------
@@ -421,12 +431,12 @@ def summarize(modules: Sequence[str], results: dict[tuple[str, str], dict[str, A
     for module in modules:
         source = (SRC / module).read_bytes()
         sha = _sha(source)
-        counts = {"mutants": 0, "killed": 0, "timeout": 0, "survived": 0, "no-tests": 0, "not run": 0,
+        counts: dict[str, Any] = {"mutants": 0, "killed": 0, "timeout": 0, "survived": 0, "no-tests": 0, "not run": 0,
                   "equivalent": 0}
         for m in mutants_of(module, source):
             counts["mutants"] += 1
             r = results.get((sha, m.key))
-            if r is None:
+            if r is None or r["status"] == "error":
                 counts["not run"] += 1
                 continue
             counts[r["status"]] += 1
@@ -563,7 +573,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def todo(module: str, source: bytes, m: Mutant) -> bool:
         r = results.get((_sha(source), m.key))
-        if r is None or r.get("killer") in excluded:
+        if r is None or r.get("killer") in excluded or r["status"] == "error":
             return True
         if args.retest_survivors and r["status"] in ("survived", "no-tests"):
             return True
@@ -578,8 +588,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 pending = [p for p in plan if todo(*p[:3])]
                 _say(f"{len(plan)} mutants in {len(modules)} modules; {len(plan) - len(pending)} have a result, "
                      f"{len(pending)} to run")
-                t_start, n = time.monotonic(), 0
-                for module, source, m, tests in pending:
+                t_start = time.monotonic()
+                for n, (module, source, m, tests) in enumerate(pending, 1):
                     if args.max and done >= args.max:
                         break
                     tests = [t for t in tests if t not in excluded]
@@ -590,7 +600,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     else:
                         timeout = 60 + args.timeout_factor * sum(seconds.get(t, 1.0) for t in tests)
                         o = sandbox.run(m, tests, timeout)
-                    rec = {"key": m.key, "module": module, "src_sha": _sha(source), "line": m.line,
+                    rec: dict[str, Any] = {"key": m.key, "module": module, "src_sha": _sha(source), "line": m.line,
                            "operator": m.operator, "status": o.status, "tests": len(tests), "ran": o.ran,
                            "killer": o.killer, "message": o.message, "seconds": round(o.seconds, 2),
                            "commit": commit, "when": dt.datetime.now().isoformat(timespec="seconds")}
@@ -599,7 +609,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                         sink.flush()
                     results[(rec["src_sha"], m.key)] = rec
                     done += 1
-                    n += 1
                     eta = (time.monotonic() - t_start) / n * (len(pending) - n)
                     killer = f" by {o.killer.split('::')[-1][:60]}" if o.killer else ""
                     _say(f"[{n}/{len(pending)}] {o.status:8} {module}:{m.line} {m.operator} "

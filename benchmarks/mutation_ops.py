@@ -123,9 +123,14 @@ def _neutral_values(returns: ast.expr | None) -> list[str]:
 
 
 def _is_generator(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Yield | ast.YieldFrom) and node is not fn:
+    """Does `fn` itself yield (not a function defined inside it)?"""
+    todo: list[ast.AST] = list(fn.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Yield | ast.YieldFrom):
             return True
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
+            todo.extend(ast.iter_child_nodes(node))
     return False
 
 
@@ -231,9 +236,8 @@ class _Visitor(ast.NodeVisitor):
             self.visit(default)
         is_property = any(isinstance(d, ast.Name) and d.id in ("property", "cached_property")
                           for d in node.decorator_list)
-        if _is_generator(node):
-            self.c.insert_return(node, "skip-body", "")
-        elif isinstance(node.returns, ast.Constant) and node.returns.value is None and not is_property:
+        returns_none = isinstance(node.returns, ast.Constant) and node.returns.value is None
+        if _is_generator(node) or (returns_none and not is_property):
             self.c.insert_return(node, "skip-body", "")
         else:
             for value in _neutral_values(node.returns):
