@@ -165,8 +165,10 @@ def _run_map(files: Sequence[str], state: Path) -> CoverageMap:
     env.pop("CI", None)
     # pytest keeps the test files it rewrote (assertions) in tests/__pycache__: each mutant's child reads them
     env.pop("PYTHONDONTWRITEBYTECODE", None)
+    # the tests' temporary directories outside the repository: a test that runs pytest in one (tests/unit/
+    # test_ci_skips.py) must not find rigbench's own pyproject.toml above it
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "mutation_coverage", "-m", MARKERS,
-           f"--basetemp={state / 'map-tmp'}", *files]
+           f"--basetemp={Path(tempfile.gettempdir()) / 'rigbench-mutation-map'}", *files]
     _say(f"coverage map: running {len(files)} test files under coverage (once; refreshed only for what changes)")
     t0 = time.monotonic()
     res = subprocess.run(cmd, cwd=ROOT, env=env)
