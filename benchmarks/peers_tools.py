@@ -59,6 +59,7 @@ class Case:
     sessions: int = 0
     turns: int = 0
     sweep_points: int = 5
+    sweep_point_s: float = 10.0  # each rate of a sweep offered this long, by every tool
     stall_s: float = 0.0  # a StallProxy in front of the server: hold everything this long...
     stall_after: int = 0  # ... from this chat request on
     server: Server = Server()
@@ -225,7 +226,8 @@ def _rigbench(case: Case, url: str, model: str, out: Path) -> list[str]:
         return [*base, "--rate", f"{case.rate:g}", "--arrival", case.arrival, "--sessions", str(case.sessions),
                 "--turns", str(case.turns), *shape, "--jsonl", str(out / "requests.jsonl")]
     assert case.mode == "sweep"
-    return [*base, "--sweep", "--sweep-points", str(case.sweep_points), *shape, "--json", str(out / "analysis.json")]
+    return [*base, "--sweep", "--sweep-points", str(case.sweep_points), "--duration", f"{case.sweep_point_s:g}", *shape,
+            "--json", str(out / "analysis.json")]
 
 
 def _guidellm(exe: Path, case: Case, url: str, model: str, out: Path) -> list[str]:
@@ -258,8 +260,8 @@ def _guidellm(exe: Path, case: Case, url: str, model: str, out: Path) -> list[st
            "--tokenizer", f"kind=huggingface_auto,model={TOKENIZER}",
            "--output", f"kind=json,path={out / 'benchmarks.json'}", *metrics,
            "--disable-console-interactive"]
-    if case.mode == "sweep":  # each point of the sweep a fixed time, as rigbench's (load suite defaults)
-        cmd += ["--constraint", "kind=max_duration,seconds=10"]
+    if case.mode == "sweep":  # each point of the sweep the same time as rigbench's (its --duration)
+        cmd += ["--constraint", f"kind=max_duration,seconds={case.sweep_point_s:g}"]
     else:  # max_requests counts requests (a session's turns each count)
         cmd += ["--constraint", f"kind=max_requests,count={n}"]
     return cmd

@@ -13,7 +13,9 @@
 # Installs go to /tmp/peers (pip --target, one folder per tool: each tool sees its own pins, never
 # rigbench's), which lasts while the machine stays warm between calls. `run` takes ROUNDS (default
 # 2) and LANES (default 4: the emulator cases in 4 pinned lanes of 4 cores at once); the CPU cases
-# then run alone, client on cores 0-3 and the server on core 4.
+# then run alone, client on cores 0-3 and the server on core 4. EMU_S (420) and CPU_S (150) bound the two
+# parts in seconds, CPU_CASES (cpu) and CPU_CORES (0-4) choose the CPU cases and their cores: on a small
+# machine, e.g. `LANES=1 CPU_CORES=0-1 CPU_CASES=cpu-64 bash peers.sh run rate-constant`.
 set -u
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 P=${PEERS_DIR:-/tmp/peers}
@@ -50,10 +52,12 @@ case "${1:-}" in
     cd "$REPO"; host_line; smoke
     W=/tmp/peers-out; rm -rf $W; mkdir -p $W
     S=$SECONDS
-    timeout 420 $PY benchmarks/peers.py --cases "${1:-rate,stall,modes}" --lanes "${LANES:-4}" --rounds "${ROUNDS:-2}" \
-        --timeout-s 120 --deadline-s 400 --json $W/peers-emulator.json > $W/peers-emulator.txt 2>&1
+    E=${EMU_S:-420}; C=${CPU_S:-150}
+    timeout $E $PY benchmarks/peers.py --cases "${1:-rate,stall,modes}" --lanes "${LANES:-4}" --rounds "${ROUNDS:-2}" \
+        --timeout-s 120 --deadline-s $((E - 20)) --json $W/peers-emulator.json > $W/peers-emulator.txt 2>&1
     echo "emulator cases rc=$? at $((SECONDS-S)) s"; host_line
-    timeout 150 $PY benchmarks/peers.py --cases cpu --cpus "${CPU_CORES:-0-4}" --rounds "${ROUNDS:-2}" --timeout-s 60 --deadline-s 140 \
+    timeout $C $PY benchmarks/peers.py --cases "${CPU_CASES:-cpu}" --cpus "${CPU_CORES:-0-4}" --rounds "${ROUNDS:-2}" \
+        --timeout-s 60 --deadline-s $((C - 10)) \
         --json $W/peers-cpu.json > $W/peers-cpu.txt 2>&1
     echo "cpu cases rc=$? at $((SECONDS-S)) s"; host_line
     # $OUT takes at most 8 files: the two tables and JSONs, and everything (lanes' JSON and logs) in one archive
@@ -78,5 +82,5 @@ case "${1:-}" in
     shift
     cd "$REPO"; host_line; bash -c "$*"
     ;;
-  *) sed -n 2,19p "$0"; exit 2 ;;
+  *) sed -n 2,18p "$0"; exit 2 ;;
 esac

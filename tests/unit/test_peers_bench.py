@@ -162,3 +162,23 @@ def test_a_peer_reads_only_its_own_packages() -> None:
         peers.peer_bin = real
     assert env["PYTHONPATH"] == "/tmp/peers/guidellm-0.8.1" and env["HF_HUB_OFFLINE"] == "1"
     assert peers_tools.target_root(Path("/tmp/peers/guidellm-0.8.1/bin/guidellm")) == Path("/tmp/peers/guidellm-0.8.1")
+
+
+def test_every_rigbench_command_line_of_the_cases_parses() -> None:
+    """peers.py builds rigbench's command line per case; an option renamed in the CLI would make that
+    case an error row on the quiet host, found only there. Each parses with rigbench's own parser."""
+    import peers_tools
+    import typer
+
+    from rigbench.cli import app
+
+    run = typer.main.get_command(app).commands["run"]  # type: ignore[attr-defined]
+    cases = list(peers_tools.CASES.values())
+    assert {c.mode for c in cases} == {"rate", "goodput", "trace", "sessions", "sweep", "streams"}
+    for case in cases:
+        argv = peers_tools.command("rigbench", case, "http://127.0.0.1:9", "m", Path("/tmp/x"))
+        assert isinstance(argv, list) and argv[3] == "run", case.name
+        ctx = run.make_context("run", argv[4:])  # a misspelt option raises click's UsageError here
+        assert ctx.params["endpoint"] == "http://127.0.0.1:9/v1"
+    with pytest.raises(Exception, match="No such option"):  # control: the parser refuses what it does not know
+        run.make_context("run", ["--endpoint", "http://h:1/v1", "--sweep-duration", "10"])
