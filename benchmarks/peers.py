@@ -351,7 +351,9 @@ def _figures(tool: str, case: Case, rep: peers_read.Reported, truth: pt.Truth, a
         f.update(pt.trace_adherence(received, lines))
         want = [ln["output_length"] for ln in lines]
         f["output_lengths_exact"] = f"{pt.lengths_met([r.output_tokens for r in truth.reqs], want)}/{len(want)}"
-    if case.mode == "sessions" and truth.reqs:  # a first turn carries no history: the shortest prompts
+    # a first turn carries no history: the shortest prompts (the emulator's counts; llama-server's log counts
+    # only the tokens it evaluated, and a later turn's history comes from its prompt cache)
+    if case.mode == "sessions" and truth.reqs and args.target == "emulator":
         words = sorted(r.prompt_tokens for r in truth.reqs)
         f["server_prompt_tokens_min_median_max"] = [words[0], statistics.median(words), words[-1]]
         firsts = sorted(r.received_ns for r in truth.reqs if r.prompt_tokens < words[0] + case.output_tokens / 2)
@@ -361,7 +363,9 @@ def _figures(tool: str, case: Case, rep: peers_read.Reported, truth: pt.Truth, a
             f["session_starts_per_s"] = round((len(firsts) - 1) / ((firsts[-1] - firsts[0]) / 1e9), 3)
     if case.mode == "sweep":
         f["tool_saturation_rps"] = None if rep.saturation_rps is None else round(rep.saturation_rps, 3)
-        f["truth_capacity_rps"] = pt.capacity_rps(truth, case.server.slots) if case.server.slots else None
+        # receipts are needed (the emulator's): llama-server's log has durations only
+        f["truth_capacity_rps"] = (pt.capacity_rps(truth, case.server.slots)
+                                   if case.server.slots and args.target == "emulator" else None)
         f["points"] = rep.points
     return f
 

@@ -182,3 +182,26 @@ def test_every_rigbench_command_line_of_the_cases_parses() -> None:
         assert ctx.params["endpoint"] == "http://127.0.0.1:9/v1"
     with pytest.raises(Exception, match="No such option"):  # control: the parser refuses what it does not know
         run.make_context("run", ["--endpoint", "http://h:1/v1", "--sweep-duration", "10"])
+
+
+def test_figures_that_need_receipts_are_not_made_from_llama_servers_log() -> None:
+    """llama-server's log gives each request's durations, no receipts (all at 0) and, with its prompt
+    cache, only the tokens it evaluated: a capacity or a session count made from that would be a number
+    with nothing behind it. The emulator's truth (control) gives both."""
+    import argparse
+
+    import peers_tools
+
+    lines = [(0, "prompt eval time =      30.00 ms /    50 tokens"), (0, "       eval time =     100.00 ms /    10 tokens")]
+    llama = pt.llama_truth(lines * 4, min_tokens=2)
+    emu = pt.Truth(reqs=[_req(i, 0 if i < 2 else 120, 10 if i < 2 else 130, tokens=10, prompt=5 + 40 * (i % 2))
+                         for i in range(4)])
+    for r in emu.reqs:
+        r.end_ns = r.last_ns
+    sweep, sessions = peers_tools.CASES["sweep"], peers_tools.CASES["sessions"]
+    rep = peers_read.Reported(ttft_s=[0.03] * 4, saturation_rps=20.0)
+    for target, truth, has in (("llama", llama, False), ("emulator", emu, True)):
+        args = argparse.Namespace(target=target)
+        f = peers._figures("rigbench", sweep, rep, truth, args)
+        assert (f["truth_capacity_rps"] is not None) is has, target
+        assert ("sessions_seen" in peers._figures("rigbench", sessions, rep, truth, args)) is has, target
