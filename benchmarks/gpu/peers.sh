@@ -71,8 +71,11 @@ case "${1:-}" in
     cd "$REPO"; host_line
     export RIGBENCH_CACHE_DIR=${RIGBENCH_CACHE_DIR:-/tmp/kit/cache}
     S=$SECONDS
-    # llama-server (a child of peers.py) on cores 0-7 with 8 threads; the tools on 8-14
-    taskset -c 0-7 timeout 540 $PY benchmarks/peers.py --target llama --cpus 8-15 --llama-threads 8 --timeout-s 200 --deadline-s 520 \
+    # llama-server (a child of peers.py) on cores 0-7 with 8 threads; the tools on 8-14 (LLAMA_CORES, TOOL_CORES,
+    # LLAMA_THREADS and LLAMA_S, the budget in seconds, for another machine)
+    L=${LLAMA_S:-540}
+    taskset -c "${LLAMA_CORES:-0-7}" timeout $L $PY benchmarks/peers.py --target llama --cpus "${TOOL_CORES:-8-15}" \
+        --llama-threads "${LLAMA_THREADS:-8}" --timeout-s 200 --deadline-s $((L - 20)) \
         --cases "${1:-rate-poisson,rate-constant-cap,goodput,trace,sessions,sweep,cpu-1-slow}" --rounds "${ROUNDS:-1}" \
         --json "$OUT/peers-llama.json" > "$OUT/peers-llama.txt" 2>&1
     echo "llama cases rc=$? at $((SECONDS-S)) s"; host_line
