@@ -302,6 +302,13 @@ def run_one(tool: str, case: Case, args: argparse.Namespace, llama: dict[str, An
         shutil.rmtree(out, ignore_errors=True)
 
 
+# A session's first turn is its new message alone; a later turn resends that message, a reply and a new
+# one, so at least twice the shortest message. A prompt under 1.5 x the shortest is a first turn, as long
+# as the messages asked for have one length (they vary by how each tool's text splits into the emulator's
+# words: 42-59 for AIPerf's 64 tokens, seen).
+FIRST_TURN_SPAN = 1.5
+
+
 def _figures(tool: str, case: Case, rep: peers_read.Reported, truth: pt.Truth, args: argparse.Namespace) -> dict[str, Any]:
     """What the tool reported against the truth, for the case's mode."""
     t_ttft = [r.ttft_s for r in truth.reqs]
@@ -356,7 +363,7 @@ def _figures(tool: str, case: Case, rep: peers_read.Reported, truth: pt.Truth, a
     if case.mode == "sessions" and truth.reqs and args.target == "emulator":
         words = sorted(r.prompt_tokens for r in truth.reqs)
         f["server_prompt_tokens_min_median_max"] = [words[0], statistics.median(words), words[-1]]
-        firsts = sorted(r.received_ns for r in truth.reqs if r.prompt_tokens < words[0] + case.output_tokens / 2)
+        firsts = sorted(r.received_ns for r in truth.reqs if r.prompt_tokens < FIRST_TURN_SPAN * words[0])
         f["sessions_seen"] = len(firsts)
         f["turns_per_session"] = round(len(truth.reqs) / len(firsts), 2)
         if len(firsts) > 2:

@@ -205,3 +205,23 @@ def test_figures_that_need_receipts_are_not_made_from_llama_servers_log() -> Non
         f = peers._figures("rigbench", sweep, rep, truth, args)
         assert (f["truth_capacity_rps"] is not None) is has, target
         assert ("sessions_seen" in peers._figures("rigbench", sessions, rep, truth, args)) is has, target
+
+
+def test_sessions_are_counted_by_their_first_turns_whatever_the_tools_words_per_message() -> None:
+    """3 sessions of 3 turns, first messages of 42, 50 and 59 words (one tool's 64 tokens as the emulator
+    counts them: seen with AIPerf), replies of 12: every first turn is found, no later turn is taken
+    for one."""
+    import argparse
+
+    import peers_tools
+
+    reqs = []
+    for s, first in enumerate((42, 50, 59)):
+        hist = 0
+        for t in range(3):
+            prompt = hist + first if t == 0 else hist + 45
+            reqs.append(_req(10 * s + t, 1000 * s + 100 * t, 1000 * s + 100 * t + 30, prompt=prompt))
+            hist = prompt + 12
+    f = peers._figures("rigbench", peers_tools.CASES["sessions"], peers_read.Reported(), pt.Truth(reqs=reqs),
+                       argparse.Namespace(target="emulator"))
+    assert (f["sessions_seen"], f["turns_per_session"], f["session_starts_per_s"]) == (3, 3.0, 1.0)
