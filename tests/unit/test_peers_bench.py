@@ -52,6 +52,9 @@ def test_server_concurrency_counts_overlap_at_the_server() -> None:
     reqs = [_req(0, 0, 10, tokens=10), _req(1, 5, 15, tokens=10), _req(2, 500, 510)]
     assert pt.server_concurrency_max(pt.Truth(reqs=reqs)) == 2
     assert pt.server_concurrency_max(pt.Truth(reqs=[reqs[2]])) == 1
+    # a capped tool sends the next request as the last one ends (req 2 ends at 541 ms): one at a time, so
+    # a cap of N reads N in the tables, not N + 1
+    assert pt.server_concurrency_max(pt.Truth(reqs=[reqs[2], _req(3, 541, 550)])) == 1
 
 
 class _Emu:
