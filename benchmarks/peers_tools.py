@@ -12,7 +12,7 @@ import glob
 import json
 import os
 import sys
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -86,7 +86,8 @@ CASES: dict[str, Case] = {c.name: c for c in [
          rate=10, arrival="constant", slo={"ttft_ms": 35.0, "itl_ms": 20.5}),
     Case("trace", "trace", "the Mooncake-format trace benchmarks/data/peers_mooncake.jsonl",
          requests=0, trace=str(TRACE)),
-    Case("sessions", "sessions", "12 two-turn sessions... 4 turns each, started at 2 sessions/s",
+    Case("sessions", "sessions", "12 sessions of 4 turns, started at 2 sessions/s (Poisson), each turn sent when the previous "
+         "reply ended",
          rate=2, arrival="poisson", sessions=12, turns=4, input_tokens=64, output_tokens=16, server=SHORT,
          tools=("rigbench", "guidellm", "aiperf", "vllm")),
     Case("sweep", "sweep", "saturation search on a server of 4 slots (32 tokens at 5 ms)",
@@ -98,8 +99,6 @@ CASES: dict[str, Case] = {c.name: c for c in [
     Case("cpu-1000rps", "rate", "client CPU: 1,000 req/s constant, 4 tokens at 2 ms", requests=3000, rate=1000,
          arrival="constant", input_tokens=32, output_tokens=4, server=TINY),
 ]}
-CASES["sessions"] = replace(CASES["sessions"], doc="12 sessions of 4 turns, started at 2 sessions/s (Poisson), "
-                            "each turn sent when the previous reply ended")
 GROUPS = {
     "rate": ["rate-constant", "rate-poisson", "rate-constant-cap", "rate-poisson-cap"],
     "stall": ["stall-capped", "stall-uncapped"],
