@@ -13,7 +13,7 @@
 # Installs go to /tmp/peers (pip --target, one folder per tool: each tool sees its own pins, never
 # rigbench's), which lasts while the machine stays warm between calls. `run` takes ROUNDS (default
 # 2) and LANES (default 4: the emulator cases in 4 pinned lanes of 4 cores at once); the CPU cases
-# then run alone, client on cores 0-3 and the server on core 4. EMU_S (420) and CPU_S (150) bound the two
+# then run alone, client on cores 0-3 and the server on core 4. EMU_S (400) and CPU_S (140) bound the two
 # parts in seconds, CPU_CASES (cpu) and CPU_CORES (0-4) choose the CPU cases and their cores: on a small
 # machine, e.g. `LANES=1 CPU_CORES=0-1 CPU_CASES=cpu-64 bash peers.sh run rate-constant`.
 set -u
@@ -52,7 +52,7 @@ case "${1:-}" in
     cd "$REPO"; host_line; smoke
     W=/tmp/peers-out; rm -rf $W; mkdir -p $W
     S=$SECONDS
-    E=${EMU_S:-420}; C=${CPU_S:-150}
+    E=${EMU_S:-400}; C=${CPU_S:-140}
     timeout $E $PY benchmarks/peers.py --cases "${1:-rate,stall,modes}" --lanes "${LANES:-4}" --rounds "${ROUNDS:-2}" \
         --timeout-s 120 --deadline-s $((E - 20)) --json $W/peers-emulator.json > $W/peers-emulator.txt 2>&1
     echo "emulator cases rc=$? at $((SECONDS-S)) s"; host_line
