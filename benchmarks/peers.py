@@ -259,6 +259,10 @@ def run_one(tool: str, case: Case, args: argparse.Namespace, llama: dict[str, An
             os.killpg(proc.pid, signal.SIGKILL)
             log, _ = proc.communicate()
             log = (log or "") + f"\n[peers.py] killed after {args.timeout_s} s"
+        except BaseException:  # SIGTERM (main makes it SystemExit) or ^C: the tool's own session goes too
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            raise
         sampler.stop()
         row["wall_s"] = round(time.perf_counter() - t0, 2)
         total_cpu = sampler.samples[-1][1] if sampler.samples else 0.0
@@ -467,8 +471,15 @@ def _lanes(args: argparse.Namespace, cases: list[Case]) -> dict[str, Any]:
         log = logs.enter_context((tmp / f"{stem}.lane{i}.log").open("w"))
         procs.append(subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT))
     with logs:
-        for p in procs:
-            p.wait()
+        try:
+            for p in procs:
+                p.wait()
+        except BaseException:  # each lane cleans up its own tool and server on SIGTERM
+            for p in procs:
+                p.terminate()
+            for p in procs:
+                p.wait()
+            raise
     runs: list[dict[str, Any]] = []
     for f in sorted(tmp.glob(f"{stem}.lane*.json")):
         runs += json.loads(f.read_text())["runs"]
@@ -500,6 +511,9 @@ def main() -> None:
     p.add_argument("--json", default="")
     p.add_argument("--keep", default="", help="keep each tool's output and the truth under this directory")
     args = p.parse_args()
+    # `timeout` (benchmarks/gpu/peers.sh) ends a run with SIGTERM: unwind, so that the tool's session, the
+    # emulator, the stall proxy and llama-server (each in its own session) are stopped, not left running
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     cases = _cases(args)
     tools = [t for t in args.tools.split(",") if t]
     missing = {t: f"not installed (looked under {PEERS}; " + INSTALL[t] + ")" for t in tools
