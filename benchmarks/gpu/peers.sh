@@ -49,6 +49,9 @@ case "${1:-}" in
     ;;
   run)
     shift
+    for d in aiperf-0.13.0 guidellm-0.8.1 vllm-0.32.0 site smollm2-tokenizer; do  # a machine that went cold lost them
+      [ -d "$P/$d" ] || { echo "no $P/$d: run 'peers.sh install .dev/peers-kit-a' and '... peers-kit-b' first, on this warm machine"; exit 2; }
+    done
     cd "$REPO"; host_line; smoke
     W=/tmp/peers-out; rm -rf $W; mkdir -p $W
     S=$SECONDS
