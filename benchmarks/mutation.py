@@ -180,7 +180,9 @@ def _run_map(files: Sequence[str], state: Path, jobs: int = 1, old: CoverageMap 
     """Run the test files under coverage, in `jobs` pytest processes at once (each its own files, map part,
     log and temporary directory), and join their parts into one map."""
     groups = _map_groups(files, jobs, old)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "benchmarks")])}
+    # src/ and benchmarks/ first; what the caller had on the path after them (packages installed with --target)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "benchmarks"), *[
+        p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]])}
     env.pop("CI", None)
     # pytest keeps the test files it rewrote (assertions) in tests/__pycache__: each mutant's child reads them
     env.pop("PYTHONDONTWRITEBYTECODE", None)
