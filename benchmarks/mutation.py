@@ -547,9 +547,15 @@ def _select(patterns: Sequence[str]) -> list[str]:
 
 
 def _git_commit() -> str:
-    res = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
-    dirty = subprocess.run(["git", "status", "--porcelain", "--", "src", "tests"], cwd=ROOT, capture_output=True,
-                           text=True).stdout.strip()
+    """The commit the mutants were made from ("unknown" in a copy without git or its history)."""
+    try:
+        res = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "src", "tests"], cwd=ROOT, capture_output=True,
+                               text=True).stdout.strip()
+    except OSError:
+        return os.environ.get("RIGBENCH_MUTATION_COMMIT", "unknown")
+    if res.returncode:
+        return os.environ.get("RIGBENCH_MUTATION_COMMIT", "unknown")
     return res.stdout.strip() + ("+uncommitted" if dirty else "")
 
 
