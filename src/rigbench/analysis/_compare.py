@@ -50,6 +50,9 @@ COMPARE_METRICS = ("e2e_tok_s", "decode_tok_s", "aggregate_tok_s", "ttft_s")
 MATTERING_FIELDS = (
     "engine", "engine_version", "model.served_name", "model.sha256", "model.size_bytes", "chat_template_sha256",
     "host.cpu_model", "host.gpus", "host.memory_bytes", "host_is_server",
+    # the package rigbench made llama-server from: the prebuilt's own build info reads b0-unknown, so two
+    # prebuilt versions differ here only
+    "engine_binary.package",
 )
 INFORMATIONAL_FIELDS = ("argv", "speculative", "speculation.state", "draft_model.sha256", "context_length", "slots", "model.path",
                         "endpoint", "engine_binary.build_variant", "engine_binary.fallback")  # CPU build/fallback
