@@ -8,7 +8,7 @@ build that is its fallback (issue 31 items 1 and 2).
 - the fallback: `RIGBENCH_LLAMA_BUILD=isa rigbench setup` uses (or builds, once: about 10 minutes on
   2 cores when the cache has no build) the sdist build and records it as such;
 - both serve the same server: /props for one command line differs only in build_info and the random
-  media marker, and /metrics names the same series.
+  media marker, /metrics names the same series, and the process is called llama-server.
 
 The rest of the live suite runs on the prebuilt too (conftest: the llama-server `rigbench run` would use).
 """
@@ -24,6 +24,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+import psutil
 import pytest
 
 from rigbench.rig import EngineProcess, free_port
@@ -91,6 +92,8 @@ def _props_and_metrics(binary: Path, model: Path, log: Path) -> tuple[dict[str, 
                         break
             except OSError:
                 time.sleep(0.2)
+        # ps, top, `pkill -x llama-server` and rigbench's host record name it as they name the built one
+        assert psutil.Process(proc.pid).name() == "llama-server"
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/props", timeout=30) as r:
             props = json.loads(r.read())
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as r:

@@ -78,6 +78,17 @@ def parse(argv: list[str]) -> tuple[object, bool]:
     return params, ok
 
 
+def _name_process(name: str) -> None:
+    """Call this process `name` as the kernel names it (`/proc/PID/comm`: ps, top, `pkill -x`, psutil's
+    `name()`), as a built llama-server is called, rather than after the Python interpreter. Before the
+    server starts: its threads take the name of the thread that creates them."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(15, name.encode()[:15], 0, 0, 0)  # PR_SET_NAME
+    except (OSError, AttributeError):
+        pass  # not Linux: the name stays the interpreter's
+
+
 def _exit_now(signum: int, frame: object) -> None:
     # llama-server has no state to save; a clean shutdown can hang (rigbench stops it with SIGKILL anyway)
     sys.stderr.flush()
@@ -89,6 +100,7 @@ def main(argv: list[str]) -> None:
         _, ok = parse(argv)
         print("accepted" if ok else "rejected", flush=True)
         sys.exit(0 if ok else 2)
+    _name_process(os.path.basename(argv[0]))
     params, ok = parse(argv)
     if not ok:
         sys.exit(1)  # llama.cpp printed why, as llama-server does
