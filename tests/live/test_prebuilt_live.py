@@ -31,6 +31,7 @@ from rigbench.rig import EngineProcess, free_port
 from rigbench.rig._cache import cache_dir
 from rigbench.rig.engines._llamacpp._build import cached_build
 from rigbench.rig.engines._llamacpp._prebuilt import PREBUILT, install_prebuilt, prebuilt_rejects_args
+from tests.needs import missing
 
 from ..conftest import LiveRig
 
@@ -105,6 +106,9 @@ def _props_and_metrics(binary: Path, model: Path, log: Path) -> tuple[dict[str, 
 
 @pytest.mark.timeout(1800)  # a cache without the build compiles it here: about 10 minutes on 2 cores
 def test_the_sdist_build_stays_the_fallback_and_serves_the_same_server(tmp_path: Path, live_rig: LiveRig) -> None:
+    tools = [t for t in ("c++", "cmake") if shutil.which(t) is None]
+    if cached_build() is None and tools:
+        missing(f"the fallback build needs {' and '.join(tools)} (Debian: apt-get install build-essential cmake)")
     res = subprocess.run([*_RIGBENCH, "setup"], capture_output=True, text=True, timeout=1700,
                          env=_env(RIGBENCH_LLAMA_BUILD="isa"))
     assert res.returncode == 0, (res.stdout[-3000:], res.stderr[-2000:])
