@@ -214,8 +214,12 @@ def test_the_pinned_wheel_is_unpacked_and_found_without_network(tmp_path: Path, 
     pin = PREBUILT.model_copy(update={"sha256": _prebuilt.sha256_file(wheel)})
     calls: list[str] = []
     monkeypatch.setattr(_prebuilt, "pip_download", lambda req, dest, **k: calls.append(req) or wheel)
-    launcher = _prebuilt.install_prebuilt(wheel=pin)
+    steps: list[tuple[int, int | None, str]] = []
+    launcher = _prebuilt.install_prebuilt(lambda done, total, msg: steps.append((done, total, msg)), wheel=pin)
     assert calls == ["xllamacpp==2026.10.11549"] and launcher.name == "llama-server"
+    # the progress line says what happens, and ends finished (it would spin on through the whole run)
+    assert [m.split()[0] for _, _, m in steps] == ["downloading", "unpacking", "unpacked"]
+    assert steps[-1][0] == steps[-1][1] == 1
     assert (launcher.parent.parent / "lib" / "xllamacpp" / "__init__.py").is_file()
     assert _prebuilt.read_prebuilt_info(launcher) is not None
     assert _prebuilt.installed_prebuilt(pin) == launcher

