@@ -41,9 +41,9 @@ class RunOptions(Frozen):
     scenarios: Annotated[str | None, Flag(
         "Speed scenarios, comma-separated (default: all four). Input/output tokens, quick | full:\n\n"
         "chat_short          128/64 | 128/256\n\n"
-        "chat_long_context  1024/64 | 8192/256\n\n"
+        "chat_long_context   512/64 | 8192/256\n\n"
         "code_generation    256/128 | 512/1024\n\n"
-        "summarization      2048/32 | 16384/128",
+        "summarization      1024/32 | 16384/128",
         metavar="LIST", rich_help_panel="Workload (speed suite)")] = None
     repetitions: Annotated[int, Flag(
         "Measured repetitions per scenario and level.",

@@ -110,6 +110,11 @@ class EmulatorScript(Frozen):
     # (in whitespace words) shared with any earlier prompt, in `timings.cache_n` (timings are then
     # sent without a persona too) and `usage.prompt_tokens_details.cached_tokens`.
     prefix_cache: bool = False
+    # Close each connection after a streamed response, although it advertised keep-alive, as llama-server
+    # does (docs/engines.md): played as the race's worst case, a connection kept open that drops the next
+    # request sent on it unanswered, as a client meets it when it reuses the connection before the close
+    # reaches it. The request is never served (no truth record).
+    close_after_stream: bool = False
 
     def chunk_sizes(self, n_tokens: int, rng: random.Random) -> list[int]:
         """Tokens per chunk for an answer of `n_tokens` tokens."""

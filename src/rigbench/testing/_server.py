@@ -76,6 +76,7 @@ class Emulator:
         self.prompt_tokens_total = 0
         self.requests_total = 0
         self.connections_total = 0
+        self.dropped_requests = 0  # sent on a connection spent by close_after_stream, never answered
         self.spec_drafts_total = 0  # vLLM's spec_decode counters, exported when the script's spec_metrics is on
         self.spec_draft_tokens_total = 0
         self.spec_accepted_tokens_total = 0
@@ -170,6 +171,7 @@ class _Conn(asyncio.Protocol):
         self.buf = b""
         self.busy = False  # a response is in progress
         self.stream: _Stream | None = None
+        self.spent = False  # close_after_stream: the next request is dropped unanswered
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
@@ -206,6 +208,10 @@ class _Conn(asyncio.Protocol):
             return
         body = self.buf[end + 4 : end + 4 + n]
         self.buf = self.buf[end + 4 + n :]
+        if self.spent and self.transport is not None:
+            self.emu.dropped_requests += 1
+            self.transport.close()
+            return
         self.busy = True
         self._dispatch(_Req(method, target.split("?", 1)[0], headers, body), _perf_ns(), target)
 
@@ -526,6 +532,7 @@ class _Stream:
         self.emu.generation_tokens_total += k
         if last:
             self._record(end_ns=now)
+            self.conn.spent = s.close_after_stream
             self.conn.finished()
             return
         # The next chunk is due after one inter-token delay per token it carries.
