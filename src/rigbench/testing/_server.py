@@ -22,6 +22,7 @@ import asyncio
 import json
 import random
 import time
+from collections import deque
 from functools import cache
 from typing import Any, cast
 
@@ -80,6 +81,9 @@ class Emulator:
         self.spec_draft_tokens_total = 0
         self.spec_accepted_tokens_total = 0
         self._conns: set[_Conn] = set()
+        # the script's `slots`: streams generating now, and those waiting for a slot (arrival order)
+        self.generating = 0
+        self._waiting: deque[_Stream] = deque()
         self.persona_state = PersonaState()
         self.prefix_cache = PromptPrefixCache()
 
@@ -132,6 +136,26 @@ class Emulator:
 
     def reset(self) -> None:
         self.truth = []
+
+    def take_slot(self, stream: _Stream) -> bool:
+        """A generation slot for `stream` now (True), or a place in the queue (False: it begins when one frees)."""
+        cap = self.script.slots
+        if cap is None or self.generating < cap:
+            self.generating += 1
+            return True
+        self._waiting.append(stream)
+        return False
+
+    def free_slot(self) -> None:
+        """A stream ended: the slot goes to the first waiting stream whose client is still there."""
+        self.generating -= 1
+        while self._waiting:
+            nxt = self._waiting.popleft()
+            if nxt.recorded or nxt.conn.transport is None:
+                continue  # its client went away while it waited
+            self.generating += 1
+            nxt.begin()
+            return
 
     def metrics_text(self) -> str:
         label = f'{{model_name="{self.script.model}"}}'
@@ -354,6 +378,7 @@ class _Stream:
             emu.spec_accepted_tokens_total += sum(self.sizes) - len(self.sizes)
         self.counted = False
         self.recorded = False
+        self.has_slot = False
         self.loop = asyncio.get_running_loop()
         self.handle: asyncio.TimerHandle | None = None
         self.j = 0  # next chunk index
@@ -405,9 +430,16 @@ class _Stream:
             )
             self._record(end_ns=now)
             return
+        self.conn.stream = self
+        if emu.take_slot(self):
+            self.begin()
+
+    def begin(self) -> None:
+        """Generate, now that the stream holds one of the server's slots (at once without a `slots` limit)."""
+        emu = self.emu
+        self.has_slot = True
         emu.running += 1
         self.counted = True
-        self.conn.stream = self
         if not self.stream:
             total = self.s.ttft.draw_s(self.rng) + sum(
                 self.s.itl.draw_s(self.rng) for _ in range(self.n_tokens - 1)
@@ -639,6 +671,9 @@ class _Stream:
         self.recorded = True
         if self.counted:
             self.emu.running -= 1
+        if self.has_slot:
+            self.has_slot = False
+            self.emu.free_slot()
         fault = self.fault.kind if (self.fault is not None and self.fault_fired) else None
         self.emu.truth.append(
             RequestTruth(
