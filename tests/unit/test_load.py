@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rigbench.analysis import analyze_run, knee_rate, parse_slo, summarize_load
+from rigbench.analysis import analyze_run, parse_slo, rate_bound, summarize_load
 from rigbench.records import HostConditions, LoadRequest, LoadWindow, RequestError, SloTargets, StreamResult
 from rigbench.store import RunHeader, RunReader, RunWriter
 from rigbench.suites.load import arrival_offsets_s, sweep_rates
@@ -124,28 +124,37 @@ def _synthetic_run(tmp: Path, windows: list[tuple[float, list[tuple[float, float
 
 def test_goodput_counts_requests_meeting_every_target_from_the_intended_start(tmp_path: Path) -> None:
     slo = SloTargets(ttft_s=0.1)
-    # rate 1: all fast; rate 2: 1 of 10 slow; rate 3: fast service but sent 200 ms late: the queueing a
-    # late client hides from service time still misses a response-time target
+    # rate 1: all fast; rate 2: 1 of 20 slow (in the steady interval); rate 3: fast service but sent 200 ms
+    # late: the queueing a late client hides from service time still misses a response-time target
     fast, slow = (0.0, 20.0), (0.0, 300.0)
     late = (200.0, 20.0)
-    reader = _synthetic_run(tmp_path, [(1.0, [fast] * 10), (2.0, [fast] * 9 + [slow]), (3.0, [late] * 10)], slo,
-                            attainment=0.9)
+    mixed = [fast] * 9 + [slow] + [fast] * 10
+    reader = _synthetic_run(tmp_path, [(1.0, [fast] * 20), (2.0, mixed), (3.0, [late] * 20)], slo, attainment=0.9)
     s = summarize_load(reader)
     assert s is not None
     by = {w.offered_rate_rps: w for w in s.windows}
-    assert by[1.0].slo is not None and by[1.0].slo.met == 10 and by[1.0].slo.fraction == 1.0
-    assert by[2.0].slo is not None and by[2.0].slo.met == 9 and by[2.0].slo.missed == {"ttft": 1}
+    assert all(w.steady is not None and w.steady.state == "steady" for w in s.windows)
+    # judged over the steady interval's arrivals: the first two (the ramp: 10% of the arrival span) left out
+    assert by[1.0].slo is not None and by[1.0].slo.requests == 18 and by[1.0].slo.fraction == 1.0
+    assert by[2.0].slo is not None and by[2.0].slo.met == 17 and by[2.0].slo.missed == {"ttft": 1}
     assert by[3.0].slo is not None and by[3.0].slo.met == 0
     # service TTFT (from the send) is 20 ms; response TTFT (from the intended start) is 220 ms
     assert by[3.0].ttft_s is not None and by[3.0].ttft_s.median == pytest.approx(0.02, abs=1e-6)
     assert by[3.0].ttft_response_s is not None and by[3.0].ttft_response_s.median == pytest.approx(0.22, abs=1e-6)
-    # goodput: met requests per second of the window (first intended start -> last end)
-    assert by[1.0].slo.goodput_rps == pytest.approx(10 / by[1.0].window_s)
-    # the knee: the highest rate where >= 90% met (rate 2 at 90%); at 0.99 it is rate 1
-    assert s.knee_rps == 2.0
-    assert summarize_load(_synthetic_run(tmp_path / "b", [(1.0, [fast] * 10), (2.0, [fast] * 9 + [slow])], slo,
-                                         attainment=0.99)).knee_rps == 1.0  # type: ignore[union-attr]
-    assert knee_rate([(1.0, 0.5), (2.0, 0.4)], 0.99) is None
+    # goodput: requests that met the SLO and ended in the steady interval, per second of it: at a sustained rate
+    # where every request met it, the rate itself
+    assert by[1.0].throughput_rps == pytest.approx(1.0, rel=0.07) and by[1.0].slo.goodput_rps == by[1.0].throughput_rps
+    # the knee: the highest rate where >= 90% met (rate 2 at 17 of 18); rate 3 was sent late (CLIENT-BOUND), so
+    # the server never saw that rate: it is left out, and the knee is only bounded below
+    assert s.knee is not None and (s.knee.low_rps, s.knee.high_rps) == (2.0, None) and s.knee_rps is None
+    assert any(w.startswith("1 of 3 rates left out of the knee and the sustained rate (3 req/s)") for w in s.warnings)
+    slowed = summarize_load(_synthetic_run(tmp_path / "slow", [(1.0, [fast] * 20), (2.0, mixed), (3.0, [slow] * 20)],
+                                           slo, attainment=0.9))
+    assert slowed is not None and slowed.knee is not None
+    assert (slowed.knee.low_rps, slowed.knee.high_rps) == (2.0, 3.0) and slowed.knee_rps == 2.0
+    strict = summarize_load(_synthetic_run(tmp_path / "b", [(1.0, [fast] * 20), (2.0, mixed)], slo, attainment=0.99))
+    assert strict is not None and strict.knee is not None and (strict.knee.low_rps, strict.knee.high_rps) == (1.0, 2.0)
+    assert rate_bound([]) is None
 
 
 def test_a_client_that_falls_behind_its_schedule_is_flagged_and_one_that_keeps_it_is_not(tmp_path: Path) -> None:
@@ -306,8 +315,8 @@ def test_html_report_draws_rate_latency_curves_and_goodput_with_the_knee(tmp_pat
     from rigbench.report import render_html
 
     fast, slow = (0.0, 20.0), (0.0, 300.0)
-    reader = _synthetic_run(tmp_path, [(1.0, [fast] * 10), (2.0, [fast] * 9 + [slow]), (4.0, [slow] * 10)],
-                            SloTargets(ttft_s=0.1), attainment=0.9)
+    reader = _synthetic_run(tmp_path, [(1.0, [fast] * 20), (2.0, [fast] * 9 + [slow] + [fast] * 10),
+                                       (4.0, [slow] * 20)], SloTargets(ttft_s=0.1), attainment=0.9)
     page = render_html(["sweep"], [analyze_run(reader)])
     curves = page.split("<h3>Latency by offered rate</h3>")[1].split("<h3>")[0]
     goodput = page.split("<h3>Goodput by offered rate</h3>")[1].split("<h3>")[0]
@@ -325,9 +334,9 @@ def test_compare_puts_two_sweeps_side_by_side_at_the_baselines_offered_rates(tmp
 
     fast, slow = (0.0, 20.0), (0.0, 300.0)
     slo = SloTargets(ttft_s=0.1)
-    a = summarize_load(_synthetic_run(tmp_path / "a", [(1.0, [fast] * 10), (2.0, [fast] * 10), (4.0, [fast] * 10)],
+    a = summarize_load(_synthetic_run(tmp_path / "a", [(1.0, [fast] * 20), (2.0, [fast] * 20), (4.0, [fast] * 20)],
                                       slo, attainment=0.9))
-    b = summarize_load(_synthetic_run(tmp_path / "b", [(1.0, [slow] * 10), (3.0, [fast] * 10)], slo, attainment=0.9))
+    b = summarize_load(_synthetic_run(tmp_path / "b", [(1.0, [slow] * 20), (3.0, [fast] * 20)], slo, attainment=0.9))
     assert a is not None and b is not None
     c = compare_load(a, b)
     by = {r.offered_rate_rps: r for r in c.rows}
@@ -335,7 +344,9 @@ def test_compare_puts_two_sweeps_side_by_side_at_the_baselines_offered_rates(tmp
     assert by[1.0].ttft_test is not None and by[1.0].ttft_test.verdict == "differs"  # 20 ms against 300 ms
     assert by[2.0].ttft_test is None and by[2.0].other_ttft_p50_s == pytest.approx((0.3 + 0.02) / 2)
     assert by[4.0].other_throughput_rps is None
-    assert (c.baseline_knee_rps, c.other_knee_rps) == (4.0, 3.0)
+    # every rate of each met the SLO: lower bounds, not knees
+    assert c.baseline_knee is not None and (c.baseline_knee.low_rps, c.baseline_knee.high_rps) == (4.0, None)
+    assert c.other_knee is not None and (c.other_knee.low_rps, c.other_knee.high_rps) == (3.0, None)
     # from the command line: the same table, labelled
     res = rigbench("compare", str(tmp_path / "a" / "run"), str(tmp_path / "b" / "run"), "--allow-mismatch")
     assert res.code == 0, res.stderr
