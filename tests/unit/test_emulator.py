@@ -152,7 +152,7 @@ async def test_slots_cap_the_requests_generating_at_once_and_queue_the_rest_in_o
             if slots:
                 # served in arrival order: each waited for the one two places ahead of it to end
                 ordered = sorted(e.truth, key=lambda t: t.received_ns)
-                for ahead, later in zip(ordered, ordered[2:]):
+                for ahead, later in zip(ordered, ordered[2:], strict=False):
                     assert later.chunk_ns[0] - ahead.end_ns >= 25e6  # its own TTFT (30 ms) began at that end
                 assert e.generating == 0 and not e._waiting
     # a client that gives up while queued frees nothing it never held, and the next in line goes on

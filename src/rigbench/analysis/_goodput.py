@@ -19,6 +19,8 @@ import re
 from collections.abc import Sequence
 from typing import NamedTuple
 
+from pydantic import Field
+
 from rigbench.records import Frozen, SloTargets
 
 __all__ = ["SLO_METRICS", "RateBound", "SloCheck", "meets_slo", "parse_slo", "rate_bound"]
@@ -81,7 +83,7 @@ class RateBound(Frozen):
     low_rps: float | None
     high_rps: float | None
     tested: int  # rates judged
-    out_of_order: list[float] = []
+    out_of_order: list[float] = Field(default_factory=list)
 
     @property
     def bracketed(self) -> bool:

@@ -237,7 +237,7 @@ def summarize_load(reader: RunReader) -> LoadSummary | None:
     warnings += [_lengths_warning(r) for r in rows if r.input_lengths is not None and _lengths_off(r.input_lengths)]
     knee = capacity = None
     rates = [r for r in rows if r.mode == "rate" and r.sessions is None]
-    judged = [r for r in rates if r.steady is not None and r.steady.state != "too short" and r.schedule_kept]
+    judged = [r for r in rates if r.steady is not None and r.steady.state != "too short" and _delivered(r)]
     if len(rates) > 1:  # a bound needs a curve: several rates
         capacity = rate_bound([(_offered(r), r.steady is not None and r.steady.state == "steady") for r in judged])
         if slo is not None:
@@ -249,9 +249,16 @@ def summarize_load(reader: RunReader) -> LoadSummary | None:
         left = [r for r in rates if r not in judged]
         if left:
             warnings.append(f"{len(left)} of {len(rates)} rates left out of the knee and the sustained rate "
-                            f"({_list([_offered(r) for r in left])} req/s): no steady state, or not sent on schedule "
-                            "(marked in the tables)")
+                            f"({_list([_offered(r) for r in left])} req/s): no steady state, or the client sent "
+                            "below the scheduled rate (marked in the tables)")
     return LoadSummary(windows=rows, slo=slo, attainment=attainment, knee=knee, capacity=capacity, warnings=warnings)
+
+
+def _delivered(r: LoadWindowSummary) -> bool:
+    """The server saw the rate: the client sent at no less than SCHEDULE_RATE_MIN of the scheduled rate (a send
+    lag that delays every request alike moves no rate; it counts in the response times, and is warned about)."""
+    sched, sent = r.scheduled_rate_rps, r.achieved_send_rate_rps
+    return sched is None or sent is None or sent >= SCHEDULE_RATE_MIN * sched
 
 
 def _offered(r: LoadWindowSummary) -> float:
