@@ -117,10 +117,10 @@ class InputLengths(Frozen):
     is its new message, while the server counts its whole history)."""
 
     requests: int
-    # how the sent length is known, per request: the server's own count (usage.prompt_tokens), else
-    # rigbench's count of the rendered prompt with the server's tokenizer; else not known
-    from_server: int
+    # how the sent length is known, per request: rigbench's count of the rendered prompt with the server's
+    # tokenizer, else the server's own count (usage.prompt_tokens); else not known
     from_rigbench: int
+    from_server: int
     unknown: int
     exact: int  # requests whose sent length equals the length asked
     target_min: int
@@ -438,9 +438,10 @@ def _sessions(w: LoadWindow, qs: list[LoadRequest], lts: list[LoadTiming], windo
 
 
 def _input_lengths(qs: list[LoadRequest]) -> InputLengths | None:
-    """Sent prompt lengths against the lengths asked: the server's count where it gave one (what it saw), else
-    rigbench's count of the rendered prompt; a session's later turns are left out (their target is the new
-    message alone)."""
+    """Sent prompt lengths against the lengths asked: rigbench's count of the rendered prompt where it could
+    make one (the server's tokenizer and template), else the server's count; a session's later turns are left
+    out (their target is the new message alone). The server's count is checked against rigbench's by the
+    traffic check (honesty/), not here."""
     first = [q for q in qs if not q.turn and q.result.ok]
     if not first:
         return None
@@ -448,12 +449,12 @@ def _input_lengths(qs: list[LoadRequest]) -> InputLengths | None:
     sent: list[int] = []
     dev: list[float] = []
     for q in first:
-        got = q.result.prompt_tokens
+        got = q.input_tokens_measured
         if got is not None:
-            from_server += 1
-        elif q.input_tokens_measured is not None:
-            got = q.input_tokens_measured
             from_rigbench += 1
+        elif q.result.prompt_tokens is not None:
+            got = q.result.prompt_tokens
+            from_server += 1
         else:
             unknown += 1
             continue

@@ -72,7 +72,7 @@ class EmulateArgs(BaseModel):
         "same prompts twice and rigbench's prefix-cache check untrusts the run (docs/honesty.md).",
         "--prefix-cache", metavar="", rich_help_panel=STREAM)] = False
     slots: Annotated[int | None, Flag(
-        "Capacity: at most this many requests generate at once (as llama.cpp's -np); later ones wait for a "
+        "Capacity: at most this many requests generate at once (a server's parallel slots); later ones wait for a "
         "slot, in arrival order, before their TTFT starts (default: no limit).", metavar="N",
         rich_help_panel=TIMING)] = None
     uvloop: Annotated[bool, Flag("Run on uvloop (the `fast` extra).", "--uvloop", metavar="",

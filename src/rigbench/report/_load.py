@@ -99,7 +99,7 @@ def _latency(s: LoadSummary) -> Section:
                     "e2e (response)"], rows,
                    [Note("service: from the actual send; response: from the intended start in the arrival "
                          "schedule, what a user queued behind the others sees (no coordinated omission). ITL: per "
-                         "request mean inter-token latency, the first token left out (vLLM's TPOT, GuideLLM's and "
+                         "request mean inter-token latency, the first token left out (TPOT in `vllm bench serve`, GuideLLM's and "
                          "AIPerf's ITL). Over the steady interval's arrivals where the window has one. All measured "
                          "on the client's clock.")], left_cols=2)
 
@@ -118,7 +118,7 @@ def _percentiles(s: LoadSummary) -> Section:
                          *(_ms(st, q) for q in ("mean", "p50", "std", "p90", "p95", "p99"))])
     return Section(PERCENTILES_TITLE, ["window", "offered req/s", "figure", "n", "mean", "median", "std", "p90", "p95",
                                        "p99"], rows,
-                   [Note("The latencies of the table above in full, as GuideLLM, AIPerf and vLLM print them (sample "
+                   [Note("The latencies of the table above in full, as GuideLLM, AIPerf and `vllm bench serve` print them (sample "
                          "standard deviation; percentiles by linear interpolation). JSON: `rigbench report RUN "
                          "--json`.")], left_cols=3)
 
