@@ -122,6 +122,23 @@ def test_a_window_too_short_for_a_steady_interval_is_marked_and_keeps_its_whole_
                and "--duration" in x for x in s.warnings), s.warnings
 
 
+def test_a_window_too_short_whose_requests_queue_long_after_its_arrivals_is_not_sustained(tmp_path: Path) -> None:
+    """The case of a starved server: 12 requests at 20 req/s against one that serves 2 a second. No steady
+    interval exists, but its requests keep coming back for 5.45 s after the last arrival (0.55 s of arrivals,
+    the first took 0.95 s): a queue, so the rate was not sustained, and it bounds the knee like any other."""
+    _, w = _only(_run(tmp_path / "queue", [(20.0, _fifo(20.0, 12, 0.5))]))
+    assert w.steady is not None and w.steady.state == "not sustained" and w.steady.measured_s == 0
+    assert w.measured_over == "whole window" and w.steady.note is not None and "kept coming back" in w.steady.note
+
+
+@pytest.mark.parametrize(("last_s", "state"), [(1.95, "too short"), (2.05, "not sustained")])
+def test_a_short_windows_drain_is_a_queue_past_twice_the_first_requests_return(tmp_path: Path, last_s: float,
+                                                                               state: str) -> None:
+    reqs = [(i / 20.0, i / 20.0 + 1.0) for i in range(11)] + [(11 / 20.0, 11 / 20.0 + last_s)]  # ramp: 1.0 s
+    _, w = _only(_run(tmp_path, [(20.0, reqs)]))
+    assert w.steady is not None and w.steady.ramp_s == pytest.approx(1.0) and w.steady.state == state
+
+
 @pytest.mark.parametrize(("n", "state"), [(12, "steady"), (11, "too short")])
 def test_a_steady_interval_needs_enough_arrivals(tmp_path: Path, n: int, state: str) -> None:
     # constant arrivals: the ramp is the first 10% of the span, so requests 2..n-1 arrive after it

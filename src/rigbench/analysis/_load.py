@@ -31,7 +31,7 @@ from rigbench.analysis._timing import RequestTiming, request_timing
 from rigbench.records import Frozen, HostConditions, LoadRequest, LoadWindow, SloTargets
 from rigbench.store import RunReader
 
-__all__ = ["BACKLOG_SHARE", "SCHEDULE_LAG_P99_MAX_S", "SCHEDULE_RATE_MIN", "STEADY_MIN_REQUESTS", "STEADY_MIN_SHARE",
+__all__ = ["BACKLOG_SHARE", "DRAIN_RAMPS", "SCHEDULE_LAG_P99_MAX_S", "SCHEDULE_RATE_MIN", "STEADY_MIN_REQUESTS", "STEADY_MIN_SHARE",
            "WARMUP_SHARE", "InputLengths", "LoadSummary", "LoadWindowSummary", "SteadyState", "TurnSummary",
            "load_timing", "summarize_load"]
 
@@ -52,6 +52,10 @@ STEADY_MIN_REQUESTS = 10
 # of two counts, scaled by the arrivals' squared coefficient of variation for gamma arrivals).
 BACKLOG_SHARE = 0.05
 BACKLOG_Z = 3.0
+# A window too short for a steady interval still shows a server that could not keep up when its requests kept
+# coming back, after the last arrival, for longer than its arrivals lasted and over this many times the first
+# requests' return time: a drain that long is a queue, not one request's service time.
+DRAIN_RAMPS = 2.0
 
 
 class LoadTiming(Frozen):
@@ -188,7 +192,7 @@ class LoadWindowSummary(Frozen):
     @property
     def measured_over(self) -> str:
         """What the figures are of: the steady interval, or the whole window."""
-        return "steady interval" if self.steady is not None and self.steady.state != "too short" else "whole window"
+        return "steady interval" if self.steady is not None and self.steady.measured_s > 0 else "whole window"
 
 
 class LoadSummary(Frozen):
@@ -319,6 +323,15 @@ def _steady(w: LoadWindow, qs: list[LoadRequest]) -> SteadyState | None:
     ended = len(in_interval)
     completed = sum(1 for i in in_interval if qs[i].result.ok)
     if measured_s < STEADY_MIN_SHARE * span_s or arrived < STEADY_MIN_REQUESTS or measured_s <= 0:
+        drain_s = (max(ends) - t1) / 1e9
+        if len(qs) >= STEADY_MIN_REQUESTS and ramp_s is not None and drain_s > max(span_s, DRAIN_RAMPS * ramp_s):
+            return SteadyState(
+                state="not sustained", warmup_s=warmup_s, ramp_s=ramp_s, measured_s=0.0, arrived=arrived, ended=ended,
+                completed=completed, backlog_growth=arrived - ended, backlog_limit=None,
+                note=(f"not sustained: its {len(qs)} requests arrived over {span_s:.3g} s and kept coming back for "
+                      f"{drain_s:.3g} s after the last arrival, over {DRAIN_RAMPS:g} times the {ramp_s:.3g} s the first "
+                      "took: the queue grew, so this rate is over what the server serves. The window is too short "
+                      "for a steady interval: its figures are the whole window's"))
         why = (f"the first requests took {ramp_s:.3g} s to come back, so no steady interval is left in its "
                f"{span_s:.3g} s of arrivals" if ramp_s is not None and measured_s < STEADY_MIN_SHARE * span_s
                else f"{arrived} requests arrived after its ramp (at least {STEADY_MIN_REQUESTS} needed)")
@@ -367,7 +380,7 @@ def _window(w: LoadWindow, qs: list[LoadRequest]) -> LoadWindowSummary:
                              f"({send_rate / sched_rate:.1%}): the client fell behind its schedule")
     steady = _steady(w, qs)
     # what the figures are of: the steady interval (its arrivals for latency, its ends for throughput), or all
-    if steady is not None and steady.state != "too short":
+    if steady is not None and steady.measured_s > 0:
         t1 = max(intended)
         t0 = t1 - int(steady.measured_s * 1e9)
         picked = [i for i in range(n) if t0 < intended[i] <= t1]

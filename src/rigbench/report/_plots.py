@@ -291,12 +291,12 @@ def _rect(x: float, y: float, color: str) -> Any:
 
 
 def _load_rates(a: RunAnalysis) -> list[Any]:
-    """The rates a curve may join: windows of one offered rate that reached a steady interval (a window too
-    short for one is marked in the tables, not drawn as a point of the curve)."""
+    """The rates a curve may join: windows of one offered rate that had a steady interval (a window too short
+    for one is marked in the tables, not drawn as a point of the curve)."""
     load = a.sections.get("load")
     if load is None:
         return []
-    ws = [w for w in load.rates if w.sessions is None and not (w.steady is not None and w.steady.state == "too short")]
+    ws = [w for w in load.rates if w.sessions is None and not (w.steady is not None and w.steady.measured_s == 0)]
     return sorted(ws, key=lambda w: w.offered_rate_rps)
 
 
