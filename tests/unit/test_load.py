@@ -288,6 +288,10 @@ def test_per_request_csv_and_jsonl_from_run_and_from_report(tmp_path: Path) -> N
     (["--rate", "0"], "--rate: must be a positive finite number; got 0.0"),
     (["--rate", "-3"], "--rate: must be a positive finite number; got -3.0"),
     (["--rate", "nan"], "--rate: must be a positive finite number; got nan"),
+    (["--rate", "5,10,5"], "--rate: lists a rate twice: '5,10,5'; each rate is one window"),
+    (["--rate", "5,,10"], "--rate: takes a rate or a comma-separated list of rates, e.g. 5 or 5,10,20; got '5,,10'"),
+    (["--rate", "5,-1"], "--rate: must be a positive finite number; got -1.0"),
+    (["--rate", "5,10", "--sessions", "2"], "--sessions N starts N sessions at --rate R (one window): give one --rate"),
     (["--rate", "5", "--slo", "ttft=1s,tpot=5ms"], "--slo: unknown metric 'tpot' in 'tpot=5ms'"),
     (["--rate", "5", "--slo", "ttft=5parsecs"], "--slo: unknown unit 'parsecs' in 'ttft=5parsecs'"),
     (["--rate", "5", "--burstiness", "0.5"], "shapes gamma arrivals; add --arrival gamma"),
@@ -396,6 +400,11 @@ def test_a_plan_file_takes_a_load_key_and_refuses_a_bad_one_naming_its_line(tmp_
     assert [type(s) for s in cfg.suites] == [LoadSuite] and cfg.recorded()["suites"]["load"]["sweep_points"] == 3
     plan.write_text(body.replace("  sweep: true\n  sweep_points: 3\n", "  rate_rps: .nan\n"))
     with pytest.raises(PlanError, match=r"plan.yaml:4: load.rate_rps: .*must be a positive finite number"):
+        load_plan(plan)
+    plan.write_text(body.replace("  sweep: true\n  sweep_points: 3\n", "  rate_rps: [2, 8]\n"))
+    assert load_plan(plan).plan.load.rates == [2.0, 8.0]  # a list of rates: one window each
+    plan.write_text(body.replace("  sweep: true\n  sweep_points: 3\n", "  rate_rps: true\n"))
+    with pytest.raises(PlanError, match=r"plan.yaml:4: load.rate_rps: .*takes a number; got True"):
         load_plan(plan)
     plan.write_text(body.replace("ttft=500ms,itl=50ms", "ttft=500ms,queue=5s"))
     with pytest.raises(PlanError, match=r"plan.yaml:6: load.slo: .*unknown metric 'queue'"):
