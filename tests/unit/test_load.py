@@ -78,6 +78,14 @@ def test_slo_text_reads_metrics_and_units_and_refuses_the_rest() -> None:
         parse_slo("e2e=2min")
     with pytest.raises(ValueError, match="cannot read 'ttft'"):
         parse_slo("ttft")
+    # a target no request can meet, or none can miss, is refused: zero, and a figure too large to be a time
+    with pytest.raises(ValueError, match=r"'ttft=0ms': a target must be a positive time"):
+        parse_slo("ttft=0ms")
+    with pytest.raises(ValueError, match=r"'e2e=1e400s': a target must be a positive time"):
+        parse_slo("e2e=1e400s")
+    with pytest.raises(ValueError, match=r"ttft is given twice in 'ttft=1s,ttft=2s'"):
+        parse_slo("ttft=1s,ttft=2s")
+    assert parse_slo("ttft=1us").ttft_s == pytest.approx(1e-6)  # the smallest positive target is one
 
 
 def _result(sent: int, scheduled: int, ttft_ms: float, n_tokens: int = 8, itl_ms: float = 10.0,

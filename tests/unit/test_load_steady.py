@@ -248,6 +248,34 @@ def test_a_sweep_where_no_rate_met_the_slo_reports_an_upper_bound(tmp_path: Path
         assert "Knee: < 10 req/s: every tested rate missed the SLO" in text, medium
 
 
+def test_a_rate_that_missed_below_one_that_met_is_named_not_hidden_in_the_bound(tmp_path: Path) -> None:
+    """A curve that is not monotone (chance, a disturbance): 10 and 30 req/s met the SLO, 20 and 40 missed it.
+    The knee is bounded by the highest rate that met it and the lowest above that missed (30 and 40), and
+    20, which missed below it, is named with the remedy. Control: a monotone curve names nothing."""
+    slo = SloTargets(ttft_s=0.5)  # a request of 0.2 s has a 0.1 s TTFT, one of 2 s a 1 s TTFT
+
+    def met(rate: float) -> list[Req]:
+        return _unlimited(rate, round(6 * rate), 0.2)
+
+    def missed(rate: float) -> list[Req]:
+        return _unlimited(rate, round(10 * rate), 2.0)  # 10 s of arrivals: a steady interval after the 2 s ramp
+
+    reader = _run(tmp_path, [(10.0, met(10.0)), (20.0, missed(20.0)), (30.0, met(30.0)), (40.0, missed(40.0))],
+                  slo=slo)
+    s = summarize_load(reader)
+    assert s is not None and s.knee is not None
+    assert all(w.steady is not None and w.steady.state == "steady" for w in s.windows), [w.steady for w in s.windows]
+    assert (s.knee.low_rps, s.knee.high_rps, s.knee.out_of_order) == (30.0, 40.0, [20.0])
+    said = [w for w in s.warnings if "not monotone" in w]
+    assert said == ["the SLO was missed at 20 req/s, below 30 req/s where it was met: the curve is not monotone "
+                    "(chance, or a disturbance); measure those rates again, longer (--duration)"], s.warnings
+    monotone = summarize_load(_run(tmp_path / "monotone", [(10.0, met(10.0)), (20.0, met(20.0)),
+                                                           (40.0, missed(40.0))], slo=slo))
+    assert monotone is not None and monotone.knee is not None
+    assert (monotone.knee.low_rps, monotone.knee.high_rps, monotone.knee.out_of_order) == (20.0, 40.0, [])
+    assert not [w for w in monotone.warnings if "not monotone" in w], monotone.warnings
+
+
 def test_a_window_too_short_is_left_out_of_the_knee_and_out_of_the_curves(tmp_path: Path) -> None:
     """Two steady rates that met the SLO and a third too short to judge, which failed it: the knee is bounded
     by the steady ones only (the short window does not cap it), and its point is not drawn on the curves."""
