@@ -115,6 +115,11 @@ class EmulatorScript(Frozen):
     # request sent on it unanswered, as a client meets it when it reuses the connection before the close
     # reaches it. The request is never served (no truth record).
     close_after_stream: bool = False
+    # A server's capacity: at most this many requests generate at once (llama.cpp's -np slots, a batch
+    # limit); a request beyond them waits, in arrival order, for a slot to free before its TTFT starts.
+    # None: no limit. A server-wide setting: read from the emulator's own script, never from a request's
+    # `x_emulator` override.
+    slots: int | None = Field(None, ge=1)
 
     def chunk_sizes(self, n_tokens: int, rng: random.Random) -> list[int]:
         """Tokens per chunk for an answer of `n_tokens` tokens."""
