@@ -16,15 +16,24 @@ import the project), the launcher:
 1. reads the per-run key from KEY_FD (a pipe the grader wrote and closed: once read, the key
    exists nowhere but in this process) and closes it, and makes this process non-dumpable (no
    other process of the same user may ptrace it or read its memory or descriptors in /proc);
-2. imports the modules the tests import (other than the project's own) and takes a snapshot of
+2. imports pytest while the project's directory is not on the path, so pytest, _pytest and pluggy
+   are the installed ones; then puts that directory nowhere on this process's path (isolated) or
+   after the installed packages (in-process), names any top-level module of the project that has
+   an installed module's name (it is never imported from the project, nor routed to it), and
+   installs an import guard that refuses, and reports, any import of the project's code into this
+   process (isolated) or of such a shadowing name (in-process), even if pytest later puts the
+   project's directory first on the path;
+3. imports the modules the tests import (other than the project's own) and takes a snapshot of
    pytest, pluggy, those modules and the builtins: every attribute and every function's code;
-3. starts pytest with its reporting plugin.
+4. starts pytest with its reporting plugin.
 
 Each line on CHANNEL_FD (a pipe whose read end only the grader holds) is one JSON object with a
 sequence number, followed by its HMAC-SHA256 under the key; lines written by anything else fail
 the check. Before and after each test's call the plugin compares the live state with the snapshot
 (pytest's own functions, hook implementations, the test function's code against the test file's
-source, trace/profile/signal handlers, threads) and reports any difference as tampering. After
+source, trace/profile/signal handlers, threads) and reports any difference as tampering. It also
+reports what pytest deselected (rigbench's command deselects nothing) and which skips were xfails.
+After
 pytest returns, the launcher writes an end marker with pytest's exit status and leaves through
 `os._exit`, so no `atexit` hook or finalizer of the model's code runs after the verdict.
 """
@@ -36,6 +45,8 @@ import contextlib
 import gc
 import hmac
 import importlib
+import importlib.machinery
+import importlib.util
 import json
 import os
 import signal
@@ -213,6 +224,74 @@ def _contains(tree: types.CodeType, code: types.CodeType) -> bool:
     return False
 
 
+def _top_level_modules(work: Path, tests: Path) -> list[str]:
+    """The names the project's root directory can be imported by (its tests and conftest aside)."""
+    out = []
+    for p in sorted(work.iterdir()):
+        if p.name.startswith(".") or p.resolve() == tests.resolve() or p.is_symlink():
+            continue
+        name = p.name.removesuffix(".py") if p.is_file() and p.suffix == ".py" else (
+            p.name if p.is_dir() and (p / "__init__.py").is_file() else "")
+        if name.isidentifier() and name != "conftest":
+            out.append(name)
+    return out
+
+
+def _shadowing(work: Path, tests: Path) -> dict[str, str]:
+    """The project's top-level modules that have the name of a module this interpreter has (stdlib,
+    an installed package, or one already imported), with where that one is. Called before the
+    project's directory is on the path, so what it finds is never the project's own."""
+    out: dict[str, str] = {}
+    for name in _top_level_modules(work, tests):
+        mod = sys.modules.get(name)
+        try:
+            spec = None if mod is not None else importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            spec = None
+        if mod is not None or spec is not None:
+            out[name] = str(getattr(mod, "__file__", None) or (spec.origin if spec else None) or "built in")
+    return out
+
+
+class _ImportGuard:
+    """A meta-path finder that keeps the project's code out of the test process.
+
+    With the project isolated (`only` None) no module of the project's directory may be imported
+    here: the proxies reach it in its own process. Inside the test process (`only`: the project's
+    modules that have an installed module's name) those names are never taken from the project,
+    even if pytest puts its directory first on the path. The task's tests and conftest files (the
+    grader never takes a model's conftest.py) are always allowed. A refused import raises
+    ImportError where it happens and is reported on the channel as tampering.
+    """
+
+    def __init__(self, work: Path, tests: Path, only: set[str] | None, report: Any) -> None:
+        self.work, self.tests = str(work.resolve()), str(tests.resolve())
+        self.only, self.report = only, report
+
+    def _inside(self, path: str, root: str) -> bool:
+        real = os.path.realpath(path)
+        return real == root or real.startswith(root + os.sep)
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if self.only is not None and name.partition(".")[0] not in self.only:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is None:
+            return None
+        where = spec.origin if spec.origin not in (None, "namespace") else next(
+            iter(spec.submodule_search_locations or []), None)
+        if (where is None or not self._inside(where, self.work) or self._inside(where, self.tests)
+                or os.path.basename(where) == "conftest.py"):
+            return None
+        why = (f"{name} ({where}) would shadow the installed module of that name" if self.only is not None
+               else f"{name} ({where}) is the project's code, which runs only in the project's process")
+        self.report(f"import refused: {why}")
+        raise ImportError(f"rigbench's grader refused to import {why}", name=name)
+
+    def invalidate_caches(self) -> None:
+        pass
+
+
 def _non_dumpable() -> bool:
     import ctypes
 
@@ -241,22 +320,36 @@ def main() -> None:
         seq[0] += 1
         os.write(chan, (body + " " + sign.hexdigest() + "\n").encode())
 
-    sys.path.insert(0, str(work))
+    # pytest (with _pytest and pluggy) comes from the installation, imported before the project's
+    # directory is anywhere on the path: a `_pytest` package at the project's root was imported in
+    # its place, and turned every report into a pass.
+    import pytest
+
+    shadowing = _shadowing(work, tests)
     os.chdir(work)
+    blocked: list[str] = []
+    sys.meta_path.insert(0, _ImportGuard(work, tests, None if packages else set(shadowing), blocked.append))
     project = None
     if packages:
+        # The project is reached only through the proxies: its directory is never on this process's
+        # path, and a module of it with an installed module's name is not routed in that one's place.
         here = str(Path(__file__).resolve().parent)
         sys.path.insert(0, here)
         import remote  # _grade_remote.py, copied beside this file
 
         sys.path.remove(here)
-        project = remote.start(sys.executable, f"{here}/remote.py", str(work), packages)
-    import pytest
+        project = remote.start(sys.executable, f"{here}/remote.py", str(work), packages - set(shadowing))
+    else:
+        sys.path.append(str(work))  # after the installed packages: the project shadows none of them
 
     snap = _Snapshot(work, tests)
     send("start", pid=os.getpid(), isolated=sorted(packages))
     if not guarded:
         send("tampered", where="setup", what=["the test process could not be made non-dumpable"])
+    if shadowing:
+        send("tampered", where="setup", what=[
+            f"the project's top-level module {name!r} has the name of an installed module ({where}): the tests "
+            "would not import the project's" for name, where in shadowing.items()][:10])
 
     class Reporter:
         @pytest.hookimpl(tryfirst=True)
@@ -282,17 +375,31 @@ def main() -> None:
 
         @pytest.hookimpl(tryfirst=True)
         def pytest_runtest_logreport(self, report: Any) -> None:
-            send("report", id=report.nodeid, when=report.when, outcome=report.outcome)
+            xfail = {"xfail": True} if hasattr(report, "wasxfail") else {}
+            send("report", id=report.nodeid, when=report.when, outcome=report.outcome, **xfail)
+            if blocked:
+                send("tampered", where=f"during {report.nodeid}", what=blocked[:10])
+                blocked.clear()
 
         @pytest.hookimpl(tryfirst=True)
         def pytest_collectreport(self, report: Any) -> None:
             if report.outcome != "passed":
-                send("collect_error", id=report.nodeid)
+                send("collect_error", id=report.nodeid, outcome=report.outcome)
+            if blocked:
+                send("tampered", where=f"collecting {report.nodeid}", what=blocked[:10])
+                blocked.clear()
+
+        @pytest.hookimpl(tryfirst=True)
+        def pytest_deselected(self, items: Any) -> None:
+            # rigbench asks pytest to deselect nothing: whatever did was not the task's doing
+            send("deselected", ids=[i.nodeid for i in items])
 
     status = pytest.main([*sys.argv[6:], str(tests)], plugins=[Reporter()])
     if project is not None:
         project.kill()
         project.wait()
+    if blocked:
+        send("tampered", where="at the end", what=blocked[:10])
     send("end", exit=int(status))
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
