@@ -243,7 +243,7 @@ def test_no_test_at_all_is_not_a_pass(fixed: Workdir) -> None:
 def test_tampering_seen_fails_a_project_whose_tests_all_pass(fixed: Workdir) -> None:
     """Rule: a stream with a problem fails the grade even when every test passed (`all_passed`'s
     problems). The fully fixed project also installs a signal handler in the test process."""
-    _add(fixed, "app/cart.py", '__import__("sig" "nal").signal(15, lambda *a: None)\n')
+    _add(fixed, "app/cart.py", 'getattr(__import__("sig" "nal"), "sig" "nal")(15, lambda *a: None)\n')
     g = _grade(IN_PROCESS, fixed)
     assert g.tests_passed_after == 12 and _not_passed(g) == {}, g.grade_detail
     assert not g.passed and any("signal handler for SIGTERM changed" in p for p in g.sandbox["stream_problems"])
@@ -468,8 +468,7 @@ def _ran(sb: Workdir) -> str:
 @MODES
 def test_a_project_module_that_shadows_pytests_own_never_runs_in_the_test_process(
         nearly: Workdir, isolate: bool) -> None:
-    """Rule: the launcher imports pytest before the project's directory is on its path, puts that
-    directory after the installed packages (in the test process) or nowhere (isolated), and names a
+    """Rule: the launcher imports pytest before the project's directory is on its path, and names a
     project module that has an installed module's name."""
     nearly.write_file("_pytest/__init__.py", _SHADOW_PYTEST)
     g = _grade(_task(allowed_changes=["*"], project_in_test_process=not isolate), nearly)
@@ -501,6 +500,28 @@ def test_a_project_module_named_like_a_standard_module_is_not_imported_in_its_pl
     assert _ran(nearly) == "", _ran(nearly)
     assert g.outcomes[SUBTOTAL] == "failed" and not g.all_passed
     assert any("'difflib'" in p and "installed module" in p for p in g.problems), g.problems
+
+
+_SHADOW_COLORSYS = """
+open("/sandbox/.tmp/shadow.log", "a").write("RAN colorsys of the project\\n")
+"""
+
+
+@confined
+@MODES
+def test_a_shadowing_name_imports_the_installed_module_even_when_pytest_puts_the_project_first(
+        nearly: Workdir, isolate: bool) -> None:
+    """Rule: the launcher's meta-path finder for shadowing names. A task whose tests directory is a
+    package makes pytest put the project's root first on the path, and its test file imports a
+    standard module that neither pytest nor the launcher has imported yet (colorsys): without the
+    finder the project's colorsys.py runs in the test process."""
+    nearly.write_file("tests/__init__.py", "")
+    nearly.write_file("tests/test_tax.py", "import colorsys  # noqa: F401\n" + nearly.read_file("tests/test_tax.py"))
+    nearly.write_file("colorsys.py", _SHADOW_COLORSYS)
+    g = grade_pytest(nearly.root, "tests", IDS, LIMITS, allow_unconfined=False, isolate=isolate)
+    assert _ran(nearly) == "", _ran(nearly)
+    assert {i: o for i, o in g.outcomes.items() if o != "passed"} == {SUBTOTAL: "failed"}, (g.outcomes, g.problems)
+    assert [p for p in g.problems if "colorsys" not in p] == [] and g.problems, g.problems
 
 
 # --- the record says which --------------------------------------------------------------------

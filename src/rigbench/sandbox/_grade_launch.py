@@ -17,12 +17,11 @@ import the project), the launcher:
    exists nowhere but in this process) and closes it, and makes this process non-dumpable (no
    other process of the same user may ptrace it or read its memory or descriptors in /proc);
 2. imports pytest while the project's directory is not on the path, so pytest, _pytest and pluggy
-   are the installed ones; then puts that directory nowhere on this process's path (isolated) or
-   after the installed packages (in-process), names any top-level module of the project that has
-   an installed module's name (it is never imported from the project, nor routed to it), and
-   installs an import guard that refuses, and reports, any import of the project's code into this
-   process (isolated) or of such a shadowing name (in-process), even if pytest later puts the
-   project's directory first on the path;
+   are the installed ones; then puts that directory nowhere on this process's path (isolated: every
+   top-level name of the project is routed to its process) or first (in-process), and names, as
+   tampering, any top-level module of the project that has an
+   installed module's name: that name always imports the installed module (a meta-path finder
+   sees to it even when pytest puts the project's directory first), and is never routed;
 3. imports the modules the tests import (other than the project's own) and takes a snapshot of
    pytest, pluggy, those modules and the builtins: every attribute and every function's code;
 4. starts pytest with its reporting plugin.
@@ -224,25 +223,26 @@ def _contains(tree: types.CodeType, code: types.CodeType) -> bool:
     return False
 
 
-def _top_level_modules(work: Path, tests: Path) -> list[str]:
-    """The names the project's root directory can be imported by (its tests and conftest aside)."""
-    out = []
-    for p in sorted(work.iterdir()):
-        if p.name.startswith(".") or p.resolve() == tests.resolve() or p.is_symlink():
+def _top_level_modules(work: Path, tests: Path) -> set[str]:
+    """The names the project's root directory can be imported by (its tests and conftest aside):
+    modules, packages and directories of modules (namespace packages)."""
+    out = set()
+    for p in work.iterdir():
+        if p.name.startswith((".", "__")) or p.resolve() == tests.resolve() or p.is_symlink():
             continue
         name = p.name.removesuffix(".py") if p.is_file() and p.suffix == ".py" else (
-            p.name if p.is_dir() and (p / "__init__.py").is_file() else "")
+            p.name if p.is_dir() and any(p.glob("*.py")) else "")
         if name.isidentifier() and name != "conftest":
-            out.append(name)
+            out.add(name)
     return out
 
 
-def _shadowing(work: Path, tests: Path) -> dict[str, str]:
-    """The project's top-level modules that have the name of a module this interpreter has (stdlib,
-    an installed package, or one already imported), with where that one is. Called before the
-    project's directory is on the path, so what it finds is never the project's own."""
+def _shadowing(names: set[str]) -> dict[str, str]:
+    """Those of the project's top-level `names` that this interpreter also has (stdlib, an installed
+    package, or a module already imported), with where that one is. Called before the project's
+    directory is on the path, so what it finds is never the project's own."""
     out: dict[str, str] = {}
-    for name in _top_level_modules(work, tests):
+    for name in sorted(names):
         mod = sys.modules.get(name)
         try:
             spec = None if mod is not None else importlib.util.find_spec(name)
@@ -253,40 +253,21 @@ def _shadowing(work: Path, tests: Path) -> dict[str, str]:
     return out
 
 
-class _ImportGuard:
-    """A meta-path finder that keeps the project's code out of the test process.
+class _InstalledFirst:
+    """A meta-path finder that imports the installed module for each of the project's top-level names
+    that shadow one, wherever the path puts the project's directory: pytest puts it first when the
+    tests directory is a package, and a module imported after that (by a test file, or by pytest)
+    would then be the project's code, in the test process."""
 
-    With the project isolated (`only` None) no module of the project's directory may be imported
-    here: the proxies reach it in its own process. Inside the test process (`only`: the project's
-    modules that have an installed module's name) those names are never taken from the project,
-    even if pytest puts its directory first on the path. The task's tests and conftest files (the
-    grader never takes a model's conftest.py) are always allowed. A refused import raises
-    ImportError where it happens and is reported on the channel as tampering.
-    """
+    def __init__(self, work: Path, names: set[str]) -> None:
+        self.work, self.names = os.path.realpath(work), names
 
-    def __init__(self, work: Path, tests: Path, only: set[str] | None, report: Any) -> None:
-        self.work, self.tests = str(work.resolve()), str(tests.resolve())
-        self.only, self.report = only, report
-
-    def _inside(self, path: str, root: str) -> bool:
-        real = os.path.realpath(path)
-        return real == root or real.startswith(root + os.sep)
-
-    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
-        if self.only is not None and name.partition(".")[0] not in self.only:
-            return None
-        spec = importlib.machinery.PathFinder.find_spec(name, path)
-        if spec is None:
-            return None
-        where = spec.origin if spec.origin not in (None, "namespace") else next(
-            iter(spec.submodule_search_locations or []), None)
-        if (where is None or not self._inside(where, self.work) or self._inside(where, self.tests)
-                or os.path.basename(where) == "conftest.py"):
-            return None
-        why = (f"{name} ({where}) would shadow the installed module of that name" if self.only is not None
-               else f"{name} ({where}) is the project's code, which runs only in the project's process")
-        self.report(f"import refused: {why}")
-        raise ImportError(f"rigbench's grader refused to import {why}", name=name)
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if path is not None or name not in self.names:
+            return None  # a submodule is found through its (installed) parent package
+        elsewhere = [p for p in sys.path
+                     if not (os.path.realpath(p or ".") + os.sep).startswith(self.work + os.sep)]
+        return importlib.machinery.PathFinder.find_spec(name, elsewhere)
 
     def invalidate_caches(self) -> None:
         pass
@@ -325,22 +306,24 @@ def main() -> None:
     # its place, and turned every report into a pass.
     import pytest
 
-    shadowing = _shadowing(work, tests)
+    names = _top_level_modules(work, tests)
+    shadowing = _shadowing(names)
     os.chdir(work)
-    blocked: list[str] = []
-    sys.meta_path.insert(0, _ImportGuard(work, tests, None if packages else set(shadowing), blocked.append))
+    sys.meta_path.insert(0, _InstalledFirst(work, set(shadowing)))
     project = None
     if packages:
-        # The project is reached only through the proxies: its directory is never on this process's
-        # path, and a module of it with an installed module's name is not routed in that one's place.
+        # The project is reached only through the proxies, every top-level name of it (the grader's
+        # list and this one's), but never one that an installed module has: that one stays the
+        # installed module. The project's directory is not on this process's path.
         here = str(Path(__file__).resolve().parent)
         sys.path.insert(0, here)
         import remote  # _grade_remote.py, copied beside this file
 
         sys.path.remove(here)
-        project = remote.start(sys.executable, f"{here}/remote.py", str(work), packages - set(shadowing))
+        packages = (packages | names) - set(shadowing)
+        project = remote.start(sys.executable, f"{here}/remote.py", str(work), packages)
     else:
-        sys.path.append(str(work))  # after the installed packages: the project shadows none of them
+        sys.path.insert(0, str(work))  # a name an installed module has is the installed one all the same
 
     snap = _Snapshot(work, tests)
     send("start", pid=os.getpid(), isolated=sorted(packages))
@@ -377,17 +360,11 @@ def main() -> None:
         def pytest_runtest_logreport(self, report: Any) -> None:
             xfail = {"xfail": True} if hasattr(report, "wasxfail") else {}
             send("report", id=report.nodeid, when=report.when, outcome=report.outcome, **xfail)
-            if blocked:
-                send("tampered", where=f"during {report.nodeid}", what=blocked[:10])
-                blocked.clear()
 
         @pytest.hookimpl(tryfirst=True)
         def pytest_collectreport(self, report: Any) -> None:
             if report.outcome != "passed":
                 send("collect_error", id=report.nodeid, outcome=report.outcome)
-            if blocked:
-                send("tampered", where=f"collecting {report.nodeid}", what=blocked[:10])
-                blocked.clear()
 
         @pytest.hookimpl(tryfirst=True)
         def pytest_deselected(self, items: Any) -> None:
@@ -398,8 +375,6 @@ def main() -> None:
     if project is not None:
         project.kill()
         project.wait()
-    if blocked:
-        send("tampered", where="at the end", what=blocked[:10])
     send("end", exit=int(status))
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):

@@ -132,11 +132,11 @@ def read_channel(raw: bytes, key: bytes, expected: list[str] | None, returncode:
 
 
 def project_packages(work: Path, tests_dir: str) -> list[str]:
-    """The importable top-level packages and modules of `work`, other than its tests."""
+    """The importable top-level packages (namespace ones too) and modules of `work`, other than its tests."""
     skip = {Path(tests_dir).parts[0], "conftest"}
     names = [p.name if p.is_dir() else p.stem for p in sorted(work.iterdir())
              if not p.name.startswith((".", "__")) and not p.is_symlink()
-             and ((p.is_dir() and (p / "__init__.py").is_file()) or (p.is_file() and p.suffix == ".py"))]
+             and ((p.is_dir() and any(p.glob("*.py"))) or (p.is_file() and p.suffix == ".py"))]
     return [n for n in names if n not in skip and n.isidentifier()]
 
 
