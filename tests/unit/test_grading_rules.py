@@ -350,9 +350,9 @@ _CONFIGS = {
     ({"conftest.py": _SKIP_BY_CONFTEST}, "never graded"),
     ({"conftest.py": _DESELECT_BY_CONFTEST}, "never graded"),
     ({"tests/conftest.py": _FLIP_REPORTS}, "tests are graded as shipped"),
-    *[({name: text}, "never graded") for name, text in _CONFIGS.items()],
+    (_CONFIGS, "never graded"),
 ], ids=["conftest-flips-reports", "conftest-skip-marker", "conftest-deselects", "tests-conftest",
-        *[f"addopts-in-{n}" for n in _CONFIGS]])
+        "addopts-in-every-config-file"])
 def test_config_and_conftest_files_never_reach_the_grading_copy(
         nearly: Workdir, files: dict[str, str], why: str) -> None:
     """Rule: the grading copy never takes conftest.py or a pytest/packaging config (`grading_copy`,
@@ -368,11 +368,12 @@ def test_config_and_conftest_files_never_reach_the_grading_copy(
 
 
 @confined
-@pytest.mark.parametrize("name", list(_CONFIGS))
-def test_a_config_file_in_the_graded_directory_changes_nothing(nearly: Workdir, name: str) -> None:
-    """Rule: pytest runs with rigbench's own config (`-c`), so a config file that is in the graded
-    directory all the same (here written straight into it) deselects nothing."""
-    nearly.write_file(name, _CONFIGS[name])
+def test_a_config_file_in_the_graded_directory_changes_nothing(nearly: Workdir) -> None:
+    """Rule: pytest runs with rigbench's own config (`-c`), so config files that are in the graded
+    directory all the same (here written straight into it; pytest would read the first of them,
+    pytest.toml) deselect nothing."""
+    for name, text in _CONFIGS.items():
+        nearly.write_file(name, text)
     g = grade_pytest(nearly.root, "tests", IDS, LIMITS, allow_unconfined=False)
     assert g.problems == [] and {i: o for i, o in g.outcomes.items() if o != "passed"} == {SUBTOTAL: "failed"}
 
