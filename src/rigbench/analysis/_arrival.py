@@ -92,14 +92,14 @@ class ArrivalPattern(Frozen):
     span_s: float | None  # first -> last such read
     period_s: float | None  # the most common gap between reads (a flush period when `flushed`)
     period_share: float | None  # share of gaps (the last left out) within ±25% of `period_s`
-    gap_median_s: float | None = None  # the median gap between reads (the last left out)
-    read_steps_median: float | None = None  # engine steps in the median read
-    step_s: float | None = None  # one engine step: the server's decode time / steps where reported, else span / steps
     server_decode_s: float | None  # llama.cpp timings.predicted_ms, when reported
     clock: ArrivalSource = "user"  # read times above: the kernel's arrival stamps, or rigbench's own
     # Kernel stamps only: median time from a multi-event read's arrival to the client's read of it.
     # A flush needs it small (the bytes came in bursts); a late client coalesces steps on its own.
     read_late_s: float | None = None
+    gap_median_s: float | None = None  # the median gap between reads (the last left out)
+    read_steps_median: float | None = None  # engine steps in the median read
+    step_s: float | None = None  # one engine step: the server's decode time / steps where reported, else span / steps
 
     @property
     def buffered(self) -> bool:
@@ -178,6 +178,8 @@ def stream_arrival(res: StreamResult) -> ArrivalPattern:
     # that reads late coalesces steps itself (kernel stamps only; None with user-space stamps).
     late = sorted(r.user_ns - r.at_ns for r in reads if r.events > 1) if clock == "kernel" else []
     read_late_s = late[len(late) // 2] / 1e9 if late else None
+    # With kernel stamps: the client read its multi-step reads at once, so an upstream held the steps
+    prompt = read_late_s is None or (step_s is not None and read_late_s < PROMPT_READ_SHARE * step_s)
     common = {"steps": steps, "steps_source": source, "events": events, "reads": len(reads),
               "steps_per_read": per_read, "first_read_s": first_s, "span_s": span_s, "period_s": period,
               "period_share": share, "server_decode_s": server_decode_s, "clock": clock,
@@ -200,18 +202,16 @@ def stream_arrival(res: StreamResult) -> ArrivalPattern:
         detail = (f"{steps} steps in {len(reads)} reads within {span_s * 1e3:.1f} ms after {first_s:.2f} s, faster "
                   f"than any engine decodes one stream (over {MAX_STEP_RATE:,.0f} steps/s)")
     elif (per_read >= FLUSH_STEPS_PER_READ and share is not None and share >= PERIOD_SHARE and period is not None
-          and period >= FLUSH_MIN_PERIOD_S and (read_late_s is None or (step_s is not None
-                                                                      and read_late_s < PROMPT_READ_SHARE * step_s))):
+          and period >= FLUSH_MIN_PERIOD_S and prompt):
         kind = "flushed"
         detail = (f"{per_read:.1f} steps per read at a near-fixed {period * 1e3:.0f} ms period "
                   f"({share:.0%} of gaps)")
     elif (read_steps >= FLUSH_STEPS_PER_READ and gap_median is not None and gap_median >= FLUSH_MIN_PERIOD_S
-          and read_late_s is not None and step_s is not None  # read_late_s: kernel stamps only
-          and read_late_s < PROMPT_READ_SHARE * step_s):
+          and read_late_s is not None and prompt):  # read_late_s: kernel stamps only
         kind = "coalesced"
         detail = (f"{read_steps:.0f} engine steps per read (median) at irregular gaps ({gap_median * 1e3:.0f} ms "
                   f"median), each read {read_late_s * 1e3:.2f} ms after its bytes arrived (one step: "
-                  f"{step_s * 1e3:.1f} ms)")
+                  f"{(step_s or 0) * 1e3:.1f} ms)")
     return ArrivalPattern(kind=kind, detail=detail, **common)
 
 
