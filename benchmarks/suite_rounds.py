@@ -95,6 +95,10 @@ def _round(n: int, clone: Path, work: Path, command: str, timeout_s: float) -> d
     if (record / "summary.json").exists():
         summary = json.loads((record / "summary.json").read_text())
     tail = log.read_text(errors="replace").rstrip().splitlines()[-1:] if log.exists() else []
+    host = summary.get("host") or {}
+    if not loads and host.get("load1_mean") is not None:  # a round shorter than one sample: the record's figures
+        loads, steal = [host["load1_mean"], host["load1_max"]], [s for s in (host.get("steal_cores_mean"),
+                                                                             host.get("steal_cores_max")) if s is not None]
     return {
         "round": n, "exit": status, "green": status == 0, "duration_s": round(took, 1),
         "pytest_s": summary.get("pytest_s"), "counts": summary.get("counts"),
