@@ -534,3 +534,35 @@ def test_the_grade_detail_counts_each_way_a_test_did_not_pass() -> None:
     assert not_passed_summary(outcomes) == "1 failed, 1 missing, 2 skipped, 1 xfailed: c (failed), e (missing), " \
                                            "b (skipped), d (skipped), f (xfailed)"
     assert not_passed_summary({"a": "passed"}) == ""
+
+
+def test_the_report_says_why_repo_fix_trials_did_not_pass() -> None:
+    """The agent section's task line counts, over the trials that did not pass, each reason their
+    grades kept: the way tests ended (skipped, xfailed, ...), a rejected stream, a screened file.
+    Trials from before the outcomes were kept add no reason (an old run's report is unchanged)."""
+    from rigbench.analysis._agent import summarize_agent_records
+    from rigbench.records import TaskTrialRecord
+    from rigbench.report._agent import agent_head
+
+    def trial(k: int, passed: bool, outcomes: dict[str, str] | None, problems: list[str],
+              detail: str = "") -> TaskTrialRecord:
+        sandbox: dict[str, Any] = {"stream_problems": problems}
+        if outcomes is not None:
+            sandbox["test_outcomes"] = outcomes
+        return TaskTrialRecord(unit_id=f"agent/task/cart_bugs/t{k}", task="cart_bugs", task_kind="repo_fix", trial=k,
+                               passed=passed, stop_reason="model_stopped", turns=[], wall_s=1.0, grade_detail=detail,
+                               sandbox=sandbox)
+
+    trials = [
+        trial(0, True, dict.fromkeys(IDS, "passed"), []),
+        trial(1, False, {SUBTOTAL: "skipped", IDS[0]: "skipped"}, []),
+        trial(2, False, {SUBTOTAL: "xfailed"}, ["tampering seen setup: ..."]),
+        trial(3, False, dict.fromkeys(IDS, "passed"), [], "...; failed: app/cart.py refer(s) to pytest/JUnit"),
+        trial(4, False, None, ["an old record: no outcomes kept"]),
+    ]
+    [task] = summarize_agent_records([], [], [], trials).tasks
+    assert task.not_passed_why == {"a changed file names the test runner": 1, "result stream rejected": 1,
+                                   "tests skipped": 1, "tests xfailed": 1}
+    line = next(n.text for n in agent_head(summarize_agent_records([], [], [], trials)).notes if "cart_bugs" in n.text)
+    assert ("Not passed: a changed file names the test runner in 1; result stream rejected in 1; tests skipped in 1; "
+            "tests xfailed in 1 (trials).") in line, line
