@@ -151,6 +151,15 @@ if _cart_tests is not None:
     _cart_tests.setup_function = _setup
 """
 
+# The importing test module skipped as a whole, at import: pytest collects none of its tests and
+# reports the module's collection as skipped instead (an error at import is no escape: pytest then
+# runs no test at all). The other modules import the project again
+# afterwards (a failed import is not kept) and find no test module importing it: they run.
+_SKIP_AT_IMPORT = _TEST_CART + """
+if _cart_tests is not None:
+    __import__("py" "test").skip("carts are out of scope", allow_module_level=True)
+"""
+
 # The test module replaced by an empty one as it is imported: pytest collects nothing from it,
 # and nothing errs (the name and file are right).
 _VANISH = _TEST_CART + """
@@ -205,6 +214,25 @@ def test_deselected_tests_are_not_fixed_even_without_a_list_of_the_tasks_tests(n
     # with the task's ids the same escape reads the same
     listed = _grade(IN_PROCESS, nearly)
     assert not listed.passed and _not_passed(listed) == {SUBTOTAL: "deselected"}, listed.grade_detail
+
+
+@confined
+def test_a_test_module_skipped_at_import_is_not_fixed(nearly: Workdir) -> None:
+    """Rule: a test module whose collection did not pass is a problem of the stream (the launcher's
+    `collect_error`), here `pytest.skip(allow_module_level=True)` raised as the project is imported. The task here lists neither ids nor a total (a task of one's own), so nothing
+    else would notice: the six cart tests, the failing one among them, are never collected, and
+    the six that are all pass."""
+    _add(nearly, "app/cart.py", _SKIP_AT_IMPORT)
+    g = _grade(_task(project_in_test_process=True, test_ids=None, expected_total=None), nearly)
+    assert g.tests_passed_after == 6 and _not_passed(g) == {}, g.grade_detail
+    assert not g.passed and g.sandbox["stream_problems"] == ["collecting tests/test_cart.py was skipped"], \
+        g.grade_detail
+    # with the task's ids the cart tests are also named missing
+    listed = _grade(IN_PROCESS, nearly)
+    assert not listed.passed and _not_passed(listed) == dict.fromkeys(CART_IDS, "missing"), listed.grade_detail
+    # with the project in a process of its own the same code changes nothing: the failure stays
+    iso = _grade(TASK, nearly)
+    assert not iso.passed and _not_passed(iso) == {SUBTOTAL: "failed"}, iso.grade_detail
 
 
 @confined
