@@ -107,3 +107,24 @@ def test_steal_and_busy_cores_come_from_the_cpu_lines_between_samples() -> None:
     assert h["steal_cores_mean"] == 0.2 and h["steal_cores_max"] == 0.2  # 200 of 2,000 jiffies, x 2 CPUs
     assert h["busy_cores_mean"] == 1.4  # all but idle and iowait: 1,400 of 2,000, x 2
     assert (h["load1_mean"], h["load1_max"], h["run_queue_max"]) == (2.0, 3.0, 4)
+
+
+def test_the_record_keeps_the_exit_status_ci_ends_with(tmp_path: Path) -> None:
+    """Under CI=true the skip check (tests/skip_check.py) turns an unlisted skip into a failed session
+    as pytest finishes; the record is written after it, so its exit status and index line say 1, as
+    CI does, not the 0 pytest had before the check."""
+    (tmp_path / "conftest.py").write_text("from tests.skip_check import (pytest_collectreport, pytest_runtest_logreport,"
+                                          " pytest_runtest_setup, pytest_sessionfinish, pytest_terminal_summary)\n"
+                                          + CONFTEST)
+    (tmp_path / "test_skip.py").write_text("import pytest\n\ndef test_skips():\n    pytest.skip('not here')\n")
+    (tmp_path / "allowed.txt").write_text("")
+    record = tmp_path / "ci-runs" / "run-ci"
+    env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{REPO / 'src'}", "RIGBENCH_CI_RECORD_DIR": str(record),
+           "CI": "true", "RIGBENCH_ALLOWED_SKIPS": str(tmp_path / "allowed.txt")}
+    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_skip.py"],
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 1 and "skips not allowed under CI" in p.stdout, p.stdout
+    rec = json.loads((record / "summary.json").read_text())
+    assert rec["exit_status"] == 1 and rec["counts"] == {"skipped": 1} and rec["ci"] == "true"
+    row = dict(zip(INDEX_COLUMNS, (record.parent / "index.tsv").read_text().splitlines()[1].split("\t"), strict=True))
+    assert row["exit"] == "1"
