@@ -25,6 +25,7 @@ from rigbench.rig import (
     free_port,
 )
 from rigbench.rig.engines._llamacpp._smoke import ensure_llama_server
+from tests.ci_record import RECORD_ENV, plugin_from_env
 from tests.skip_check import (  # noqa: F401  (hooks: `requires` marker, CI skip check)
     pytest_collectreport,
     pytest_runtest_logreport,
@@ -32,6 +33,15 @@ from tests.skip_check import (  # noqa: F401  (hooks: `requires` marker, CI skip
     pytest_sessionfinish,
     pytest_terminal_summary,
 )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under .ci/run (RIGBENCH_CI_RECORD_DIR set), keep a record of the session (tests/ci_record.py).
+    The variable is taken out of the environment so that a pytest a test starts keeps none."""
+    record = plugin_from_env(config.rootpath)
+    os.environ.pop(RECORD_ENV, None)
+    if record is not None:
+        config.pluginmanager.register(record, "rigbench-ci-record")
 
 
 def _embedded_files() -> tuple[Path, Path]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import hmac
 import json
+import secrets
 import subprocess
 import time
 from collections.abc import Iterator
@@ -275,7 +276,7 @@ def test_forged_lines_on_inherited_file_descriptors_are_rejected(project: Workdi
 
 
 _FORK = """
-import os, time, json
+import os, sys, time, json
 pid = os.fork()
 if pid == 0:
     os.setsid()
@@ -286,7 +287,8 @@ if pid == 0:
                 os.write(fd, b'{"seq":99,"kind":"report"} ' + b"0" * 64 + b"\\n")
             except OSError:
                 pass
-        time.sleep(3600)
+        # sleeps on under a name of its own, so that only this run's survivor is looked for
+        os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(3600)", "TOKEN"])
     os._exit(0)
 """
 
@@ -294,12 +296,15 @@ if pid == 0:
 @confined
 @MODES
 def test_a_forked_process_that_outlives_the_run_neither_forges_nor_survives(project: Workdir, isolate: bool) -> None:
-    _smuggle(project, _FORK)
+    # A token of this test's own: other pytest runs on the machine grade projects at the same time,
+    # and their launchers are not this run's survivors.
+    token = f"rigbench-escape-{secrets.token_hex(8)}"
+    _smuggle(project, _FORK.replace("TOKEN", token))
     t0 = time.monotonic()
     g = _grade(project, isolate)
     assert time.monotonic() - t0 < 40
     assert not g.all_passed
-    left = subprocess.run(["pgrep", "-f", "rigbench-grader"], capture_output=True, text=True).stdout.strip()
+    left = subprocess.run(["pgrep", "-f", token], capture_output=True, text=True).stdout.strip()
     assert not left, f"a process of the grading run survived it: {left}"
 
 

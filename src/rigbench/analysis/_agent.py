@@ -72,6 +72,9 @@ class TaskScore(Frozen):
     stop_reasons: dict[str, int]
     refused_paths: int
     network: str | None  # how the tests were isolated from the network (repo_fix)
+    # repo_fix: why the trials that did not pass did not, trials per reason ("tests skipped": 2); from
+    # the grade's per-test outcomes (records before they were kept: empty)
+    not_passed_why: dict[str, int] = Field(default_factory=dict)
 
 
 class AgentSummary(Frozen):
@@ -175,6 +178,7 @@ def summarize_agent_records(
                 stop_reasons=dict(Counter(t.stop_reason for t in tr)),
                 refused_paths=sum(t.refused_paths for t in tr),
                 network=next((str(t.sandbox.get("network")) for t in tr if t.sandbox.get("network")), None),
+                not_passed_why=_not_passed_why(tr),
             )
         )
 
@@ -189,3 +193,25 @@ def summarize_agent_records(
         bfcl_version=bfcl[0].bfcl_version if bfcl else None,
         tasks=task_rows,
     )
+
+
+def _not_passed_why(trials: list[TaskTrialRecord]) -> dict[str, int]:
+    """Per reason, how many repo-fix trials did not pass for it: each way a test ended other than
+    passed ("tests skipped"), a rejected result stream, a changed file naming the test runner or the
+    interpreter. Read from the grade kept with each trial (`sandbox.test_outcomes`, kept since issue 33)."""
+    why: Counter[str] = Counter()
+    for t in trials:
+        outcomes = t.sandbox.get("test_outcomes")
+        if t.passed or t.task_kind != "repo_fix" or not isinstance(outcomes, dict):
+            continue
+        reasons = {f"tests {o}" for o in outcomes.values() if o != "passed"}
+        if t.sandbox.get("stream_problems"):
+            reasons.add("result stream rejected")
+        if "refer(s) to pytest" in t.grade_detail:
+            reasons.add("a changed file names the test runner")
+        if "reach(es) into the interpreter" in t.grade_detail:
+            reasons.add("a changed file reaches into the interpreter")
+        if not outcomes:
+            reasons.add("no test ran")
+        why.update(reasons)
+    return dict(sorted(why.items()))

@@ -12,12 +12,19 @@ keeps up reads about one engine step per socket read. Two patterns cannot come f
   per second: a long buffered body split by the socket into several reads).
 - **flushed**: reads carry several engine steps each, at a near-constant period that does not
   follow the engine (a proxy or server that flushes on a timer or a buffer size).
+- **coalesced**: reads carry several engine steps each at irregular gaps (a proxy that flushes on a
+  buffer size, its own load or its upstream reads), and the kernel's arrival stamps show the client
+  read each of them at once: the steps were held back upstream, not by the client.
 
 What tells a flush from speculative decoding: a speculative engine also sends several tokens per
 read, but as *one step* per read: vLLM puts a step's tokens in one event, and llama.cpp reports
 its steps (`predicted_n - draft_n_accepted`), so steps per read stay near 1. A flush puts many
-steps in one read. A client that reads late (a starved event loop) also coalesces steps, but at
-irregular gaps, so it is not called a flush (the self-check names that cause).
+steps in one read. A client that reads late (a starved event loop) also coalesces steps, at
+irregular gaps, so without kernel stamps only a fixed period is called a flush (the self-check names
+a late client). With kernel stamps the two are told apart whatever the cadence: the kernel stamps a
+read with the arrival of its last segment, so a client that reads late finds the last of its steps
+arrived up to a step time before it reads (about half a step time, at the median), while steps an
+upstream held back arrive together, and a prompt client reads them within a small part of a step.
 
 Reads are recognised from `StreamResult.chunk_ns`: chunks delivered by one socket read share
 rigbench's stamp. Each read is timed by the kernel's arrival stamp where the client recorded one
@@ -37,7 +44,7 @@ from rigbench.records import Frozen, StreamResult
 
 __all__ = ["MIN_STEPS_JUDGED", "ArrivalKind", "ArrivalPattern", "ArrivalSummary", "stream_arrival", "summarize_arrival"]
 
-ArrivalKind = Literal["streamed", "whole", "flushed", "not_judged"]
+ArrivalKind = Literal["streamed", "whole", "flushed", "coalesced", "not_judged"]
 
 # Fewer engine steps than this cannot show a pattern (a short answer fits one read honestly).
 MIN_STEPS_JUDGED = 8
@@ -55,6 +62,16 @@ FLUSH_MIN_PERIOD_S = 0.02
 # server decoded long enough for the comparison to mean something.
 COMPRESSED_SHARE = 0.25
 COMPRESSED_MIN_DECODE_S = 0.05
+# With kernel stamps, several steps in one read were held upstream only if the client read them at
+# once: within this share of one engine step after they arrived (the median over its multi-step
+# reads). A client that reads late finds the last step of each read arrived up to a step before,
+# half a step at the median (0.4-1.1 of a step measured with a starved event loop); a prompt one
+# behind a coalescing proxy read within 0.01 of a step on a 2-core box at load 10. Used by both
+# `flushed` (a late client whose wake-ups cluster into a period was called a flush before) and
+# `coalesced`: the median read carries at least FLUSH_STEPS_PER_READ steps and the median gap
+# between reads is at least FLUSH_MIN_PERIOD_S (shorter holds are what a fast server on a loaded
+# host does by itself, and move latency by less), at any cadence.
+PROMPT_READ_SHARE = 0.25
 # Engine steps per second of one stream that no engine reaches (0.1 ms per step; the fastest single-
 # stream decoders are near 1 ms per step). A buffered body replayed over loopback or a LAN arrives at
 # 10^5-10^6 steps/s; over a link slower than about 10 Mbit/s it spreads out and is not caught this way.
@@ -80,10 +97,13 @@ class ArrivalPattern(Frozen):
     # Kernel stamps only: median time from a multi-event read's arrival to the client's read of it.
     # A flush needs it small (the bytes came in bursts); a late client coalesces steps on its own.
     read_late_s: float | None = None
+    gap_median_s: float | None = None  # the median gap between reads (the last left out)
+    read_steps_median: float | None = None  # engine steps in the median read
+    step_s: float | None = None  # one engine step: the server's decode time / steps where reported, else span / steps
 
     @property
     def buffered(self) -> bool:
-        return self.kind in ("whole", "flushed")
+        return self.kind in ("whole", "flushed", "coalesced")
 
 
 class _Read(NamedTuple):
@@ -147,16 +167,24 @@ def stream_arrival(res: StreamResult) -> ArrivalPattern:
     first_s = (reads[0].at_ns - sent) / 1e9
     span_s = (reads[-1].at_ns - reads[0].at_ns) / 1e9
     gaps = [(b.at_ns - a.at_ns) / 1e9 for a, b in pairwise(reads)]
-    period, share = _period(gaps[:-1] if len(gaps) >= 2 else gaps)
+    held = gaps[:-1] if len(gaps) >= 2 else gaps
+    period, share = _period(held)
     per_read = steps / len(reads)
+    gap_median = median(held) if held else None
+    # each read's engine steps: its events, scaled down where llama.cpp reports fewer steps than events
+    read_steps = median(r.events * steps / events for r in reads)
+    step_s = (server_decode_s / steps if server_decode_s else span_s / (steps - 1) if steps > 1 else None)
     # How long after its arrival the client read each read that carried several events: a client
     # that reads late coalesces steps itself (kernel stamps only; None with user-space stamps).
     late = sorted(r.user_ns - r.at_ns for r in reads if r.events > 1) if clock == "kernel" else []
     read_late_s = late[len(late) // 2] / 1e9 if late else None
+    # With kernel stamps: the client read its multi-step reads at once, so an upstream held the steps
+    prompt = read_late_s is None or (step_s is not None and read_late_s < PROMPT_READ_SHARE * step_s)
     common = {"steps": steps, "steps_source": source, "events": events, "reads": len(reads),
               "steps_per_read": per_read, "first_read_s": first_s, "span_s": span_s, "period_s": period,
               "period_share": share, "server_decode_s": server_decode_s, "clock": clock,
-              "read_late_s": read_late_s}
+              "read_late_s": read_late_s, "gap_median_s": gap_median, "read_steps_median": read_steps,
+              "step_s": step_s}
     kind: ArrivalKind = "streamed"
     detail = f"{steps} steps in {len(reads)} reads"
     if steps < MIN_STEPS_JUDGED:
@@ -174,10 +202,16 @@ def stream_arrival(res: StreamResult) -> ArrivalPattern:
         detail = (f"{steps} steps in {len(reads)} reads within {span_s * 1e3:.1f} ms after {first_s:.2f} s, faster "
                   f"than any engine decodes one stream (over {MAX_STEP_RATE:,.0f} steps/s)")
     elif (per_read >= FLUSH_STEPS_PER_READ and share is not None and share >= PERIOD_SHARE and period is not None
-          and period >= FLUSH_MIN_PERIOD_S and (read_late_s is None or read_late_s < PERIOD_TOLERANCE * period)):
+          and period >= FLUSH_MIN_PERIOD_S and prompt):
         kind = "flushed"
         detail = (f"{per_read:.1f} steps per read at a near-fixed {period * 1e3:.0f} ms period "
                   f"({share:.0%} of gaps)")
+    elif (read_steps >= FLUSH_STEPS_PER_READ and gap_median is not None and gap_median >= FLUSH_MIN_PERIOD_S
+          and read_late_s is not None and prompt):  # read_late_s: kernel stamps only
+        kind = "coalesced"
+        detail = (f"{read_steps:.0f} engine steps per read (median) at irregular gaps ({gap_median * 1e3:.0f} ms "
+                  f"median), each read {read_late_s * 1e3:.2f} ms after its bytes arrived (one step: "
+                  f"{(step_s or 0) * 1e3:.1f} ms)")
     return ArrivalPattern(kind=kind, detail=detail, **common)
 
 
@@ -190,6 +224,12 @@ class ArrivalSummary(Frozen):
     flushed: int
     buffered: bool  # at least half of the judged requests were buffered: the row's TTFT and ITL are withheld
     finding: str | None  # "buffered by the server or a proxy: ..." when any judged request was
+    coalesced: int = 0
+
+    @property
+    def held(self) -> int:
+        """Requests whose latency is not the engine's: whole, flushed or coalesced."""
+        return self.whole + self.flushed + self.coalesced
 
 
 def summarize_arrival(patterns: Sequence[ArrivalPattern]) -> ArrivalSummary:
@@ -198,6 +238,7 @@ def summarize_arrival(patterns: Sequence[ArrivalPattern]) -> ArrivalSummary:
     judged = [p for p in patterns if p.kind != "not_judged"]
     whole = [p for p in judged if p.kind == "whole"]
     flushed = [p for p in judged if p.kind == "flushed"]
+    coalesced = [p for p in judged if p.kind == "coalesced"]
     parts = []
     if whole:
         wait = median(p.first_read_s or 0.0 for p in whole)
@@ -210,9 +251,14 @@ def summarize_arrival(patterns: Sequence[ArrivalPattern]) -> ArrivalSummary:
         period = median(p.period_s or 0.0 for p in flushed)
         parts.append(f"{len(flushed)} of {len(judged)} requests arrived {per_read:.1f} engine steps per read at a "
                      f"near-fixed {period * 1e3:.0f} ms period (median)")
-    n_buf = len(whole) + len(flushed)
+    if coalesced:
+        per_read = median(p.read_steps_median or 0.0 for p in coalesced)
+        gap = median(p.gap_median_s or 0.0 for p in coalesced)
+        parts.append(f"{len(coalesced)} of {len(judged)} requests arrived {per_read:.0f} engine steps per read at "
+                     f"irregular gaps ({gap * 1e3:.0f} ms, median), read at once by the client (kernel stamps)")
+    n_buf = len(whole) + len(flushed) + len(coalesced)
     return ArrivalSummary(
-        requests=len(patterns), judged=len(judged), whole=len(whole), flushed=len(flushed),
+        requests=len(patterns), judged=len(judged), whole=len(whole), flushed=len(flushed), coalesced=len(coalesced),
         buffered=bool(judged) and 2 * n_buf >= len(judged),
         finding=("buffered by the server or a proxy: " + "; ".join(parts)) if parts else None,
     )

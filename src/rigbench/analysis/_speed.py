@@ -240,7 +240,7 @@ def _arrival_warning(scenario: str, conc: int, arrival: ArrivalSummary, warnings
         return arrival.finding
     if arrival.finding is not None:  # a minority of requests: left out of the latency figures
         warnings.append(f"{scenario} (c={conc}): {arrival.finding}; their TTFT and ITL are left out, the other "
-                        f"{arrival.requests - arrival.whole - arrival.flushed} requests are measured")
+                        f"{arrival.requests - arrival.held} requests are measured")
     return None
 
 

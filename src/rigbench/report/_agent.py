@@ -66,9 +66,11 @@ def _headline(s: AgentSummary) -> list[str]:
     if s.bfcl_accuracy is not None:
         lines.append(f"BFCL ({s.bfcl_version}): {_pct(s.bfcl_accuracy)} valid.")
     for t in s.tasks:
+        why = "; ".join(f"{r} in {n}" for r, n in t.not_passed_why.items())
         lines.append(
             f"Task {t.task}: pass^{t.k} = {t.pass_hat_k:.2f} ({t.passed}/{t.trials} trials passed), "
             f"turns {_stat(t.turns)}, wall {_stat(t.wall_s)} s."
+            + (f" Not passed: {why} (trials)." if why else "")
         )
     return lines
 

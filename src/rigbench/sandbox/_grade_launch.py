@@ -16,15 +16,23 @@ import the project), the launcher:
 1. reads the per-run key from KEY_FD (a pipe the grader wrote and closed: once read, the key
    exists nowhere but in this process) and closes it, and makes this process non-dumpable (no
    other process of the same user may ptrace it or read its memory or descriptors in /proc);
-2. imports the modules the tests import (other than the project's own) and takes a snapshot of
+2. imports pytest while the project's directory is not on the path, so pytest, _pytest and pluggy
+   are the installed ones; then puts that directory nowhere on this process's path (isolated: every
+   top-level name of the project is routed to its process) or first (in-process), and names, as
+   tampering, any top-level module of the project that has an
+   installed module's name: that name always imports the installed module (a meta-path finder
+   sees to it even when pytest puts the project's directory first), and is never routed;
+3. imports the modules the tests import (other than the project's own) and takes a snapshot of
    pytest, pluggy, those modules and the builtins: every attribute and every function's code;
-3. starts pytest with its reporting plugin.
+4. starts pytest with its reporting plugin.
 
 Each line on CHANNEL_FD (a pipe whose read end only the grader holds) is one JSON object with a
 sequence number, followed by its HMAC-SHA256 under the key; lines written by anything else fail
 the check. Before and after each test's call the plugin compares the live state with the snapshot
 (pytest's own functions, hook implementations, the test function's code against the test file's
-source, trace/profile/signal handlers, threads) and reports any difference as tampering. After
+source, trace/profile/signal handlers, threads) and reports any difference as tampering. It also
+reports what pytest deselected (rigbench's command deselects nothing) and which skips were xfails.
+After
 pytest returns, the launcher writes an end marker with pytest's exit status and leaves through
 `os._exit`, so no `atexit` hook or finalizer of the model's code runs after the verdict.
 """
@@ -36,6 +44,8 @@ import contextlib
 import gc
 import hmac
 import importlib
+import importlib.machinery
+import importlib.util
 import json
 import os
 import signal
@@ -213,6 +223,56 @@ def _contains(tree: types.CodeType, code: types.CodeType) -> bool:
     return False
 
 
+def _top_level_modules(work: Path, tests: Path) -> set[str]:
+    """The names the project's root directory can be imported by (its tests and conftest aside):
+    modules, packages and directories of modules (namespace packages)."""
+    out = set()
+    for p in work.iterdir():
+        if p.name.startswith((".", "__")) or p.resolve() == tests.resolve() or p.is_symlink():
+            continue
+        name = p.name.removesuffix(".py") if p.is_file() and p.suffix == ".py" else (
+            p.name if p.is_dir() and any(p.glob("*.py")) else "")
+        if name.isidentifier() and name != "conftest":
+            out.add(name)
+    return out
+
+
+def _shadowing(names: set[str]) -> dict[str, str]:
+    """Those of the project's top-level `names` that this interpreter also has (stdlib, an installed
+    package, or a module already imported), with where that one is. Called before the project's
+    directory is on the path, so what it finds is never the project's own."""
+    out: dict[str, str] = {}
+    for name in sorted(names):
+        mod = sys.modules.get(name)
+        try:
+            spec = None if mod is not None else importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            spec = None
+        if mod is not None or spec is not None:
+            out[name] = str(getattr(mod, "__file__", None) or (spec.origin if spec else None) or "built in")
+    return out
+
+
+class _InstalledFirst:
+    """A meta-path finder that imports the installed module for each of the project's top-level names
+    that shadow one, wherever the path puts the project's directory: pytest puts it first when the
+    tests directory is a package, and a module imported after that (by a test file, or by pytest)
+    would then be the project's code, in the test process."""
+
+    def __init__(self, work: Path, names: set[str]) -> None:
+        self.work, self.names = os.path.realpath(work), names
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if path is not None or name not in self.names:
+            return None  # a submodule is found through its (installed) parent package
+        elsewhere = [p for p in sys.path
+                     if not (os.path.realpath(p or ".") + os.sep).startswith(self.work + os.sep)]
+        return importlib.machinery.PathFinder.find_spec(name, elsewhere)
+
+    def invalidate_caches(self) -> None:
+        pass
+
+
 def _non_dumpable() -> bool:
     import ctypes
 
@@ -241,22 +301,38 @@ def main() -> None:
         seq[0] += 1
         os.write(chan, (body + " " + sign.hexdigest() + "\n").encode())
 
-    sys.path.insert(0, str(work))
+    # pytest (with _pytest and pluggy) comes from the installation, imported before the project's
+    # directory is anywhere on the path: a `_pytest` package at the project's root was imported in
+    # its place, and turned every report into a pass.
+    import pytest
+
+    names = _top_level_modules(work, tests)
+    shadowing = _shadowing(names)
     os.chdir(work)
+    sys.meta_path.insert(0, _InstalledFirst(work, set(shadowing)))
     project = None
     if packages:
+        # The project is reached only through the proxies, every top-level name of it (the grader's
+        # list and this one's), but never one that an installed module has: that one stays the
+        # installed module. The project's directory is not on this process's path.
         here = str(Path(__file__).resolve().parent)
         sys.path.insert(0, here)
         import remote  # _grade_remote.py, copied beside this file
 
         sys.path.remove(here)
+        packages = (packages | names) - set(shadowing)
         project = remote.start(sys.executable, f"{here}/remote.py", str(work), packages)
-    import pytest
+    else:
+        sys.path.insert(0, str(work))  # a name an installed module has is the installed one all the same
 
     snap = _Snapshot(work, tests)
     send("start", pid=os.getpid(), isolated=sorted(packages))
     if not guarded:
         send("tampered", where="setup", what=["the test process could not be made non-dumpable"])
+    if shadowing:
+        send("tampered", where="setup", what=[
+            f"the project's top-level module {name!r} has the name of an installed module ({where}): the tests "
+            "would not import the project's" for name, where in shadowing.items()][:10])
 
     class Reporter:
         @pytest.hookimpl(tryfirst=True)
@@ -282,12 +358,18 @@ def main() -> None:
 
         @pytest.hookimpl(tryfirst=True)
         def pytest_runtest_logreport(self, report: Any) -> None:
-            send("report", id=report.nodeid, when=report.when, outcome=report.outcome)
+            xfail = {"xfail": True} if hasattr(report, "wasxfail") else {}
+            send("report", id=report.nodeid, when=report.when, outcome=report.outcome, **xfail)
 
         @pytest.hookimpl(tryfirst=True)
         def pytest_collectreport(self, report: Any) -> None:
             if report.outcome != "passed":
-                send("collect_error", id=report.nodeid)
+                send("collect_error", id=report.nodeid, outcome=report.outcome)
+
+        @pytest.hookimpl(tryfirst=True)
+        def pytest_deselected(self, items: Any) -> None:
+            # rigbench asks pytest to deselect nothing: whatever did was not the task's doing
+            send("deselected", ids=[i.nodeid for i in items])
 
     status = pytest.main([*sys.argv[6:], str(tests)], plugins=[Reporter()])
     if project is not None:

@@ -35,7 +35,8 @@ _CHANNEL_MAX_BYTES = 4 * 1024 * 1024
 
 
 class GradedTests(NamedTuple):
-    outcomes: dict[str, str]  # test id -> passed | failed | error | skipped | missing
+    # test id -> passed | failed | error | skipped | xfailed | deselected | missing: only "passed" is a pass
+    outcomes: dict[str, str]
     problems: list[str]  # why the stream cannot be trusted, or what the launcher saw tampered with
     run: RunOutcome
 
@@ -53,13 +54,13 @@ class GradedTests(NamedTuple):
 
 
 def _combine(phases: dict[str, str]) -> str:
-    """One test's outcome from its setup/call/teardown reports."""
+    """One test's outcome from its setup/call/teardown reports (a skip that was an xfail: "xfailed")."""
     if phases.get("call") == "failed":
         return "failed"
     if "failed" in phases.values():
         return "error"  # setup or teardown failed
-    if phases.get("setup") == "skipped":
-        return "skipped"
+    if phases.get("setup") in ("skipped", "xfailed"):
+        return phases["setup"]
     if "call" not in phases or "teardown" not in phases:
         return "error"  # the test started and never finished
     return phases["call"]
@@ -71,6 +72,7 @@ def read_channel(raw: bytes, key: bytes, expected: list[str] | None, returncode:
     problems: list[str] = []
     phases: dict[str, dict[str, str]] = {}
     collected: list[str] | None = None
+    deselected: list[str] = []
     end: int | None = None
     lines = raw.split(b"\n")
     if lines and lines[-1]:
@@ -93,11 +95,16 @@ def read_channel(raw: bytes, key: bytes, expected: list[str] | None, returncode:
         if kind == "collected":
             collected = [str(i) for i in msg.get("ids", [])]
         elif kind == "report":
-            phases.setdefault(str(msg["id"]), {})[str(msg["when"])] = str(msg["outcome"])
+            outcome = str(msg["outcome"])
+            phases.setdefault(str(msg["id"]), {})[str(msg["when"])] = (
+                "xfailed" if outcome == "skipped" and msg.get("xfail") else outcome)
+        elif kind == "deselected":
+            deselected += [str(i) for i in msg.get("ids", [])]
         elif kind == "tampered":
             problems.append(f"tampering seen {msg.get('where')}: {'; '.join(map(str, msg.get('what', [])))}")
         elif kind == "collect_error":
-            problems.append(f"collecting {msg.get('id')} failed")
+            how = "was skipped" if msg.get("outcome") == "skipped" else "failed"
+            problems.append(f"collecting {msg.get('id')} {how}")
         elif kind == "end":
             end = int(msg["exit"])
     if not raw:
@@ -107,25 +114,29 @@ def read_channel(raw: bytes, key: bytes, expected: list[str] | None, returncode:
                         f"(exit status {returncode})")
     elif end is not None and end != returncode:
         problems.append(f"pytest's exit status on the channel ({end}) differs from the process's ({returncode})")
-    ids = list(expected) if expected is not None else list(collected or phases)
+    if deselected:
+        # rigbench's pytest command deselects nothing: what did was not the task's doing
+        problems.append(f"{len(deselected)} tests were deselected: {', '.join(deselected[:5])}")
+    ids = list(expected) if expected is not None else list(dict.fromkeys([*(collected or phases), *deselected]))
     if expected is not None:
         got = collected if collected is not None else list(phases)
-        missing = [i for i in expected if i not in got]
+        missing = [i for i in expected if i not in got and i not in deselected]
         added = [i for i in got if i not in expected] + [i for i in phases if i not in expected and i not in got]
         if missing:
             problems.append(f"{len(missing)} of the task's tests were not run: {', '.join(missing[:5])}")
         if added:
             problems.append(f"tests that are not the task's were run: {', '.join(added[:5])}")
-    outcomes = {i: _combine(phases[i]) if i in phases else "missing" for i in ids}
+    outcomes = {i: _combine(phases[i]) if i in phases else "deselected" if i in deselected else "missing"
+                for i in ids}
     return outcomes, problems
 
 
 def project_packages(work: Path, tests_dir: str) -> list[str]:
-    """The importable top-level packages and modules of `work`, other than its tests."""
+    """The importable top-level packages (namespace ones too) and modules of `work`, other than its tests."""
     skip = {Path(tests_dir).parts[0], "conftest"}
     names = [p.name if p.is_dir() else p.stem for p in sorted(work.iterdir())
-             if not p.name.startswith((".", "_")) and not p.is_symlink()
-             and ((p.is_dir() and (p / "__init__.py").is_file()) or (p.is_file() and p.suffix == ".py"))]
+             if not p.name.startswith((".", "__")) and not p.is_symlink()
+             and ((p.is_dir() and any(p.glob("*.py"))) or (p.is_file() and p.suffix == ".py"))]
     return [n for n in names if n not in skip and n.isidentifier()]
 
 

@@ -21,8 +21,9 @@ def _ours(rel: Path) -> bool:
 # Files that change how Python or pytest behave rather than what the code does: a model that
 # writes them could grade itself (a conftest hook that turns failures into passes), so the grader
 # never takes them from the model's copy, whatever the task allows.
-GRADER_NEVER_COPIES = ("conftest.py", "pytest.ini", "pyproject.toml", "setup.cfg", "tox.ini", "setup.py",
-                       "sitecustomize.py", "usercustomize.py", "*.pth", ".pytest_cache", "__pycache__")
+GRADER_NEVER_COPIES = ("conftest.py", "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "pyproject.toml",
+                       "setup.cfg", "tox.ini", "setup.py", "sitecustomize.py", "usercustomize.py", "*.pth",
+                       ".pytest_cache", "__pycache__")
 
 
 class PathRefused(ValueError):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from collections import Counter
 from typing import Any, Literal
 
 from pydantic import Field
@@ -23,9 +24,12 @@ from rigbench.records import Frozen
 from rigbench.sandbox import Limits, TestOutcome, Workdir, grade_pytest
 from rigbench.suites.agent._task import AgentTask
 
-__all__ = ["Grade", "grade_repo_fix", "grade_root_cause"]
+__all__ = ["Grade", "grade_repo_fix", "grade_root_cause", "not_passed_summary"]
 
-_TOUCHES_RUNNER = re.compile(r"\b_?pytest\b|junit", re.IGNORECASE)
+# `pytest` as a word or the start of one: the module, its hooks (pytest_runtest_makereport) and its
+# environment (PYTEST_CURRENT_TEST names the running test: a "fix" in the test process read it to
+# answer the one failing test).
+_TOUCHES_RUNNER = re.compile(r"\b_?pytest|junit", re.IGNORECASE)
 # The spellings of reaching into the test process itself; a plain shopping-cart fix needs none of
 # them. Obfuscated spellings are not caught here: the signed stream and the launcher's checks are
 # the real defence, this only names the obvious attempt in the record.
@@ -71,11 +75,11 @@ async def grade_repo_fix(task: AgentTask, work: Workdir, before: TestOutcome, *,
         grade_copy.cleanup()
     total = len(ids) if ids else int(task.spec.get("expected_total", 0)) or len(after.outcomes)
     passed = after.all_passed and after.passed == total and not runner_refs and not interp_refs
-    failed_ids = [f"{i} ({o})" for i, o in after.outcomes.items() if o != "passed"]
+    not_passed = not_passed_summary(after.outcomes)
     detail = (
         f"pytest on the original tests with {len(kept)} changed file(s) copied into a pristine project: "
         f"{after.passed} passed, {after.failed} not passed (expected {total} passing)"
-        + (f"; not passed: {', '.join(failed_ids[:6])}" if failed_ids else "")
+        + (f": {not_passed}" if not_passed else "")
         + (f"; result stream rejected: {' | '.join(after.problems[:4])}" if after.problems else "")
         + (f"; failed: {', '.join(runner_refs)} refer(s) to pytest/JUnit" if runner_refs else "")
         + (f"; failed: {', '.join(interp_refs)} reach(es) into the interpreter" if interp_refs else "")
@@ -94,6 +98,7 @@ async def grade_repo_fix(task: AgentTask, work: Workdir, before: TestOutcome, *,
                         "test ids; " + ("the project in a process of its own, reached through plain-data proxies"
                                         if isolate else "the project inside the test process (task setting)")),
             "stream_problems": after.problems[:20],
+            "test_outcomes": after.outcomes,
             "confinement": conf.kind,
             "confinement_note": conf.note,
             "cpu_s": limits.cpu_s,
@@ -108,6 +113,17 @@ async def grade_repo_fix(task: AgentTask, work: Workdir, before: TestOutcome, *,
             "not_graded": left,
         },
     )
+
+
+def not_passed_summary(outcomes: dict[str, str], ids_shown: int = 6) -> str:
+    """How the tests that did not pass ended, counted by outcome, then the first ids:
+    "1 failed, 2 skipped: a (failed), b (skipped), c (skipped)"; "" when all passed."""
+    bad = sorted(((o, i) for i, o in outcomes.items() if o != "passed"), key=lambda x: x[0])
+    if not bad:
+        return ""
+    counts = Counter(o for o, _ in bad)
+    return (", ".join(f"{n} {o}" for o, n in sorted(counts.items())) + ": "
+            + ", ".join(f"{i} ({o})" for o, i in bad[:ids_shown]))
 
 
 def grade_root_cause(task: AgentTask, answer: dict[str, Any] | None) -> Grade:
