@@ -20,6 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from rigbench.client import Deadlines, redact_text
 from rigbench.errors import UsageError
+from rigbench.inputs import explain
 from rigbench.plan._keys import known_keys
 from rigbench.plan._models import Plan, PlanRig
 from rigbench.rig import EmbeddedRig, EndpointSpec, RigSpec
@@ -136,7 +137,7 @@ def _where(path: Path, root: yaml.Node | None, loc: Sequence[int | str]) -> str:
 def _format_errors(path: Path, root: yaml.Node | None, err: ValidationError) -> str:
     lines = []
     for e in err.errors():
-        msg = e["msg"].removeprefix("Value error, ")
+        msg = explain(e)
         if e["type"] == "extra_forbidden":
             keys = known_keys(e["loc"])
             msg = (f"unknown key (misspelt? the keys here are {', '.join(keys)}; docs/plans.md)" if keys

@@ -8,7 +8,8 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from rigbench.analysis import parse_slo
-from rigbench.records import Frozen, SloTargets
+from rigbench.inputs import number
+from rigbench.records import Input, SloTargets
 from rigbench.suites.load._lengths import LengthDist
 from rigbench.suites.load._schedule import MAX_SCHEDULED
 from rigbench.suites.load._trace import read_trace
@@ -19,7 +20,7 @@ __all__ = ["LoadSettings"]
 DEFAULT_REQUESTS = 32
 
 
-class LoadSettings(Frozen):
+class LoadSettings(Input):
     """Settings of the load suite (plan key `load`); defaults are `rigbench run`'s."""
 
     rate_rps: float | None = None  # offered requests per second (open loop); None with a sweep
@@ -45,10 +46,7 @@ class LoadSettings(Frozen):
     def _positive_finite(cls, v: Any) -> Any:
         if v is None:
             return v
-        try:
-            x = float(v)
-        except (TypeError, ValueError):
-            raise ValueError(f"takes a number; got {v!r}") from None
+        x = number(v)
         if not math.isfinite(x) or x <= 0:
             raise ValueError(f"must be a positive finite number; got {v!r}")
         return x
@@ -56,10 +54,7 @@ class LoadSettings(Frozen):
     @field_validator("burstiness", mode="before")
     @classmethod
     def _positive_shape(cls, v: Any) -> Any:
-        try:
-            x = float(v)
-        except (TypeError, ValueError):
-            raise ValueError(f"takes a number (the gamma shape); got {v!r}") from None
+        x = number(v, "a number (the gamma shape)")
         if not math.isfinite(x) or x <= 0:
             raise ValueError(f"the gamma shape must be a positive finite number (1 is Poisson); got {v!r}")
         return x
@@ -67,10 +62,7 @@ class LoadSettings(Frozen):
     @field_validator("slo_attainment", mode="before")
     @classmethod
     def _fraction(cls, v: Any) -> Any:
-        try:
-            x = float(v)
-        except (TypeError, ValueError):
-            raise ValueError(f"takes a fraction such as 0.99; got {v!r}") from None
+        x = number(v, "a fraction such as 0.99")
         if not (0 < x <= 1):
             raise ValueError(f"must be a fraction in (0, 1], e.g. 0.99; got {v!r}")
         return x

@@ -25,7 +25,7 @@ import yaml
 from pydantic import Field, ValidationError, model_validator
 
 from rigbench.errors import UsageError
-from rigbench.records import Frozen
+from rigbench.records import Input
 
 __all__ = [
     "CodeGrader",
@@ -42,41 +42,41 @@ __all__ = [
 ]
 
 
-class ExactGrader(Frozen):
+class ExactGrader(Input):
     type: Literal["exact"]
     expected: str
     case_sensitive: bool = False
 
 
-class RegexGrader(Frozen):
+class RegexGrader(Input):
     type: Literal["regex"]
     pattern: str  # searched anywhere in the answer
     ignore_case: bool = False
 
 
-class NumericGrader(Frozen):
+class NumericGrader(Input):
     type: Literal["numeric"]
     expected: float
     tolerance: float = 0.0  # absolute
     pick: Literal["last", "first", "only"] = "last"  # which number in the answer is the answer
 
 
-class MaxCharsGrader(Frozen):
+class MaxCharsGrader(Input):
     type: Literal["max_chars"]
     max: int = Field(gt=0)  # characters (not bytes, not tokens) of the stripped, non-empty answer
 
 
-class JsonSchemaGrader(Frozen):
+class JsonSchemaGrader(Input):
     type: Literal["json_schema"]
     schema_: dict[str, Any] = Field(alias="schema")
 
 
-class CodeCase(Frozen):
+class CodeCase(Input):
     args: list[Any]
     expected: Any
 
 
-class CodeGrader(Frozen):
+class CodeGrader(Input):
     type: Literal["code"]
     function: str  # the name the model's code must define
     cases: list[CodeCase] = Field(min_length=1)
@@ -91,7 +91,7 @@ GraderSpec = Annotated[
 ]
 
 
-class Task(Frozen):
+class Task(Input):
     id: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     language: str = "en"
     prompt: str
@@ -100,12 +100,12 @@ class Task(Frozen):
     graders: list[GraderSpec] = Field(min_length=1)
 
 
-class PackDefaults(Frozen):
+class PackDefaults(Input):
     max_tokens: int = 2048
     temperature: float = 0.0
 
 
-class Pack(Frozen):
+class Pack(Input):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     description: str = ""
     defaults: PackDefaults = PackDefaults()
