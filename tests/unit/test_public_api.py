@@ -68,7 +68,7 @@ PUBLIC: dict[str, list[str]] = {
         "AnyRecord", "ArrivalStamps", "BFCLItemRecord", "CacheSource", "ChunkKind", "ClientClock",
         "ClientShare", "EngineBinary", "EngineLocation", "Exchange", "Extraction", "Fingerprint", "Frozen",
         "GibberishFinding", "GibberishKind", "GibberishSeverity", "GpuProcess", "GradeResult", "HostConditions",
-        "HostInfo", "LoadMode", "LoadRequest", "LoadWindow", "MMLUProAnswer", "MMLUProConfig", "MemoryBandwidth",
+        "HostInfo", "Input", "LoadMode", "LoadRequest", "LoadWindow", "MMLUProAnswer", "MMLUProConfig", "MemoryBandwidth",
         "ModelInfo", "OFF_LEVELS", "OutputScreen",
         "PackAnswer", "PackConfig", "Phase", "PreflightFinding", "PreflightReport", "PreflightSeverity",
         "ProbeRecord", "ProbeVerdict", "RECORD_TYPES", "ReasoningForm", "Record", "RequestError",
@@ -111,7 +111,10 @@ PUBLIC: dict[str, list[str]] = {
         "require_confinement", "run_confined", "run_function_tests", "run_pytest", "same_json",
     ],
     "rigbench.outside": [
-        "for_console", "for_html", "for_markdown", "visible",
+        "for_console", "for_csv", "for_html", "for_markdown", "visible",
+    ],
+    "rigbench.inputs": [
+        "MAX_TOKENS", "explain", "number", "read_text", "shown", "text_lines", "whole_number",
     ],
     "rigbench.scale": [
         "ActorSummary", "INSTALL_HINT", "check_client_options", "connect", "execute_plan_on_ray",

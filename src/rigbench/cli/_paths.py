@@ -65,6 +65,8 @@ def check_output_file(path: Path | None, option: str) -> None:
         raise UsageError(f"{option} {path}: the directory {parent} does not exist; create it or choose another path.")
     if path.exists() and not os.access(path, os.W_OK):
         raise UsageError(f"{option} {path}: the file exists and is not writable; choose another path.")
+    if path.resolve().parts[1:2] in (("proc",), ("sys",)):
+        raise UsageError(f"{option} {path}: that is a kernel interface, not a file to write to; choose another path.")
     if path.exists():
         try:  # what os.access cannot tell (a /proc file, a read-only mount, root's view of modes): open it,
             # appending nothing, so the file is left as it was; not blocking (a FIFO nobody reads is refused)
