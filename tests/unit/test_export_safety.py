@@ -93,14 +93,16 @@ def test_an_export_that_cannot_be_written_keeps_the_run_and_the_other_files(tmp_
     good = tmp_path / "ok.csv"
     with EmulatorProcess(SERVER.model_copy(update={"faults": []})) as emu:
         res = invoke("run", "--endpoint", emu.url, *ARGS, "--rate", "50", "--requests", "4",
-                     "--out", str(tmp_path / "runs"), "--jsonl", "/dev/full", "--csv", str(good))
+                     "--out", str(tmp_path / "runs"), "--markdown", "/dev/full", "--jsonl", "/dev/full",
+                     "--csv", str(good))
     assert res.traceback is None, res.traceback
     lines = res.stderr.rstrip().splitlines()
     run_dir = _only_run(tmp_path / "runs")
-    assert res.code == 2 and lines[0].startswith("error: 1 of the files asked for could not be written"), res.stderr
-    assert lines[1:] == ["  --jsonl /dev/full: No space left on device"], res.stderr
+    assert res.code == 2 and lines[0].startswith("error: 2 of the files asked for could not be written"), res.stderr
+    assert lines[1:] == ["  --markdown /dev/full: No space left on device",
+                         "  --jsonl /dev/full: No space left on device"], res.stderr
     said = " ".join(res.stderr.split())
-    assert f"`rigbench report {run_dir} --jsonl FILE`" in said
+    assert f"`rigbench report {run_dir} --markdown FILE --jsonl FILE`" in said
     assert RunReader(run_dir).header.status == "complete"  # the run is kept whole...
     assert len(list(csv.DictReader(good.open()))) == 4  # ...and so is the export that could be written
     again = tmp_path / "again.jsonl"
