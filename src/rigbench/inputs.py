@@ -17,6 +17,9 @@ the option, the value seen and what to do, before anything is sized by it or sen
 | files                | `read_text` / `text_lines`: a regular file (not a directory, FIFO or device), |
 |                      | at most a size (each door's bound), UTF-8 with or without a byte-order mark,   |
 |                      | lines of at most a size                                                       |
+| JSON, YAML           | `json_lines` / `load_json` / `load_yaml`: a value nested past 1,000 levels, a  |
+|                      | number of over 4,300 digits, YAML whose aliases expand past a million values   |
+|                      | (a "billion laughs") or refer to themselves: one line, never a traceback       |
 | values in messages   | `shown`: cut to a length and with control characters visible                  |
 
 Plain functions of values and paths: every layer from `records` up may import them.
@@ -24,16 +27,21 @@ Plain functions of values and paths: every layer from `records` up may import th
 
 from __future__ import annotations
 
+import json
 import re
 import stat
+import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from rigbench.errors import UsageError
 from rigbench.outside import visible
 
-__all__ = ["MAX_TOKENS", "explain", "number", "read_text", "shown", "text_lines", "whole_number"]
+__all__ = ["MAX_TOKENS", "explain", "json_lines", "load_json", "load_yaml", "number", "read_text", "shown", "text_lines",
+           "whole_number"]
 
 # The longest request length any door takes before the served context is known: 2^24 tokens, above
 # the longest context an open model advertises (10M tokens, Llama 4 Scout, 2025). A typo such as 10^12
@@ -169,3 +177,90 @@ def text_lines(path: Path, what: str, *, max_line_bytes: int) -> Iterator[tuple[
                                  "file?")
             text = _decode(raw, path, what, n).rstrip("\r\n")
             yield n, text.removeprefix("\ufeff") if n == 1 else text
+
+
+def _json(text: str, where: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise UsageError(f"{where}: not valid JSON ({e.msg} at line {e.lineno} column {e.colno}).") from None
+    except (ValueError, RecursionError) as e:  # an integer of over 4,300 digits; nesting past the stack
+        raise UsageError(f"{where}: JSON rigbench cannot read ({type(e).__name__}: {shown(str(e), 120)}).") from None
+
+
+def json_lines(path: Path, what: str, *, max_line_bytes: int) -> Iterator[tuple[int, Any]]:
+    """(line number, value) of each non-blank line of a JSON-lines file, read a line at a time."""
+    for n, line in text_lines(path, what, max_line_bytes=max_line_bytes):
+        if line.strip():
+            yield n, _json(line, f"{path}:{n}")
+
+
+def load_json(path: Path, what: str, *, max_bytes: int) -> Any:
+    """The JSON value of a file of at most `max_bytes`."""
+    return _json(read_text(path, what, max_bytes=max_bytes), str(path))
+
+
+# A YAML file's values once its aliases are expanded: far above any plan or pack, far below what would
+# exhaust memory when a model validates the expansion ("billion laughs": each alias doubles the last).
+_YAML_VALUES_MAX = 1_000_000
+
+
+def _expanded(node: yaml.Node, seen: dict[int, int | None]) -> int:
+    """How many values `node` stands for with every alias expanded; a node inside itself is refused."""
+    key = id(node)
+    if key in seen:
+        got = seen[key]
+        if got is None:
+            raise _SelfReference
+        return got
+    seen[key] = None
+    n = 1
+    if isinstance(node, yaml.SequenceNode):
+        n += sum(_expanded(v, seen) for v in node.value)
+    elif isinstance(node, yaml.MappingNode):
+        n += sum(_expanded(k, seen) + _expanded(v, seen) for k, v in node.value)
+    seen[key] = n
+    if n > _YAML_VALUES_MAX:
+        raise _TooMany
+    return n
+
+
+class _SelfReference(Exception):
+    pass
+
+
+class _TooMany(Exception):
+    pass
+
+
+def load_yaml(text: str, where: str) -> tuple[yaml.Node | None, Any]:
+    """The YAML document's node tree (it keeps each key's line) and its value. Refused in one line: not YAML,
+    nested too deep, aliases that expand past a million values or refer to themselves, a number Python will
+    not read."""
+    try:
+        loader = yaml.SafeLoader(text)
+        try:
+            root = loader.get_single_node()
+            if root is not None:
+                _expanded(root, {})
+            data = loader.construct_document(root) if root is not None else None
+        finally:
+            loader.dispose()
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        line = f":{mark.line + 1}" if mark is not None else ""
+        raise UsageError(f"{where}{line} is not valid YAML: {e.problem or e}") from None
+    except yaml.YAMLError as e:  # e.g. a control character the YAML reader refuses, before any parsing
+        raise UsageError(f"{where} is not valid YAML: {e}".replace("\n", " ")) from None
+    except _TooMany:
+        raise UsageError(f"{where}: its aliases (*name) expand to more than {_YAML_VALUES_MAX:,} values; write the "
+                         "values out, or fewer of them.") from None
+    except _SelfReference:
+        raise UsageError(f"{where}: an alias (*name) refers to the value that holds it; YAML that contains "
+                         "itself describes no settings.") from None
+    except RecursionError:
+        raise UsageError(f"{where}: values nested deeper than rigbench reads (Python's limit, "
+                         f"{sys.getrecursionlimit():,}); is it the right file?") from None
+    except ValueError as e:  # an integer of over 4,300 digits
+        raise UsageError(f"{where}: a value rigbench cannot read ({shown(str(e), 120)}).") from None
+    return root, data

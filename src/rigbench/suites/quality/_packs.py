@@ -21,10 +21,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import Field, ValidationError, model_validator
 
 from rigbench.errors import UsageError
+from rigbench.inputs import explain, load_yaml, read_text
 from rigbench.records import Input
 
 __all__ = [
@@ -122,6 +122,10 @@ class Pack(Input):
         return self
 
 
+# A pack is tasks written by hand: kilobytes to a few megabytes.
+_PACK_MAX_BYTES = 16 << 20
+
+
 def shipped_packs() -> dict[str, Path]:
     """Name -> path of every pack that ships with rigbench."""
     root = resources.files("rigbench") / "data" / "packs"
@@ -135,14 +139,15 @@ def load_pack(name_or_path: str | Path) -> Pack:
     if not path.is_file():
         raise UsageError(f"no task pack {str(name_or_path)!r}: not a shipped pack ({sorted(shipped)}) "
                          "and not a file. Pass a pack name or the path of a YAML pack.")
-    raw = path.read_bytes()
-    try:
-        data = yaml.safe_load(raw)
-    except yaml.YAMLError as e:
-        raise UsageError(f"task pack {path} is not valid YAML: {e}") from e
+    text = read_text(path, "task pack", max_bytes=_PACK_MAX_BYTES)
+    _, data = load_yaml(text, f"task pack {path}")
     if not isinstance(data, dict):
         raise UsageError(f"task pack {path} must be a mapping with `name` and `tasks`.")
     try:
-        return Pack.model_validate({**data, "path": str(path), "sha256": hashlib.sha256(raw).hexdigest()})
+        return Pack.model_validate({**data, "path": str(path), "sha256": hashlib.sha256(text.encode()).hexdigest()})
     except ValidationError as e:
-        raise UsageError(f"task pack {path} does not match the pack format (docs/quality.md): {e}") from e
+        problems = "; ".join(f"{'.'.join(str(x) for x in err['loc']) or '(top level)'}: {explain(err)}"
+                             for err in e.errors()[:5])
+        more = f" (and {e.error_count() - 5} more)" if e.error_count() > 5 else ""
+        raise UsageError(f"task pack {path} does not match the pack format (docs/quality.md): {problems}{more}.") \
+            from None
