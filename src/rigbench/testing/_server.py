@@ -268,6 +268,12 @@ class _Conn(asyncio.Protocol):
             text = _prompt_text(obj)
             n = _count_tokens(text)
             self._simple(200, {"tokens": list(range(n)), "count": n, "max_model_len": 32768})
+        elif req.method == "POST" and p in ("/detokenize", "/v1/detokenize"):
+            # one word per token (the emulator counts a token per word): text of exactly that many tokens
+            obj = _json(req.body)
+            tokens = obj.get("tokens") if isinstance(obj, dict) else None
+            words = " ".join(f"w{t}" for t in tokens) if isinstance(tokens, list) else ""
+            self._simple(200, {"prompt": words, "text": words, "content": words})
         elif req.method == "POST" and p in (
             "/v1/chat/completions",
             "/chat/completions",

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import functools
 import json
 import math
 from collections.abc import Iterator
@@ -190,7 +191,25 @@ def _is_number(s: str) -> bool:
 
 
 def read_trace(path: Path | str, limit: int | None = None) -> tuple[str, list[TraceRequest]]:
-    """The trace's layout and its requests (the first `limit`), arrivals relative to the first line."""
+    """The trace's layout and its requests (the first `limit`), arrivals relative to the first line. A file
+    read before and unchanged since (size and modification time) is not read again: settings validation,
+    the schedule's length, the check against the rig and the replay all ask for it."""
+    p = Path(path)
+    try:
+        st = p.stat()
+    except OSError:
+        return _read(str(p), limit)
+    layout, reqs = _read_unchanged(str(p), st.st_size, st.st_mtime_ns, limit)
+    return layout, list(reqs)
+
+
+@functools.lru_cache(maxsize=2)
+def _read_unchanged(path: str, size: int, mtime_ns: int, limit: int | None) -> tuple[str, tuple[TraceRequest, ...]]:
+    layout, reqs = _read(path, limit)
+    return layout, tuple(reqs)
+
+
+def _read(path: str, limit: int | None) -> tuple[str, list[TraceRequest]]:
     p = Path(path)
     columns, rows = _rows(p)
     if not columns:
