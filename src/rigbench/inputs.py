@@ -62,6 +62,12 @@ def whole_number(value: Any, where: str, *, what: str = "a token count", low: in
                  high: int | None = MAX_TOKENS) -> int:
     """`value` as a whole number in [low, high]: an int (not a bool) or the text of one (digits only, a
     CSV cell). Else a UsageError `where: <value>: <what> is ...`."""
+    if type(value) is int and low <= value and (high is None or value <= high):
+        return value  # the common case, first (a trace calls this twice a line)
+    if type(value) is str and value.isascii() and value.isdigit() and len(value) <= 40:
+        n = int(value)
+        if low <= n and (high is None or n <= high):
+            return n
     if isinstance(value, float) and value.is_integer():
         raise UsageError(f"{where} {shown(value)}: {what} is a whole number written without a decimal point.")
     if isinstance(value, bool) or not isinstance(value, int | str):

@@ -15,9 +15,11 @@ process exits 128 + the signal's number (130, 143, 129):
 - Outside the loop (loading a plan or a trace, rendering reports), the signal raises
   KeyboardInterrupt at once, as Ctrl-C always did.
 - Whatever happens, the process exits within `HARD_S` of the first signal: past it (clean-up itself
-  hung, or the thread is stuck in C code no signal interrupts) it exits at once. So does a second
-  signal. The records are flushed per line, so the run directory stays readable (its header may say
-  `running`: shown as incomplete) and resumes.
+  hung) it exits at once, saying so. So does a second signal. The records are flushed per line, so the
+  run directory stays readable (its header may say `running`: shown as incomplete) and resumes.
+- What no Python program can stop: one C call that holds the interpreter lock (no handler, no thread
+  runs until it returns). rigbench bounds what it hands such calls (a trace line, a prompt's length, a
+  file's size: rigbench.inputs), so none runs for long.
 
 A signal already ignored stays ignored (`nohup rigbench run ...` survives the hang-up).
 """
@@ -30,13 +32,15 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Coroutine, Iterator
 from types import FrameType
 from typing import Any, TypeVar
 
 from rigbench.client import run as run_loop
 
-__all__ = ["GRACE_S", "HARD_S", "handle_stop_signals", "interrupt_exit_code", "interrupt_name", "run_stoppable"]
+__all__ = ["GRACE_S", "HARD_S", "handle_stop_signals", "interrupt_exit_code", "interrupt_name",
+           "run_stoppable", "stopped"]
 
 T = TypeVar("T")
 
@@ -70,6 +74,11 @@ def interrupt_exit_code() -> int:
     return 128 + (_state.received[0] if _state.received else int(signal.SIGINT))
 
 
+def stopped() -> bool:
+    """Whether a stop signal has been received (since `handle_stop_signals` was entered)."""
+    return bool(_state.received)
+
+
 def interrupt_name() -> str:
     """What stopped the run, as the message names it."""
     return ("Ctrl-C" if not _state.received or _state.received[0] == signal.SIGINT
@@ -100,6 +109,7 @@ def _cancel() -> None:
 
 def _watchdog(signum: int) -> None:
     """Raise in the loop's thread if it did not take the cancel within GRACE_S; exit at HARD_S whatever."""
+    deadline = time.monotonic() + HARD_S
     if not _state.taken.wait(GRACE_S):
         with _state.lock:
             stuck = _state.phase == "asked"
@@ -108,7 +118,7 @@ def _watchdog(signum: int) -> None:
         if stuck and _state.main_thread is not None:
             with contextlib.suppress(ProcessLookupError, OSError):
                 signal.pthread_kill(_state.main_thread, signum)
-    threading.Event().wait(max(0.0, HARD_S - GRACE_S))
+    threading.Event().wait(max(0.0, deadline - time.monotonic()))
     _exit_now(f"{signal.Signals(signum).name} {HARD_S:.0f} s ago and the run has not stopped")
 
 

@@ -153,6 +153,13 @@ def _layout(path: Path, columns: list[str]) -> str:
 
 
 def _seconds(path: Path, line: int, column: str, value: Any, unit: float | str) -> float:
+    if type(unit) is float and type(value) in (int, float, str) and len(str(value)) <= _MAX_TEXT_CHARS:
+        try:  # the common case first: a number of seconds or milliseconds
+            x = float(value)
+        except ValueError:
+            x = math.nan
+        if math.isfinite(x) and x >= 0:
+            return x * unit
     if isinstance(value, str) and len(value) > _MAX_TEXT_CHARS:
         raise UsageError(f"{path}:{line}: {column} {shown(value)}: {len(value):,} characters, not a time.")
     if unit == "datetime":
