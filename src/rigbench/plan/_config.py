@@ -12,11 +12,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import yaml
 from pydantic import ValidationError
 
 from rigbench.errors import UsageError
-from rigbench.inputs import explain, shown
+from rigbench.inputs import explain, load_yaml, shown
 from rigbench.plan._keys import known_keys
 from rigbench.plan._length import check_plan_length
 from rigbench.plan._load import ResolvedRig, expand_rigs
@@ -131,10 +130,7 @@ def _parse_sets(items: list[str]) -> dict[str, Any]:
         if not eq or "." not in key or not key.split(".", 1)[1]:
             raise UsageError(f"--set {item!r}: give SECTION.KEY=VALUE, e.g. --set agent.repeat_limit=5 or "
                              "--set mmlu_pro.shots=3 (the keys are a plan file's: docs/plans.md).")
-        try:
-            out[key.strip()] = yaml.safe_load(text)
-        except yaml.YAMLError as e:
-            raise UsageError(f"--set {item!r}: the value is not valid YAML ({e}).") from None
+        out[key.strip()] = load_yaml(text, f"--set {key.strip()}: the value")[1]
     return out
 
 
