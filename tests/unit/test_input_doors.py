@@ -86,6 +86,7 @@ def test_the_same_plan_doors_take_ordinary_values(tmp_path: Path) -> None:
     (["--set", "load.rate_rps=true"], "--set load.rate_rps: takes a number; got True"),
     (["--rate", "1", "--input-tokens", "1000000000000"], "--input-tokens: must be at most 16,777,216 tokens"),
     (["--rate", "1", "--output-tokens", "uniform:1,1e999"], "--output-tokens: uniform: takes two finite numbers"),
+    (["--rate", "1e308", "--requests", "3"], "--rate: at most 1,000,000 requests per second"),  # was a traceback
 ])
 def test_an_option_of_the_wrong_type_or_size_is_refused_naming_the_option(args: list[str], fragment: str,
                                                                            tmp_path: Path) -> None:
@@ -294,3 +295,12 @@ def test_an_mmlu_pro_directory_is_searched_two_levels_down_not_walked(tmp_path: 
     (tmp_path / "bad" / "validation.parquet").write_bytes(b"PAR1 not really")
     with pytest.raises(UsageError, match="not a parquet file pyarrow can read"):
         load_mmlu_pro(tmp_path / "bad")
+
+
+def test_a_schedule_is_never_sized_past_its_bound_by_a_duration_times_a_rate() -> None:
+    from rigbench.suites.load import arrival_offsets_s
+
+    # a sweep's rates are found at run time: nothing checked this product before the schedule was made
+    for arrival in ("constant", "poisson"):
+        offsets = arrival_offsets_s(1e6, arrival, 1.0, seed=1, duration_s=1e300)
+        assert len(offsets) == 2_000_000  # MAX_SCHEDULED, not an OverflowError or a list of 10^306

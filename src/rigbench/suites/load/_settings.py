@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from rigbench.analysis import parse_slo
 from rigbench.inputs import number
@@ -16,6 +16,8 @@ from rigbench.suites.load._trace import read_trace
 
 __all__ = ["LoadSettings"]
 
+# A rate beyond any client (one process sends about 10^3-10^4 requests a second; Ray actors, 4,000 measured).
+MAX_RATE_RPS = 1_000_000
 # Requests per window when neither a count nor a duration is given.
 DEFAULT_REQUESTS = 32
 
@@ -43,12 +45,14 @@ class LoadSettings(Input):
 
     @field_validator("rate_rps", "duration_s", mode="before")
     @classmethod
-    def _positive_finite(cls, v: Any) -> Any:
+    def _positive_finite(cls, v: Any, info: ValidationInfo) -> Any:
         if v is None:
             return v
         x = number(v)
         if not math.isfinite(x) or x <= 0:
             raise ValueError(f"must be a positive finite number; got {v!r}")
+        if info.field_name == "rate_rps" and x > MAX_RATE_RPS:
+            raise ValueError(f"at most {MAX_RATE_RPS:,} requests per second (beyond what any client sends); got {v!r}")
         return x
 
     @field_validator("burstiness", mode="before")
