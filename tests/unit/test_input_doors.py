@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -304,3 +305,54 @@ def test_a_schedule_is_never_sized_past_its_bound_by_a_duration_times_a_rate() -
     for arrival in ("constant", "poisson"):
         offsets = arrival_offsets_s(1e6, arrival, 1.0, seed=1, duration_s=1e300)
         assert len(offsets) == 2_000_000  # MAX_SCHEDULED, not an OverflowError or a list of 10^306
+
+
+# -- run directories (someone else's run, given to `rigbench report`) -------------------------------
+
+GOLDEN = Path(__file__).parent.parent / "golden" / "run_v1"
+
+
+@pytest.mark.parametrize("damage", ["fifo_records", "device_header", "deep_line", "long_line"])
+def test_a_hostile_run_directory_is_read_within_bounds(damage: str, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    import rigbench.store._run as store
+
+    run = tmp_path / "run"
+    shutil.copytree(GOLDEN, run)
+    rec = run / "records.jsonl"
+    lines = rec.read_text().splitlines(keepends=True)
+    if damage == "fifo_records":  # opening it would wait for a writer forever
+        rec.unlink()
+        os.mkfifo(rec)
+    elif damage == "device_header":  # reading it would never end
+        (run / "run.json").unlink()
+        (run / "run.json").symlink_to("/dev/zero")
+    elif damage == "deep_line":  # json.loads raises RecursionError, not ValueError
+        rec.write_text("".join(lines) + '{"kind": ' + "[" * 100_000 + "\n")
+    elif damage == "long_line":  # a line past the bound is counted damaged, never held whole
+        monkeypatch.setattr(store, "_LINE_MAX_BYTES", 4096)
+        rec.write_text("".join(lines[:3]) + '{"kind": "x", "pad": "' + "y" * 100_000 + '"}\n' + "".join(lines[3:]))
+    res = invoke("report", str(run))
+    assert res.traceback is None, res.traceback
+    said = " ".join((res.stdout + res.stderr).split())
+    if damage == "device_header":
+        assert res.code == 2 and "run.json is not a run header (not a file" in said, said[-800:]
+    elif damage == "fifo_records":
+        assert res.code == 0 and "records.jsonl cannot be read (not a regular file)" in said, said[-800:]
+    else:
+        assert res.code == 0 and "1 damaged records skipped" in said, said[-800:]
+    if damage == "long_line":
+        assert len(store.RunReader(run).records("speed_request", store.RECORD_TYPES["speed_request"])) > 0
+
+
+def test_dropping_a_torn_tail_never_reads_the_records_whole(tmp_path: Path) -> None:
+    from rigbench.store._run import _drop_torn_tail, _whole_lines
+
+    rec = tmp_path / "records.jsonl"
+    rec.write_bytes(b'{"a": 1}\n' * 50_000 + b'{"torn": ')
+    assert _whole_lines(rec) == 9 * 50_000
+    _drop_torn_tail(rec)
+    assert rec.read_bytes().endswith(b'{"a": 1}\n') and rec.stat().st_size == 9 * 50_000
+    rec.write_bytes(b"no newline at all")
+    _drop_torn_tail(rec)
+    assert rec.read_bytes() == b""
