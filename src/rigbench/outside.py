@@ -16,6 +16,8 @@ One function per medium, all built on `visible`:
 | Markdown | `for_markdown`| `visible`, then the characters that would make a link, image, emphasis,       |
 |          |               | table cell break, heading or raw HTML backslash-escaped or made entities      |
 | HTML     | `for_html`    | `visible`, then `html.escape`                                                 |
+| JSON     | `for_json`    | JSON text with C1 controls and bidi overrides written as `\\uXXXX` escapes      |
+|          |               | (JSON encoders escape C0 already; other non-ASCII stays readable)             |
 | CSV      | `for_csv`     | `visible`, then a text cell a spreadsheet would run as a formula (it begins   |
 |          |               | with `=`, `+`, `-`, `@` or a tab) gets a leading `'`; numbers stay numbers    |
 
@@ -29,7 +31,7 @@ import re
 
 from rich.markup import escape as _rich_escape
 
-__all__ = ["for_console", "for_csv", "for_html", "for_markdown", "visible"]
+__all__ = ["for_console", "for_csv", "for_html", "for_json", "for_markdown", "visible"]
 
 
 def _control_table(newlines: bool) -> dict[int, str]:
@@ -96,3 +98,16 @@ def for_csv(value: object) -> object:
     if t.startswith(_FORMULA_START) and not _PLAIN_NUMBER.fullmatch(t):
         return "'" + t
     return t
+
+
+# What a JSON encoder leaves raw (it escapes C0 and DEL only as ensure_ascii would, and pydantic's writes
+# UTF-8): C1 controls and the bidi overrides that reorder what a reader sees in a terminal or an editor.
+_JSON_ESCAPES = {c: f"\\u{c:04x}" for c in (*range(0x7F, 0xA0), 0x061C, 0x200E, 0x200F, 0x2028, 0x2029,
+                                             *range(0x202A, 0x202F), *range(0x2066, 0x206A))}
+
+
+def for_json(text: str) -> str:
+    """A JSON document's text with every C1 control and bidi override as a `\\uXXXX` escape: the same
+    JSON value, which shows as written wherever it is read. (These code points occur only inside
+    strings of valid JSON, where the escape means the same character.)"""
+    return text.translate(_JSON_ESCAPES)

@@ -28,8 +28,9 @@ SERVER = EmulatorScript(ttft=Delay(mean_ms=2), itl=Delay(mean_ms=1), output_toke
                                 Fault(kind="error_event", message="+cmd|' /C calc'!A0", every=5, offset=1,
                                       at_token=1)])
 ARGS = ["--no-sanity", "--allow-untrusted"]
-# What a terminal or a spreadsheet acts on: C0 controls but tab and newline, DEL, C1 controls.
-RAW_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# What a terminal, an editor or a spreadsheet acts on: C0 controls but tab and newline, DEL, C1 controls,
+# bidi overrides (they reorder what a reader sees).
+RAW_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
@@ -67,6 +68,20 @@ def test_every_export_of_a_hostile_server_opens_safely(tmp_path: Path) -> None:
     lines = [json.loads(line) for line in files["jsonl"].read_text().splitlines()]
     assert {ln["finish_reason"] for ln in lines if ln["finish_reason"]} == {FORMULA}  # JSON escapes, not rewrites
     assert all(isinstance(ln["ttft_s"], float) for ln in lines if ln["error_kind"] is None)
+
+
+def test_the_json_report_of_a_server_writing_bidi_overrides_escapes_them(tmp_path: Path) -> None:
+    """Found by the door fuzz: the analysed run's JSON (`--json`) carried the gate's answers with a raw
+    right-to-left override; JSON lines and the vLLM file were escaped by their encoder, this one was not."""
+    out = tmp_path / "run.json"
+    hostile = EmulatorScript(ttft=Delay(mean_ms=2), itl=Delay(mean_ms=1), output_tokens=8, persona="hostile_text")
+    with EmulatorProcess(hostile) as emu:
+        res = invoke("run", "--endpoint", emu.url, "--allow-untrusted", "--scenarios", "chat_short", "--repetitions",
+                     "1", "--warmup", "0", "--out", str(tmp_path / "runs"), "--json", str(out))
+    assert res.code == 0 and res.traceback is None, res.stderr[-2000:]
+    text = out.read_text(encoding="utf-8")
+    assert RAW_CONTROL.search(text) is None and "\\u202e" in text  # escaped, so still there for a reader
+    assert "\u202e" in json.dumps(json.loads(text), ensure_ascii=False)  # the same value once parsed
 
 
 def _number(cell: str) -> bool:

@@ -111,7 +111,7 @@ PUBLIC: dict[str, list[str]] = {
         "require_confinement", "run_confined", "run_function_tests", "run_pytest", "same_json",
     ],
     "rigbench.outside": [
-        "for_console", "for_csv", "for_html", "for_markdown", "visible",
+        "for_console", "for_csv", "for_html", "for_json", "for_markdown", "visible",
     ],
     "rigbench.inputs": [
         "MAX_TOKENS", "explain", "number", "read_text", "shown", "text_lines", "whole_number",
