@@ -53,10 +53,11 @@ HARD_S = 30.0
 
 
 class _State:
-    """What the handler, the loop and the watchdog thread share (guarded by `lock`)."""
+    """What the handler, the loop and the watchdog thread share (guarded by `lock`: reentrant, because the
+    handler runs in the main thread between any two of its bytecodes, holding the lock or not)."""
 
     def __init__(self) -> None:
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()
         self.received: list[int] = []
         self.loop: asyncio.AbstractEventLoop | None = None
         self.main: asyncio.Task[Any] | None = None
