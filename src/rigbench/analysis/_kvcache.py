@@ -22,13 +22,13 @@ blocks, and the report names the accounting by the label it gives.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Literal, NamedTuple, Protocol
 
 from pydantic import Field
 
 from rigbench.errors import AnalysisError, UsageError
+from rigbench.inputs import load_json
 from rigbench.records import Frozen
 
 __all__ = [
