@@ -114,7 +114,8 @@ PUBLIC: dict[str, list[str]] = {
         "for_console", "for_csv", "for_html", "for_json", "for_markdown", "visible",
     ],
     "rigbench.inputs": [
-        "MAX_TOKENS", "explain", "number", "read_text", "shown", "text_lines", "whole_number",
+        "MAX_TOKENS", "explain", "json_lines", "load_json", "load_yaml", "number", "read_text", "shown", "text_lines",
+        "whole_number",
     ],
     "rigbench.scale": [
         "ActorSummary", "INSTALL_HINT", "check_client_options", "connect", "execute_plan_on_ray",
