@@ -122,7 +122,8 @@ PUBLIC: dict[str, list[str]] = {
         "execute_run_with_clients", "import_ray", "summarize_clients",
     ],
     "rigbench.sizing": [
-        "CONTEXT_MARGIN_TOKENS", "context_per_slot", "fits_in_context", "slots_for",
+        "CONTEXT_MARGIN_TOKENS", "PROMPT_BYTES_PER_TOKEN", "context_per_slot", "fits_in_context", "prompt_bytes",
+        "slots_for",
     ],
     "rigbench.store": [
         "FORMAT_VERSION", "HEADER_FILE", "LOCK_FILE", "RECORDS_FILE", "RunHeader", "RunLock", "RunReader", "RunStatus",
