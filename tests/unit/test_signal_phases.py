@@ -27,9 +27,10 @@ from pathlib import Path
 
 import pytest
 
-from rigbench.cli._signals import GRACE_S
+from rigbench.cli._signals import BACKSTOP_MARGIN_S, GRACE_S
 from rigbench.store import RunReader
 from rigbench.testing import Delay, EmulatorProcess, EmulatorScript
+from tests.children import spawned
 
 # The watchdog's grace, the run's own clean-up (closing connections, finishing run.json), a Python start-up,
 # and room for a busy 2-core host.
@@ -41,10 +42,10 @@ def _foreground() -> None:  # as a terminal's foreground job: the stop signals a
         signal.signal(sig, signal.SIG_DFL)
 
 
-def _start(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "rigbench", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env={**os.environ, "COLUMNS": "200"}, start_new_session=True,
-                            preexec_fn=_foreground)
+def _start(*args: str) -> contextlib.AbstractContextManager[subprocess.Popen[str]]:
+    """`rigbench *args` as a child that is SIGKILLed with its group when the test leaves the block, however."""
+    return spawned([sys.executable, "-m", "rigbench", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                   text=True, env={**os.environ, "COLUMNS": "200"}, preexec_fn=_foreground)
 
 
 def _stop(proc: subprocess.Popen[str], sig: signal.Signals) -> tuple[str, str]:
@@ -54,9 +55,7 @@ def _stop(proc: subprocess.Popen[str], sig: signal.Signals) -> tuple[str, str]:
     try:
         out, err = proc.communicate(timeout=BOUND_S)
     except subprocess.TimeoutExpired:
-        proc.kill()
-        out, err = proc.communicate()
-        pytest.fail(f"still running {BOUND_S:.0f} s after {sig.name}: {err[-1500:]}")
+        pytest.fail(f"still running {BOUND_S:.0f} s after {sig.name}")  # `_start`'s block kills it
     took = time.monotonic() - t0
     assert proc.returncode == 128 + sig, (proc.returncode, took, out[-1500:], err[-1500:])
     assert "Traceback" not in err, err[-3000:]
@@ -153,8 +152,7 @@ def _wait(what: str, ok: object, proc: subprocess.Popen[str], timeout_s: float =
             out, err = proc.communicate()
             pytest.fail(f"ended ({proc.returncode}) before {what}: {out[-800:]} {err[-1500:]}")
         time.sleep(0.05)
-    proc.kill()
-    pytest.fail(f"never reached {what} in {timeout_s:.0f} s")
+    pytest.fail(f"never reached {what} in {timeout_s:.0f} s")  # `_start`'s block kills it
 
 
 def _has_open(pid: int, path: Path) -> bool:
@@ -178,8 +176,7 @@ def _only_run(out: Path) -> Path:
 # -- each phase ------------------------------------------------------------------------------------
 
 def test_attach_to_a_server_that_never_answers(tmp_path: Path) -> None:
-    with _server(hang="/v1/models") as srv:
-        proc = _start("run", "--endpoint", srv.url, "--out", str(tmp_path / "runs"))
+    with _server(hang="/v1/models") as srv, _start("run", "--endpoint", srv.url, "--out", str(tmp_path / "runs")) as proc:
         _wait("the attach request", srv.hanging.is_set, proc)
         _stop(proc, signal.SIGTERM)
 
@@ -188,10 +185,10 @@ def test_the_gate_waiting_on_an_answer_is_marked_interrupted_and_resumes(tmp_pat
     out = tmp_path / "runs"
     with _server(hang="/v1/chat/completions") as srv:
         port = int(srv.url.rsplit(":", 1)[1].split("/")[0])
-        proc = _start("run", "--endpoint", srv.url, "--scenarios", "chat_short", "--repetitions", "2",
-                      "--out", str(out))
-        _wait("the gate's first question", srv.hanging.is_set, proc)
-        _stop(proc, signal.SIGHUP)
+        with _start("run", "--endpoint", srv.url, "--scenarios", "chat_short", "--repetitions", "2",
+                    "--out", str(out)) as proc:
+            _wait("the gate's first question", srv.hanging.is_set, proc)
+            _stop(proc, signal.SIGHUP)
     run_dir = _only_run(out)
     assert RunReader(run_dir).header.status == "interrupted"
     # the server comes back (an answering one, on the same address, serving the same model): the run resumes
@@ -209,9 +206,9 @@ def test_building_prompts_of_millions_of_tokens_in_the_loop_thread(sig: signal.S
     """The issue's case: no tokenizer on the server, so prompts are written word by word in the loop's thread
     (4 x 3M tokens: minutes on this host); before, SIGTERM waited for all of it."""
     out = tmp_path / "runs"
-    with _server(hang="/v1/chat/completions") as srv:
-        proc = _start("run", "--endpoint", srv.url, "--no-sanity", "--allow-untrusted", "--rate", "1", "--requests",
-                      "4", "--input-tokens", "3000000", "--out", str(out))
+    with _server(hang="/v1/chat/completions") as srv, \
+            _start("run", "--endpoint", srv.url, "--no-sanity", "--allow-untrusted", "--rate", "1", "--requests", "4",
+                   "--input-tokens", "3000000", "--out", str(out)) as proc:
         _wait("attached", lambda: any(s.endswith("/models") for s in srv.seen), proc)
         time.sleep(1.5)  # attach done: the loop's thread now builds the first prompt (tens of seconds)
         assert srv.chats() == [], srv.seen  # still building: nothing sent
@@ -226,8 +223,8 @@ def test_a_million_line_trace_being_read_before_the_loop_starts(tmp_path: Path) 
     with trace.open("w") as f:
         f.write("arrival_s,input_tokens,output_tokens\n")
         f.writelines(f"{i / 1000:.3f},10,4\n" for i in range(1_000_000))
-    with _server(hang="/v1/chat/completions") as srv:
-        proc = _start("run", "--endpoint", srv.url, "--trace", str(trace), "--out", str(tmp_path / "runs"))
+    with _server(hang="/v1/chat/completions") as srv, \
+            _start("run", "--endpoint", srv.url, "--trace", str(trace), "--out", str(tmp_path / "runs")) as proc:
         _wait("the trace open for reading", lambda: _has_open(proc.pid, trace), proc)
         assert srv.seen == [], srv.seen  # still reading: not attached yet
         _stop(proc, signal.SIGTERM)
@@ -238,10 +235,10 @@ def test_a_load_window_in_flight_is_marked_interrupted_and_resumes(tmp_path: Pat
     out = tmp_path / "runs"
     slow = EmulatorScript(ttft=Delay(mean_ms=5), itl=Delay(mean_ms=40), output_tokens=32)
     with EmulatorProcess(slow) as emu:
-        proc = _start("run", "--endpoint", emu.url, "--no-sanity", "--allow-untrusted", "--rate", "4", "--requests",
-                      "40", "--out", str(out))
-        _wait("requests answered", lambda: len(emu.fetch_truth()) >= 2, proc)
-        _stop(proc, signal.SIGTERM)
+        with _start("run", "--endpoint", emu.url, "--no-sanity", "--allow-untrusted", "--rate", "4", "--requests",
+                    "40", "--out", str(out)) as proc:
+            _wait("requests answered", lambda: len(emu.fetch_truth()) >= 2, proc)
+            _stop(proc, signal.SIGTERM)
         run_dir = _only_run(out)
         assert RunReader(run_dir).header.status == "interrupted"
         res = subprocess.run([sys.executable, "-m", "rigbench", "run", "--resume", str(run_dir), "--allow-untrusted"],
@@ -254,19 +251,19 @@ def test_a_load_window_in_flight_is_marked_interrupted_and_resumes(tmp_path: Pat
 def test_reports_being_written(tmp_path: Path) -> None:
     golden = Path(__file__).parent.parent / "golden" / "run_v1"
     html = tmp_path / "r.html"
-    proc = _start("report", str(golden), "--html", str(html))
-    assert proc.stdout is not None
-    proc.stdout.readline()  # the terminal report has begun; the HTML (plots) comes after it
-    proc.send_signal(signal.SIGSTOP)  # held here: the signal lands in the report, whatever the host's pace
-    try:
-        assert not html.exists(), "the report was written before it could be stopped"
-    finally:
-        proc.send_signal(signal.SIGCONT)
-    _stop(proc, signal.SIGTERM)
+    with _start("report", str(golden), "--html", str(html)) as proc:
+        assert proc.stdout is not None
+        proc.stdout.readline()  # the terminal report has begun; the HTML (plots) comes after it
+        proc.send_signal(signal.SIGSTOP)  # held here: the signal lands in the report, whatever the host's pace
+        try:
+            assert not html.exists(), "the report was written before it could be stopped"
+        finally:
+            proc.send_signal(signal.SIGCONT)
+        _stop(proc, signal.SIGTERM)
     assert not html.exists()
 
 
-# -- the watchdog, on a loop that does not yield ---------------------------------------------------
+# -- the watchdog, on a loop that does not yield, and the backstop, on a call that holds the interpreter --------
 
 _STUCK = textwrap.dedent("""
     import asyncio, sys, time
@@ -288,12 +285,17 @@ _STUCK = textwrap.dedent("""
                 await asyncio.gather(asyncio.create_task(burn()))
             elif kind in ("await", "hung_clean_up"):
                 await asyncio.sleep(1000)
+            elif kind == "c_call":
+                sum(range(10**12))  # one C call, hours long: no handler and no other thread runs in it
         finally:
             await asyncio.sleep(1000 if kind == "hung_clean_up" else 0.1)  # clean-up that awaits: it must still run
             print("cleaned up", flush=True)
 
     with _signals.handle_stop_signals():
         try:
+            if sys.argv[1] == "c_call_outside_the_loop":  # as a trace or plan being read
+                print("ready", flush=True)
+                sum(range(10**12))
             _signals.run_stoppable(main(sys.argv[1]))
         except KeyboardInterrupt:
             print("interrupted", flush=True)
@@ -301,29 +303,114 @@ _STUCK = textwrap.dedent("""
 """)
 
 
+def _stuck(kind: str, hard_s: float, loop: str = "") -> contextlib.AbstractContextManager[subprocess.Popen[str]]:
+    return spawned([sys.executable, "-c", _STUCK, kind, str(hard_s)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                   text=True, env={**os.environ, "RIGBENCH_EVENT_LOOP": loop}, preexec_fn=_foreground)
+
+
+def _cpu_s(pid: int) -> float:
+    """CPU seconds `pid` has used (user + system, from /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _signal_when_ready(proc: subprocess.Popen[str], sig: signal.Signals, timeout_s: float,
+                       busy_s: float = 0.0) -> tuple[str, str, float]:
+    """Send `sig` once the child says ready (and, with `busy_s`, has then spent that much CPU: it is inside the
+    work that follows, whatever the host's pace); its output and the seconds it took to end (fails past
+    timeout_s)."""
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+    start = _cpu_s(proc.pid)
+    deadline = time.monotonic() + 60
+    while _cpu_s(proc.pid) < start + busy_s:
+        assert time.monotonic() < deadline, "the child never got to work"
+        time.sleep(0.05)
+    t0 = time.monotonic()
+    proc.send_signal(sig)
+    try:
+        out, err = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"still running {timeout_s:.0f} s after {sig.name}")  # the `spawned` block kills it
+    return out, err, time.monotonic() - t0
+
+
 @pytest.mark.parametrize(("kind", "loop"), [("compute", "uvloop"), ("blocking", "asyncio"), ("task", "uvloop"),
                                             ("await", "asyncio")])
 def test_the_watchdog_raises_in_a_loop_thread_that_does_not_take_the_cancel(kind: str, loop: str) -> None:
-    proc = subprocess.Popen([sys.executable, "-c", _STUCK, kind, "60"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env={**os.environ, "RIGBENCH_EVENT_LOOP": loop if loop == "asyncio" else ""},
-                            preexec_fn=_foreground)
-    assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
-    t0 = time.monotonic()
-    proc.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=60)
-    took = time.monotonic() - t0
+    with _stuck(kind, 60, loop if loop == "asyncio" else "") as proc:
+        out, err, took = _signal_when_ready(proc, signal.SIGTERM, 60)
     assert proc.returncode == 143 and out.split() == ["cleaned", "up", "interrupted"], (proc.returncode, out, err)
     # an awaiting loop takes the cancel at once; one that does not yield, at the watchdog's grace
     assert took < (GRACE_S + 8 if kind != "await" else 5), took
 
 
 def test_a_run_whose_clean_up_hangs_is_ended_at_the_hard_deadline() -> None:
-    proc = subprocess.Popen([sys.executable, "-c", _STUCK, "hung_clean_up", "8"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, preexec_fn=_foreground)
-    assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
-    t0 = time.monotonic()
-    proc.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=60)
-    took = time.monotonic() - t0
-    assert proc.returncode == 143 and 8 <= took < 20, (proc.returncode, took, out, err)
+    with _stuck("hung_clean_up", 8) as proc:
+        out, err, took = _signal_when_ready(proc, signal.SIGTERM, 60)
+    # its own exit, with its code and message, comes before the backstop's (at 8 + BACKSTOP_MARGIN_S)
+    assert proc.returncode == 143 and 8 <= took < 8 + BACKSTOP_MARGIN_S, (proc.returncode, took, out, err)
     assert "SIGTERM 8 s ago and the run has not stopped: exiting now; the partial run is kept" in err, err[-2000:]
+    assert "killed" not in err
+
+
+def _backstops_of(pid: int) -> list[int]:
+    """Backstop processes still watching `pid` (`python -I -S -c _BACKSTOP PID SECONDS`)."""
+    found = []
+    for p in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            cmd = (p / "cmdline").read_bytes().split(b"\0")
+            if p.name.isdigit() and b"-I" in cmd and b"-S" in cmd and str(pid).encode() in cmd:
+                found.append(int(p.name))
+    return found
+
+
+@pytest.mark.parametrize(("kind", "loop"), [("c_call", "uvloop"), ("c_call_outside_the_loop", "asyncio")])
+def test_one_c_call_that_holds_the_interpreter_is_killed_by_the_backstop(kind: str, loop: str) -> None:
+    """No handler, no watchdog thread and no hard exit can run inside `sum(range(10**12))`: before, SIGTERM
+    waited hours for it. The backstop process kills it at HARD_S + BACKSTOP_MARGIN_S after the signal."""
+    hard = 2.0
+    with _stuck(kind, hard, loop if loop == "asyncio" else "") as proc:
+        out, err, took = _signal_when_ready(proc, signal.SIGTERM, hard + BACKSTOP_MARGIN_S + 20, busy_s=0.3)
+    assert proc.returncode == -signal.SIGKILL, (proc.returncode, out, err[-2000:])
+    assert hard + BACKSTOP_MARGIN_S - 0.5 <= took, took  # not before the hard exit was due
+    assert out.split() == []  # nothing in the process ran after the signal: no clean-up, no message of its own
+    said = " ".join(err.split())
+    assert ("A stop signal came 5 s ago and rigbench has not stopped (one call holds Python's interpreter lock, so no "
+            "handler runs): killed; the partial run is kept and `rigbench run --resume RUN_DIR` continues it.") in said
+    assert _backstops_of(proc.pid) == []  # the backstop went with it
+
+
+_LEFT_ALONE = textwrap.dedent("""
+    import os, signal, sys, time
+    from rigbench.cli import _signals
+    _signals.HARD_S = 1.0
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # as under nohup
+    with _signals.handle_stop_signals():
+        child = os.fork()
+        if child == 0:  # a forked child takes a stop signal of its own: not rigbench's
+            try:
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(10)
+            except KeyboardInterrupt:
+                os._exit(0)
+            os._exit(1)
+        assert os.waitpid(child, 0)[1] == 0
+        os.kill(os.getpid(), signal.SIGHUP)  # ignored: stays ignored
+        print("ready", _signals._backstop.pid, flush=True)
+        time.sleep(_signals.HARD_S + _signals.BACKSTOP_MARGIN_S + 2)  # past when a backstop armed would kill
+        print("alive", flush=True)
+""")
+
+
+def test_the_backstop_leaves_alone_a_process_that_took_no_stop_signal() -> None:
+    """Controls: an ignored SIGHUP (nohup), a forked child's own SIGTERM and no signal at all arm nothing:
+    the process lives on past the time a backstop would have killed it, its backstop running all along."""
+    with spawned([sys.executable, "-c", _LEFT_ALONE], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                 preexec_fn=_foreground) as proc:
+        assert proc.stdout is not None
+        ready = proc.stdout.readline().split()
+        assert ready[0] == "ready", (ready, proc.stderr.read() if proc.stderr else "")
+        assert _backstops_of(proc.pid) == [int(ready[1])]  # the backstop is up: the control can judge
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and out.split() == ["alive"], (proc.returncode, out, err[-2000:])
+    assert _backstops_of(proc.pid) == []  # and it went with the process

@@ -17,9 +17,13 @@ process exits 128 + the signal's number (130, 143, 129):
 - Whatever happens, the process exits within `HARD_S` of the first signal: past it (clean-up itself
   hung) it exits at once, saying so. So does a second signal. The records are flushed per line, so the
   run directory stays readable (its header may say `running`: shown as incomplete) and resumes.
-- What no Python program can stop: one C call that holds the interpreter lock (no handler, no thread
-  runs until it returns). rigbench bounds what it hands such calls (a trace line, a prompt's length, a
-  file's size: rigbench.inputs), so none runs for long.
+- One C call that holds the interpreter lock (a huge `sum`, a regular expression's C loop, a C
+  library's parser) lets no Python handler and no Python thread run until it returns. For that case a
+  backstop process (`_BACKSTOP`, started once per process, asleep) learns of the signal from the C
+  level (`faulthandler` writes into its pipe from inside the signal, no interpreter lock needed) and,
+  if rigbench is still alive `BACKSTOP_S` after it, says so and kills it (SIGKILL: exit 137). It stands
+  down when the signal was taken (leaving `handle_stop_signals`) and exits with rigbench. rigbench also
+  bounds what it hands such calls (a trace line, a prompt's length, a file's size: rigbench.inputs).
 
 A signal already ignored stays ignored (`nohup rigbench run ...` survives the hang-up).
 """
@@ -28,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import faulthandler
 import os
 import signal
 import sys
@@ -39,7 +44,7 @@ from typing import Any, TypeVar
 
 from rigbench.client import run as run_loop
 
-__all__ = ["GRACE_S", "HARD_S", "handle_stop_signals", "interrupt_exit_code", "interrupt_name",
+__all__ = ["BACKSTOP_MARGIN_S", "GRACE_S", "HARD_S", "handle_stop_signals", "interrupt_exit_code", "interrupt_name",
            "run_stoppable", "stopped"]
 
 T = TypeVar("T")
@@ -50,6 +55,44 @@ GRACE_S = 3.0
 # The process is gone this long after the first signal, clean-up done or not (a launched engine has a
 # stop of 10 + 5 s at most, and dies with rigbench through its death signal anyway).
 HARD_S = 30.0
+# The backstop kills the process this long after the hard exit was due (it only acts when that could not run).
+BACKSTOP_MARGIN_S = 3.0
+
+# The backstop: `python -I -S -c _BACKSTOP PID SECONDS`, stdin the read end of a pipe whose write end only
+# the C signal handler writes to (faulthandler's dump of the signalled thread: any byte is a stop signal).
+# It watches rigbench through a pidfd (no mistaking a reused PID), exits when rigbench does, and kills it
+# SECONDS after the first signal if it is still there. It ignores the stop signals itself: a terminal's
+# Ctrl-C reaches the whole process group, and it must outlive a rigbench that did not take it.
+_BACKSTOP = '''
+import os, select, signal, sys, time
+for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    signal.signal(s, signal.SIG_IGN)
+pid, after = int(sys.argv[1]), float(sys.argv[2])
+try:
+    rigbench = os.pidfd_open(pid)
+except OSError:
+    sys.exit(0)
+if os.getppid() != pid:
+    sys.exit(0)
+deadline = None
+while deadline is None or time.monotonic() < deadline:
+    wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+    ready = select.select([rigbench, 0], [], [], wait)[0]
+    if rigbench in ready:
+        sys.exit(0)
+    if 0 in ready:
+        if not os.read(0, 65536):
+            sys.exit(0)
+        if deadline is None:
+            deadline = time.monotonic() + after
+try:
+    os.write(2, ("\\nA stop signal came %.0f s ago and rigbench has not stopped (one call holds Python's interpreter "
+                 "lock, so no handler runs): killed; the partial run is kept and `rigbench run --resume RUN_DIR` "
+                 "continues it.\\n" % after).encode())
+except OSError:
+    pass
+signal.pidfd_send_signal(rigbench, signal.SIGKILL)
+'''
 
 
 class _State:
@@ -143,6 +186,78 @@ def _on_stop(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt  # no loop running: stop the code that runs now
 
 
+class _Backstop:
+    """This process's backstop (one per process, started on first use): its PID and the pipe's write end."""
+
+    def __init__(self) -> None:
+        self.owner: int | None = None  # the PID that started it (a forked child has none of its own)
+        self.pid: int | None = None
+        self.fd: int | None = None
+        self.registered: tuple[int, ...] = ()  # the signals faulthandler now reports to it
+
+
+_backstop = _Backstop()
+
+
+def _backstop_pipe() -> int | None:
+    """The write end of the backstop's pipe, starting the backstop when this process has none running
+    (None where it cannot run: no pidfd, no interpreter to start)."""
+    b = _backstop
+    if b.owner == os.getpid() and b.pid is not None and b.fd is not None:
+        try:
+            gone = os.waitpid(b.pid, os.WNOHANG)[0] != 0
+        except ChildProcessError:
+            gone = True
+        if not gone:
+            return b.fd
+        os.close(b.fd)
+        b.pid = b.fd = None
+    if not (hasattr(os, "pidfd_open") and hasattr(signal, "pidfd_send_signal") and sys.executable):
+        return None
+    r, w = os.pipe()  # both ends close on exec: only the backstop's stdin is passed on
+    try:
+        pid = os.posix_spawn(sys.executable, [sys.executable, "-I", "-S", "-c", _BACKSTOP, str(os.getpid()),
+                                              str(HARD_S + BACKSTOP_MARGIN_S)], os.environ,
+                             file_actions=[(os.POSIX_SPAWN_DUP2, r, 0),
+                                           (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0)])
+    except OSError:
+        os.close(w)
+        return None
+    finally:
+        os.close(r)
+    os.set_blocking(w, False)  # written from inside a signal handler: a full pipe must not block it
+    b.owner, b.pid, b.fd = os.getpid(), pid, w
+    return w
+
+
+def _arm_backstop(signals: tuple[int, ...]) -> None:
+    fd = _backstop_pipe()
+    if fd is None:
+        return
+    for s in signals:  # on top of Python's handler, which it calls next (chain)
+        faulthandler.register(s, file=fd, all_threads=False, chain=True)
+    _backstop.registered = signals
+
+
+def _disarm_backstop() -> None:
+    for s in _backstop.registered:
+        faulthandler.unregister(s)
+    _backstop.registered = ()
+
+
+def _forget_backstop_in_child() -> None:
+    """After a fork: the child's signals are not rigbench's (its parent's backstop must not hear of them)."""
+    _disarm_backstop()
+    if _backstop.fd is not None:
+        with contextlib.suppress(OSError):
+            os.close(_backstop.fd)
+    _backstop.owner = _backstop.pid = _backstop.fd = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_backstop_in_child)
+
+
 @contextlib.contextmanager
 def handle_stop_signals() -> Iterator[None]:
     """While inside, SIGINT, SIGTERM and SIGHUP stop rigbench as described above (main thread only;
@@ -155,9 +270,11 @@ def handle_stop_signals() -> Iterator[None]:
     except ValueError:  # not the main thread (an embedding program): leave its handlers alone
         yield
         return
+    _arm_backstop(tuple(previous))  # after Python's handler: faulthandler chains to what it finds
     try:
         yield
     finally:
+        _disarm_backstop()
         for s, h in previous.items():
             signal.signal(s, h)
         sys.stderr.flush()
