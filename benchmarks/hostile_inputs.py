@@ -1,6 +1,6 @@
 """Peak memory and time of `rigbench run` on the worst inputs tried (issue 34, item 2).
 
-    python benchmarks/hostile_inputs.py [--out DIR] [--only NAME,...]
+    python benchmarks/hostile_inputs.py [--out FILE.json] [--only NAME,...]
 
 Each case is one `rigbench run` in a fresh process, against the reference emulator (no tokenizer: the
 prompts are written word by word, the costliest path) where it needs a server; its peak resident memory
@@ -67,7 +67,7 @@ CASES = [
              + "\n")], 2, "a line longer than 1,048,576 bytes"),
     Case("trace_nested_json", "a JSON line nested 10^6 deep",
          lambda d, url: [*RUN, "--endpoint", url, "--trace", _write(d / "deep.jsonl", '{"a":' + "[" * 1_000_000 + "\n")],
-         2, "not a JSON object rigbench can read"),
+         2, "not a JSON object rigbench can read: values nested deeper than rigbench reads"),
     Case("trace_2M_lines", "a trace of 2,000,001 lines (one past the most one replay holds)",
          lambda d, url: [*RUN, "--endpoint", url, "--trace", _million_lines(d, 2_000_001)],
          2, "more than 2,000,000 requests"),

@@ -41,7 +41,7 @@ from rigbench.errors import UsageError
 from rigbench.outside import visible
 
 __all__ = ["MAX_TOKENS", "explain", "json_lines", "load_json", "load_yaml", "number", "read_text", "shown", "text_lines",
-           "whole_number"]
+           "too_big_to_read", "whole_number"]
 
 # The longest request length any door takes before the served context is known: 2^24 tokens, above
 # the longest context an open model advertises (10M tokens, Llama 4 Scout, 2025). A typo such as 10^12
@@ -185,13 +185,23 @@ def text_lines(path: Path, what: str, *, max_line_bytes: int) -> Iterator[tuple[
             yield n, text.removeprefix("\ufeff") if n == 1 else text
 
 
+def too_big_to_read(e: ValueError | RecursionError) -> str:
+    """Why a parser that took the syntax gave up on a value (JSON, YAML), in the doors' words: nesting past
+    Python's stack (RecursionError) or an integer past Python's digit limit (ValueError)."""
+    if isinstance(e, RecursionError):
+        return f"values nested deeper than rigbench reads (Python's limit, {sys.getrecursionlimit():,} levels)"
+    if "digits" in str(e):
+        return f"a number of more than {sys.get_int_max_str_digits():,} digits"
+    return shown(str(e), 120)
+
+
 def _json(text: str, where: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
         raise UsageError(f"{where}: not valid JSON ({e.msg} at line {e.lineno} column {e.colno}).") from None
-    except (ValueError, RecursionError) as e:  # an integer of over 4,300 digits; nesting past the stack
-        raise UsageError(f"{where}: JSON rigbench cannot read ({type(e).__name__}: {shown(str(e), 120)}).") from None
+    except (ValueError, RecursionError) as e:
+        raise UsageError(f"{where}: JSON rigbench cannot read: {too_big_to_read(e)}; is it the right file?") from None
 
 
 def json_lines(path: Path, what: str, *, max_line_bytes: int) -> Iterator[tuple[int, Any]]:
@@ -264,9 +274,6 @@ def load_yaml(text: str, where: str) -> tuple[yaml.Node | None, Any]:
     except _SelfReference:
         raise UsageError(f"{where}: an alias (*name) refers to the value that holds it; YAML that contains "
                          "itself describes no settings.") from None
-    except RecursionError:
-        raise UsageError(f"{where}: values nested deeper than rigbench reads (Python's limit, "
-                         f"{sys.getrecursionlimit():,}); is it the right file?") from None
-    except ValueError as e:  # an integer of over 4,300 digits
-        raise UsageError(f"{where}: a value rigbench cannot read ({shown(str(e), 120)}).") from None
+    except (ValueError, RecursionError) as e:
+        raise UsageError(f"{where}: YAML rigbench cannot read: {too_big_to_read(e)}; is it the right file?") from None
     return root, data

@@ -115,7 +115,7 @@ PUBLIC: dict[str, list[str]] = {
     ],
     "rigbench.inputs": [
         "MAX_TOKENS", "explain", "json_lines", "load_json", "load_yaml", "number", "read_text", "shown", "text_lines",
-        "whole_number",
+        "too_big_to_read", "whole_number",
     ],
     "rigbench.scale": [
         "ActorSummary", "INSTALL_HINT", "check_client_options", "connect", "execute_plan_on_ray",

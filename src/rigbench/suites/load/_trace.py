@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from rigbench.errors import UsageError
-from rigbench.inputs import MAX_TOKENS, shown, text_lines, whole_number
+from rigbench.inputs import MAX_TOKENS, shown, text_lines, too_big_to_read, whole_number
 from rigbench.suites.load._schedule import MAX_SCHEDULED
 
 __all__ = ["TRACE_LAYOUTS", "TraceRequest", "read_trace"]
@@ -66,9 +66,8 @@ def _json_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             obj = json.loads(ln)
         except json.JSONDecodeError as e:
             raise UsageError(f"{path}:{i}: not a JSON object ({e.msg}): {shown(ln)}.") from None
-        except (ValueError, RecursionError) as e:  # an integer of over 4,300 digits; nesting past Python's stack
-            raise UsageError(f"{path}:{i}: not a JSON object rigbench can read ({type(e).__name__}: "
-                             f"{shown(str(e))}).") from None
+        except (ValueError, RecursionError) as e:
+            raise UsageError(f"{path}:{i}: not a JSON object rigbench can read: {too_big_to_read(e)}.") from None
         if not isinstance(obj, dict):
             raise UsageError(f"{path}:{i}: not a JSON object: {shown(ln)}.")
         yield i, obj
