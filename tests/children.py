@@ -20,16 +20,22 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-__all__ = ["kill_group", "spawned"]
+__all__ = ["die_with_pytest", "kill_group", "spawned"]
 
 _PR_SET_PDEATHSIG = 1
 _LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform == "linux" else None  # loaded before any fork
 
 
+def die_with_pytest() -> None:
+    """`preexec_fn` for a child that must not outlive pytest killed outright (a busy-loop neighbour):
+    SIGKILL when the thread that started it dies (Linux's parent-death signal; start it from the main thread)."""
+    if _LIBC is not None:  # in the child, between fork and exec: no imports, no locks
+        _LIBC.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL))
+
+
 def _die_with_pytest(then: Callable[[], None] | None) -> Callable[[], None]:
-    def arm() -> None:  # in the child, between fork and exec: no imports, no locks
-        if _LIBC is not None:
-            _LIBC.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL))
+    def arm() -> None:
+        die_with_pytest()
         if then is not None:
             then()
     return arm
