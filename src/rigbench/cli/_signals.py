@@ -21,9 +21,9 @@ process exits 128 + the signal's number (130, 143, 129):
   library's parser) lets no Python handler and no Python thread run until it returns. For that case a
   backstop process (`_BACKSTOP`, started once per process, asleep) learns of the signal from the C
   level (`faulthandler` writes into its pipe from inside the signal, no interpreter lock needed) and,
-  if rigbench is still alive `BACKSTOP_S` after it, says so and kills it (SIGKILL: exit 137). It stands
-  down when the signal was taken (leaving `handle_stop_signals`) and exits with rigbench. rigbench also
-  bounds what it hands such calls (a trace line, a prompt's length, a file's size: rigbench.inputs).
+  if rigbench is still alive `HARD_S + BACKSTOP_MARGIN_S` after it, says so and kills it (SIGKILL:
+  exit 137). It stands down when the signal was taken (leaving `handle_stop_signals`) and exits with
+  rigbench. rigbench also bounds what it hands such calls (a trace line, a prompt's length, a file's size: rigbench.inputs).
 
 A signal already ignored stays ignored (`nohup rigbench run ...` survives the hang-up).
 """
@@ -56,7 +56,9 @@ GRACE_S = 3.0
 # stop of 10 + 5 s at most, and dies with rigbench through its death signal anyway).
 HARD_S = 30.0
 # The backstop kills the process this long after the hard exit was due (it only acts when that could not run).
-BACKSTOP_MARGIN_S = 3.0
+# The hard exit is a thread woken by a timer: on a loaded host it can run seconds late, and a SIGKILL before it
+# would lose its exit code and message, so the margin leaves it 5 s.
+BACKSTOP_MARGIN_S = 5.0
 
 # The backstop: `python -I -S -c _BACKSTOP PID SECONDS`, stdin the read end of a pipe whose write end only
 # the C signal handler writes to (faulthandler's dump of the signalled thread: any byte is a stop signal).
