@@ -16,9 +16,11 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from rigbench.testing import EmulatorProcess, _process
 from tests.children import spawned
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -92,3 +94,34 @@ def test_a_test_process_killed_outright_takes_its_child_with_it() -> None:
             assert _gone(pids[0]), f"child {pids[0]} outlived the test process"
         finally:
             _kill(*pids)  # the grandchild has no death signal of its own: this test's to end
+
+
+def test_an_emulator_whose_start_is_interrupted_does_not_outlive_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C or a test's timeout while `EmulatorProcess` waits for the emulator's first line: the `with`
+    block never got the emulator, so its exit would not stop it (one ran on with PPID 1 after an interrupted
+    suite). The start stops it before the interrupt goes on."""
+    started: list[subprocess.Popen[str]] = []
+    real_popen = subprocess.Popen
+
+    def popen(*args: Any, **kwargs: Any) -> subprocess.Popen[str]:
+        proc = real_popen(*args, **kwargs)
+        started.append(proc)
+        assert proc.stdout is not None
+        proc.stdout.readline = _interrupted  # type: ignore[method-assign]
+        return proc
+
+    monkeypatch.setattr(_process.subprocess, "Popen", popen)
+    try:
+        with pytest.raises(KeyboardInterrupt), EmulatorProcess():
+            pass
+        [proc] = started
+        assert _gone(proc.pid), f"emulator {proc.pid} outlived its interrupted start"
+    finally:
+        _kill(*(p.pid for p in started))
+        for p in started:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                p.wait(timeout=10)
+
+
+def _interrupted(*args: Any) -> str:
+    raise KeyboardInterrupt
