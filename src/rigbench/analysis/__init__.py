@@ -10,7 +10,7 @@ from rigbench.analysis._compare import (
     compare_stats,
     fingerprint_differences,
 )
-from rigbench.analysis._goodput import SLO_METRICS, SloCheck, knee_rate, meets_slo, parse_slo
+from rigbench.analysis._goodput import SLO_METRICS, RateBound, SloCheck, meets_slo, parse_slo, rate_bound
 from rigbench.analysis._host import OTHER_CORES_MAX, STEAL_CORES_MAX, HostVerdict, HostWindowRow, assess_host
 from rigbench.analysis._kvcache import (
     BlockAccounting,
@@ -24,8 +24,11 @@ from rigbench.analysis._kvcache import (
 from rigbench.analysis._load import (
     SCHEDULE_LAG_P99_MAX_S,
     SCHEDULE_RATE_MIN,
+    InputLengths,
     LoadSummary,
     LoadWindowSummary,
+    SteadyState,
+    TurnSummary,
     load_timing,
     summarize_load,
 )
@@ -95,6 +98,7 @@ __all__ = [
     "EffortSummary",
     "HostVerdict",
     "HostWindowRow",
+    "InputLengths",
     "KVArchitecture",
     "KVBlocks",
     "KVCapacity",
@@ -109,6 +113,7 @@ __all__ = [
     "ProbeRow",
     "Proportion",
     "QualitySummary",
+    "RateBound",
     "RequestTiming",
     "RetrySummary",
     "Revision",
@@ -123,9 +128,11 @@ __all__ = [
     "SpeedupPrediction",
     "StampingError",
     "Stat",
+    "SteadyState",
     "SuiteComparison",
     "TaskScore",
     "TimingCrossCheck",
+    "TurnSummary",
     "Verdict",
     "WeightsInfo",
     "analyze_run",
@@ -142,7 +149,6 @@ __all__ = [
     "fingerprint_differences",
     "fit_speculation",
     "hide_session_details",
-    "knee_rate",
     "kv_architecture_from_path",
     "kv_capacity",
     "latency_finding",
@@ -152,6 +158,7 @@ __all__ = [
     "meets_slo",
     "parse_slo",
     "predict_speedup",
+    "rate_bound",
     "request_rows",
     "request_timing",
     "roofline",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Annotated, NamedTuple
@@ -13,12 +12,11 @@ from rich.console import Console
 from rigbench.analysis import RunAnalysis, analyze_run, compare_suites
 from rigbench.cli._app import app
 from rigbench.cli._console import make_console
-from rigbench.cli._export import json_safe, write_request_exports
+from rigbench.cli._export import check_exports, write_request_exports, write_vllm_json
 from rigbench.cli._paths import OutputError, check_output_file, write_output
 from rigbench.cli._runs import across_runs, named_runs
 from rigbench.errors import StoreError, UsageError
 from rigbench.outside import for_console
-from rigbench.records import SpeedRequest
 from rigbench.report import (
     RunListing,
     differences_terminal,
@@ -33,7 +31,6 @@ from rigbench.report import (
     speedup_table,
     suite_comparison_terminal,
     summary_terminal,
-    vllm_detailed_result,
 )
 from rigbench.store import RunReader
 
@@ -48,9 +45,10 @@ def report(
                                               "fingerprints) to this file.")] = None,
     markdown: Annotated[Path | None, typer.Option(metavar="FILE", help="Write the Markdown report to this file.")] = None,
     json_out: Annotated[Path | None, typer.Option("--json", metavar="FILE", help="Write the analysed runs as JSON here.")] = None,
-    vllm_json: Annotated[Path | None, typer.Option(metavar="FILE", help="Write the first run's speed requests as the JSON "
-                                                   "`vllm bench serve --save-result --save-detailed` writes "
-                                                   "(field mapping: docs/metrics.md).")] = None,
+    vllm_json: Annotated[Path | None, typer.Option(metavar="FILE", help="Write the first run's speed or load requests as "
+                                                   "the JSON `vllm bench serve --save-result --save-detailed` writes "
+                                                   "(one file per load window: FILE-STEM.<window>.json; field "
+                                                   "mapping: docs/metrics.md).")] = None,
     csv: Annotated[Path | None, typer.Option(metavar="FILE", help="Write one CSV row per request of every run (intended start, "
                                              "send, first token, end, tokens, TTFT, ITL, error).")] = None,
     jsonl: Annotated[Path | None, typer.Option(metavar="FILE", help="Write one JSON line per request of every run (the --csv "
@@ -94,6 +92,8 @@ def report_runs(runs: list[Path], console: Console, files: ReportFiles, *, termi
     named = named_runs(runs)
     runs = [p for _, p in named]
     paths = files.paths
+    # an export that would hold nothing is refused, naming the run kind, before any file is written
+    check_exports([RunReader(p) for p in runs], csv=files.csv, jsonl=files.jsonl, vllm_json=files.vllm_json)
     analyses = []
     for run_dir in runs:
         a = analyze_run(RunReader(run_dir))
@@ -138,11 +138,13 @@ def report_runs(runs: list[Path], console: Console, files: ReportFiles, *, termi
         else:
             md_parts = [render_markdown(a, paths=paths) for a in analyses]
         write("Markdown report", files.markdown, "--markdown", lambda: "\n\n".join(md_parts))
-    if detailed := files.vllm_json:
-        reqs = RunReader(runs[0]).records("speed_request", SpeedRequest)
-        write("vLLM-style detailed JSON", detailed, ReportFiles.option("vllm_json"),
-              lambda: json.dumps(json_safe(vllm_detailed_result(reqs)), indent=1, allow_nan=False))
-    exported, export_failed = write_request_exports([RunReader(p) for p in runs], csv=files.csv, jsonl=files.jsonl)
+    if files.vllm_json:
+        try:
+            written += write_vllm_json(RunReader(runs[0]), files.vllm_json)
+        except OutputError as e:
+            failed.append(e)
+    exported, export_failed = write_request_exports([RunReader(p) for p in runs], csv=files.csv, jsonl=files.jsonl,
+                                                    console=console)
     written += exported
     failed += export_failed
     if files.json_out:

@@ -11,6 +11,7 @@ from rich.text import Text
 from rigbench.analysis import LoadSummary, RunAnalysis
 from rigbench.outside import visible
 from rigbench.report._fmt import fmt_tok_s, fmt_ttft_ms
+from rigbench.report._load import knee_short
 
 __all__ = ["summary_terminal"]
 
@@ -36,8 +37,7 @@ def _load_headline(load: LoadSummary | None) -> list[str]:
     if sat is not None:
         parts.append(f"saturation: {sat.throughput_rps:.3g} req/s, {sat.output_tok_s:.0f} output tok/s")
     if load.slo is not None and len(load.rates) > 1:
-        parts.append(f"knee (at least {load.attainment:.0%} met the SLO): "
-                     + (f"{load.knee_rps:.3g} req/s" if load.knee_rps is not None else "no rate measured met it"))
+        parts.append(f"knee (at least {load.attainment:.0%} met the SLO): {knee_short(load) or 'not bounded'}")
     for w in load.rates:
         ttft = "–" if w.ttft_response_s is None else f"{w.ttft_response_s.median * 1e3:.0f} ms"
         good = f", goodput {w.slo.goodput_rps:.3g} req/s ({w.slo.fraction:.0%} met the SLO)" if w.slo else ""
