@@ -158,7 +158,7 @@ PUBLIC: dict[str, list[str]] = {
     "rigbench.testing": [
         "AccuracyReport", "BufferingProxy", "Delay", "Emulator", "EmulatorProcess", "EmulatorScript", "Fault",
         "FaultKind", "NoiseFloor", "PERSONAS", "Persona", "ProxyMode", "ROGUES", "RequestTruth", "RogueName",
-        "SchedulerNoise", "UsageMode", "compare_with_truth", "serve",
+        "SchedulerNoise", "StallProxy", "UsageMode", "compare_with_truth", "serve",
     ],
 }
 

@@ -1,6 +1,8 @@
 """The reference emulator: an OpenAI-compatible server with scripted timing and faults that
 records the true send time of every chunk (ground truth for tests and benchmarks), and the
-rogue-server gallery: personas that play each adversary the trust checks stop."""
+rogue-server gallery: personas that play each adversary the trust checks stop; and two proxies,
+one that buffers responses as gateways do (BufferingProxy), one that freezes the server once
+mid-run (StallProxy: the adversary of coordinated omission)."""
 
 from rigbench.testing._accuracy import AccuracyReport, compare_with_truth
 from rigbench.testing._noise import NoiseFloor, SchedulerNoise
@@ -10,6 +12,7 @@ from rigbench.testing._rogue import PERSONAS, ROGUES, Persona, RogueName
 from rigbench.testing._script import Delay, EmulatorScript, Fault, FaultKind, UsageMode
 from rigbench.testing._serve import serve
 from rigbench.testing._server import Emulator
+from rigbench.testing._stall import StallProxy
 from rigbench.testing._truth import RequestTruth
 
 __all__ = [
@@ -29,6 +32,7 @@ __all__ = [
     "RequestTruth",
     "RogueName",
     "SchedulerNoise",
+    "StallProxy",
     "UsageMode",
     "compare_with_truth",
     "serve",
