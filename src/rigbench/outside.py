@@ -16,6 +16,10 @@ One function per medium, all built on `visible`:
 | Markdown | `for_markdown`| `visible`, then the characters that would make a link, image, emphasis,       |
 |          |               | table cell break, heading or raw HTML backslash-escaped or made entities      |
 | HTML     | `for_html`    | `visible`, then `html.escape`                                                 |
+| JSON     | `for_json`    | JSON text with C1 controls and bidi overrides written as `\\uXXXX` escapes      |
+|          |               | (JSON encoders escape C0 already; other non-ASCII stays readable)             |
+| CSV      | `for_csv`     | `visible`, then a text cell a spreadsheet would run as a formula (it begins   |
+|          |               | with `=`, `+`, `-`, `@` or a tab) gets a leading `'`; numbers stay numbers    |
 
 Pure functions of a string: every layer may import this module.
 """
@@ -27,7 +31,7 @@ import re
 
 from rich.markup import escape as _rich_escape
 
-__all__ = ["for_console", "for_html", "for_markdown", "visible"]
+__all__ = ["for_console", "for_csv", "for_html", "for_json", "for_markdown", "visible"]
 
 
 def _control_table(newlines: bool) -> dict[int, str]:
@@ -72,3 +76,38 @@ def for_markdown(value: object) -> str:
 def for_html(value: object, *, multiline: bool = False) -> str:
     """`value` as HTML text (element content or a quoted attribute value)."""
     return html.escape(visible(value, multiline=multiline))
+
+
+# What a spreadsheet (Excel, LibreOffice Calc, Google Sheets) reads as the start of a formula when a
+# cell begins with it (OWASP "CSV Injection"; ASVS 1.2.10 adds NUL). CR and NUL never lead a cell
+# here: `visible` has written them as `\\x0d` and `\\x00` already.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\x00")
+# A text cell that is a plain decimal number: a spreadsheet reads it as that number, and no formula
+# (`-1.5`, `+3`, `2e-05`); `-1+1` or `-2-cmd|...` is not one.
+_PLAIN_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+
+
+def for_csv(value: object) -> object:
+    """A CSV cell a spreadsheet shows as written and never evaluates: numbers (and None, written empty)
+    pass as they are; text is `visible` (one line), and text that would start a formula gets the single
+    quote spreadsheets take as "this is text" (OWASP's CSV-injection advice), unless it is a plain
+    number (a negative number is a number, not a formula)."""
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    t = visible(value)
+    if t.startswith(_FORMULA_START) and not _PLAIN_NUMBER.fullmatch(t):
+        return "'" + t
+    return t
+
+
+# What a JSON encoder leaves raw (it escapes C0 and DEL only as ensure_ascii would, and pydantic's writes
+# UTF-8): C1 controls and the bidi overrides that reorder what a reader sees in a terminal or an editor.
+_JSON_ESCAPES = {c: f"\\u{c:04x}" for c in (*range(0x7F, 0xA0), 0x061C, 0x200E, 0x200F, 0x2028, 0x2029,
+                                             *range(0x202A, 0x202F), *range(0x2066, 0x206A))}
+
+
+def for_json(text: str) -> str:
+    """A JSON document's text with every C1 control and bidi override as a `\\uXXXX` escape: the same
+    JSON value, which shows as written wherever it is read. (These code points occur only inside
+    strings of valid JSON, where the escape means the same character.)"""
+    return text.translate(_JSON_ESCAPES)

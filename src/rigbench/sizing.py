@@ -9,7 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-__all__ = ["CONTEXT_MARGIN_TOKENS", "context_per_slot", "fits_in_context", "slots_for"]
+__all__ = ["CONTEXT_MARGIN_TOKENS", "PROMPT_BYTES_PER_TOKEN", "context_per_slot", "fits_in_context", "prompt_bytes",
+           "slots_for"]
+
+# Memory a built prompt holds per input token, until its request is sent: the text (4-6 characters a
+# token), its encoded request body (as many bytes again) and the objects around them, with room to spare
+# (measured: benchmarks/hostile_inputs.py).
+PROMPT_BYTES_PER_TOKEN = 16
 
 # Room beyond the largest scenario: the chat template's own tokens and the tokenizer's drift
 # between rigbench's count and the server's.
@@ -36,3 +42,8 @@ def context_per_slot(shapes: Iterable[tuple[int, int]], *, floor: int, unknown_n
 def slots_for(concurrency: Iterable[int]) -> int:
     """Parallel slots a launched server needs: one per request at the highest concurrency level."""
     return max(concurrency, default=1)
+
+
+def prompt_bytes(input_tokens: Iterable[int]) -> int:
+    """About how much memory prompts of these lengths hold once built (an upper estimate)."""
+    return sum(input_tokens) * PROMPT_BYTES_PER_TOKEN

@@ -21,6 +21,7 @@ import pytest
 from rigbench.analysis import analyze_run, assess_host
 from rigbench.records import HostConditions
 from rigbench.store import RunReader
+from tests.children import die_with_pytest
 from tests.needs import missing
 from tests.side_meter import SideMeter, WindowCall, call_window
 
@@ -38,7 +39,7 @@ QUICK = ["--scenarios", "chat_short", "--repetitions", "1", "--warmup", "0", "--
 @pytest.fixture
 def neighbour() -> Iterator[subprocess.Popen[bytes]]:
     """`python -c 'while True: pass'` pinned to the last of the cores rigbench (and the engine it starts) may use."""
-    p = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    p = subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=die_with_pytest)
     os.sched_setaffinity(p.pid, {max(os.sched_getaffinity(0))})
     try:
         yield p
@@ -93,7 +94,7 @@ def test_a_rate_window_beside_a_busy_neighbour_is_untrusted_and_a_quiet_one_is_n
         return subprocess.run([sys.executable, "-m", "rigbench", "run", *rate, "--out", str(out)],
                               capture_output=True, text=True, timeout=280, env={**os.environ, "COLUMNS": "160"})
 
-    p = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    p = subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=die_with_pytest)
     try:
         os.sched_setaffinity(p.pid, {max(os.sched_getaffinity(0))})
         res = run(tmp_path / "busy")

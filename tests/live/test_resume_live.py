@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -16,6 +17,7 @@ import pytest
 
 from rigbench.store import RunReader
 
+from ..children import spawned
 from ..conftest import wait_for_batches
 
 pytestmark = pytest.mark.live
@@ -31,10 +33,10 @@ def _foreground_signals() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def _start(out: Path) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-m", "rigbench", "run", *ARGS, "--out", str(out)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, "COLUMNS": "160"},
-                            start_new_session=True, preexec_fn=_foreground_signals)
+def _start(out: Path) -> contextlib.AbstractContextManager[subprocess.Popen[bytes]]:
+    """The run, SIGKILLed with its group when the test leaves the block (its engine dies with it)."""
+    return spawned([sys.executable, "-m", "rigbench", "run", *ARGS, "--out", str(out)], stdout=subprocess.DEVNULL,
+                   stderr=subprocess.PIPE, env={**os.environ, "COLUMNS": "160"}, preexec_fn=_foreground_signals)
 
 
 def _resume_and_check(run_dir: Path, done_before: set[str]) -> None:
@@ -52,12 +54,12 @@ def _resume_and_check(run_dir: Path, done_before: set[str]) -> None:
 
 def test_crashed_engine_fails_the_run_keeps_completed_units_and_resumes(tmp_path: Path) -> None:
     out = tmp_path / "runs"
-    proc = _start(out)
-    run_dir = wait_for_batches(out, 1)
-    servers = [c for c in psutil.Process(proc.pid).children(recursive=True) if "llama-server" in c.name()]
-    assert len(servers) == 1, servers
-    servers[0].kill()  # the engine crashes mid-run; rigbench itself lives on
-    _, stderr = proc.communicate(timeout=120)
+    with _start(out) as proc:
+        run_dir = wait_for_batches(out, 1)
+        servers = [c for c in psutil.Process(proc.pid).children(recursive=True) if "llama-server" in c.name()]
+        assert len(servers) == 1, servers
+        servers[0].kill()  # the engine crashes mid-run; rigbench itself lives on
+        _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 2, stderr
     assert b"exited with code -9 during the run" in stderr and b"--resume" in stderr
     reader = RunReader(run_dir)
@@ -73,10 +75,10 @@ def test_crashed_engine_fails_the_run_keeps_completed_units_and_resumes(tmp_path
 
 def test_ctrl_c_marks_the_run_interrupted_and_resumes(tmp_path: Path) -> None:
     out = tmp_path / "runs"
-    proc = _start(out)
-    run_dir = wait_for_batches(out, 1)
-    os.kill(proc.pid, signal.SIGINT)  # what Ctrl-C sends to the foreground process
-    proc.communicate(timeout=120)
+    with _start(out) as proc:
+        run_dir = wait_for_batches(out, 1)
+        os.kill(proc.pid, signal.SIGINT)  # what Ctrl-C sends to the foreground process
+        proc.communicate(timeout=120)
     assert proc.returncode == 130
     reader = RunReader(run_dir)
     assert reader.header.status == "interrupted" and reader.display_status == "incomplete"
@@ -91,10 +93,10 @@ def test_resume_of_the_embedded_rig_takes_its_settings_from_the_run_and_refuses_
     """Issue 14: resuming with another setting (or the bare command the message suggests) must not
     measure a different configuration into this run; `--resume DIR` alone finishes it as started."""
     out = tmp_path / "runs"
-    proc = _start(out)
-    run_dir = wait_for_batches(out, 1)
-    os.killpg(proc.pid, signal.SIGKILL)  # rigbench and its engine die at once
-    proc.wait(timeout=60)
+    with _start(out) as proc:
+        run_dir = wait_for_batches(out, 1)
+        os.killpg(proc.pid, signal.SIGKILL)  # rigbench and its engine die at once
+        proc.wait(timeout=60)
     done_before = {r["unit_id"] for r in RunReader(run_dir).raw_records("speed_batch")}
     env = {**os.environ, "COLUMNS": "160"}
     for change, flag in ((["--repetitions", "9"], "--repetitions"), (["--scenarios", "code_generation"], "--scenarios"),

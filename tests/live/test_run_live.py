@@ -14,6 +14,7 @@ import pytest
 
 from rigbench.store import RunReader
 
+from ..children import spawned
 from ..conftest import start_llama_server
 
 pytestmark = pytest.mark.live
@@ -76,21 +77,21 @@ def test_run_embedded_records_startup_fingerprint_and_speed(tmp_path: Path) -> N
 def test_kill_9_leaves_a_readable_partial_run_that_resumes(tmp_path: Path) -> None:
     out = tmp_path / "runs"
     env = {**os.environ, "COLUMNS": "160"}
-    proc = subprocess.Popen([sys.executable, "-m", "rigbench", "run", "--scenarios", "chat_short,code_generation",
-                             "--repetitions", "3", "--warmup", "0", *BUSY_OK, "--out", str(out)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, start_new_session=True)
-    deadline = time.monotonic() + 300
-    records = None
-    while time.monotonic() < deadline:
-        dirs = [p for p in out.iterdir()] if out.exists() else []
-        if dirs and (dirs[0] / "records.jsonl").exists():
-            records = dirs[0] / "records.jsonl"
-            if sum(1 for line in records.read_text().splitlines() if '"speed_batch"' in line) >= 2:
-                break
-        time.sleep(0.2)
-    assert records is not None, "the run never started writing records"
-    os.killpg(proc.pid, signal.SIGKILL)  # the engine too: nothing gets to clean up
-    proc.wait()
+    with spawned([sys.executable, "-m", "rigbench", "run", "--scenarios", "chat_short,code_generation",
+                  "--repetitions", "3", "--warmup", "0", *BUSY_OK, "--out", str(out)],
+                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env) as proc:  # killed on any failure
+        deadline = time.monotonic() + 300
+        records = None
+        while time.monotonic() < deadline:
+            dirs = [p for p in out.iterdir()] if out.exists() else []
+            if dirs and (dirs[0] / "records.jsonl").exists():
+                records = dirs[0] / "records.jsonl"
+                if sum(1 for line in records.read_text().splitlines() if '"speed_batch"' in line) >= 2:
+                    break
+            time.sleep(0.2)
+        assert records is not None, "the run never started writing records"
+        os.killpg(proc.pid, signal.SIGKILL)  # the engine too: nothing gets to clean up
+        proc.wait()
     run_dir = records.parent
     reader = RunReader(run_dir)
     assert reader.display_status == "incomplete"

@@ -36,6 +36,7 @@ from rigbench.rig.engines._vllm._rig import VLLMRig
 from rigbench.store import RunReader
 from tests.needs import missing
 
+from ..children import spawned
 from ..conftest import wait_for_batches
 
 # vLLM's start is minutes on a busy 2-core machine (more with torch.compile): the servers here run
@@ -434,15 +435,11 @@ def test_run_engine_vllm_killed_with_9_leaves_no_server_and_resumes(tmp_path: Pa
     out = tmp_path / "runs"
     args = ["--engine", "vllm", "--scenarios", "chat_short", "--repetitions", "3", "--warmup", "0",
             "--sanity-max-tokens", "64", "--engine-arg=--enforce-eager"]
-    proc = subprocess.Popen([sys.executable, "-m", "rigbench", "run", *args, "--out", str(out)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=ENV, start_new_session=True)
-    try:
+    with spawned([sys.executable, "-m", "rigbench", "run", *args, "--out", str(out)], stdout=subprocess.DEVNULL,
+                 stderr=subprocess.PIPE, env=ENV) as proc:  # killed on any failure (vLLM by its death signal)
         run_dir = wait_for_batches(out, 1, timeout_s=900)
-    except AssertionError:
-        proc.kill()
-        raise
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=30)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
     deadline = time.monotonic() + 60
     while _vllm_processes() and time.monotonic() < deadline:
         time.sleep(1)

@@ -22,6 +22,7 @@ import psutil
 
 from rigbench.store import RunReader
 from rigbench.testing import Delay, EmulatorProcess, EmulatorScript
+from tests.children import spawned
 from tests.conftest import wait_for_batches
 from tests.unit.cli_inproc import invoke
 
@@ -45,23 +46,17 @@ def test_a_plan_beyond_max_requests_is_refused_up_front_with_the_numbers() -> No
 
 def test_a_huge_allowed_plan_runs_in_flat_memory_and_stops_on_a_signal(tmp_path: Path) -> None:
     out = tmp_path / "runs"
-    with EmulatorProcess(FAST) as emu:
-        proc = subprocess.Popen([sys.executable, "-m", "rigbench", "run", "--endpoint", emu.url, *ARGS,
-                                 "--repetitions", str(10**9), "--max-requests", str(10**12), "--allow-long-run",
-                                 "--out", str(out)],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    with EmulatorProcess(FAST) as emu, \
+            spawned([sys.executable, "-m", "rigbench", "run", "--endpoint", emu.url, *ARGS, "--repetitions", str(10**9),
+                     "--max-requests", str(10**12), "--allow-long-run", "--out", str(out)],
+                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) as proc:
         try:
             run_dir = wait_for_batches(out, 20, timeout_s=90)  # a list of 10^9 batches would take minutes and GBs
             rss = psutil.Process(proc.pid).memory_info().rss
             assert rss < 400 * 2**20, f"{rss / 2**20:.0f} MiB after 20 batches"
         finally:
             os.kill(proc.pid, signal.SIGTERM)
-            try:
-                _, stderr = proc.communicate(timeout=60)
-            except subprocess.TimeoutExpired:  # never leave it running
-                proc.kill()
-                proc.communicate()
-                raise
+            _, stderr = proc.communicate(timeout=60)  # past this, the `spawned` block kills it
     assert proc.returncode == 143, stderr[-2000:]
     assert RunReader(run_dir).header.status == "interrupted"
 
@@ -132,18 +127,13 @@ def test_a_speed_run_projected_past_a_day_stops_after_its_first_batch_and_resume
         assert res.code == 2 and "more than a day" in res.stderr, res.stderr
         assert len(list(RunReader(run_dir).raw_records("speed_batch"))) == 2
         # resumed with --allow-long-run: not a changed setting; it runs on past the projection
-        proc = subprocess.Popen([sys.executable, "-m", "rigbench", "run", "--resume", str(run_dir), "--allow-long-run"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
-        try:
-            wait_for_batches(out, 6, timeout_s=90)
-        finally:
-            os.kill(proc.pid, signal.SIGTERM)
+        with spawned([sys.executable, "-m", "rigbench", "run", "--resume", str(run_dir), "--allow-long-run"],
+                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) as proc:
             try:
-                _, stderr = proc.communicate(timeout=60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.communicate()
-                raise
+                wait_for_batches(out, 6, timeout_s=90)
+            finally:
+                os.kill(proc.pid, signal.SIGTERM)
+                _, stderr = proc.communicate(timeout=60)  # past this, the `spawned` block kills it
         assert proc.returncode == 143, stderr[-2000:]
         # control: a plan well within a day runs to the end
         res = invoke("run", "--endpoint", emu.url, *ARGS, "--repetitions", "3", "--out", str(tmp_path / "ok"))

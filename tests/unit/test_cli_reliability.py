@@ -376,7 +376,7 @@ def test_the_probes_tracebacks_are_one_line_refusals(tmp_path: Path) -> None:
         assert res.code == 0 and res.traceback is None, res.traceback
         refused(invoke("run", "--endpoint", "http://127.0.0.1:9/v1", "--out", str(tmp_path / "\udcff")),
                 "--out", "not valid UTF-8")
-        refused(invoke("report", str(GOLDEN), "--json", "/proc/x.json"), "cannot write the report file /proc/x.json")
+        refused(invoke("report", str(GOLDEN), "--json", "/proc/x.json"), "--json /proc/x.json: that is a kernel interface")
         refused(invoke("emulate", "--port", "-1"), "--port -1", "0..65535")
         refused(invoke("emulate", "--port", "70000"), "--port 70000")
         refused(invoke("emulate", "--port", str(busy.getsockname()[1])), "cannot listen", "--port")

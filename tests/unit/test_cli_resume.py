@@ -16,6 +16,7 @@ from pathlib import Path
 
 from rigbench.store import RunReader
 from rigbench.testing import Delay, EmulatorProcess, EmulatorScript, Fault
+from tests.children import spawned
 from tests.unit.cli_inproc import Result, invoke
 
 FAST = EmulatorScript(ttft=Delay(mean_ms=2), itl=Delay(mean_ms=1), output_tokens=16)
@@ -144,19 +145,18 @@ def test_a_dead_attached_server_stops_the_run_and_resume_finishes_it(tmp_path: P
     emu = EmulatorProcess(slow).start()
     port = emu.port
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "rigbench", "run", "--endpoint", emu.url, *ARGS,
-                                 "--repetitions", "12", "--out", str(out)],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env={**os.environ, "COLUMNS": "200"})
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            recs = list(out.glob("*/records.jsonl"))
-            if recs and recs[0].read_text().count('"speed_batch"') >= 2:
-                break
-            time.sleep(0.05)
-        assert emu._proc is not None
-        os.kill(emu._proc.pid, signal.SIGKILL)  # the server dies mid-run
-        stdout, stderr = proc.communicate(timeout=60)
+        with spawned([sys.executable, "-m", "rigbench", "run", "--endpoint", emu.url, *ARGS, "--repetitions", "12",
+                      "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                     env={**os.environ, "COLUMNS": "200"}) as proc:  # killed on any failure
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                recs = list(out.glob("*/records.jsonl"))
+                if recs and recs[0].read_text().count('"speed_batch"') >= 2:
+                    break
+                time.sleep(0.05)
+            assert emu._proc is not None
+            os.kill(emu._proc.pid, signal.SIGKILL)  # the server dies mid-run
+            stdout, stderr = proc.communicate(timeout=60)
     finally:
         emu.stop()
     msg = " ".join(stderr.split())

@@ -29,6 +29,7 @@ from rigbench.rig import HostWatch, locate_engine
 from rigbench.rig._host import HostWindow, cpu_stat
 from rigbench.store import RunReader
 from rigbench.testing import Delay, Emulator, EmulatorProcess, EmulatorScript
+from tests.children import die_with_pytest
 from tests.needs import missing
 from tests.side_meter import SideMeter, WindowCall, call_window
 from tests.unit.cli_inproc import invoke
@@ -180,7 +181,7 @@ def test_proc_stat_is_read_per_cpu_with_steal_and_the_run_queue() -> None:
 
 def _neighbour(cpus: set[int]) -> subprocess.Popen[bytes]:
     """A busy loop on `cpus`, not a child of anything measured as rigbench or the engine."""
-    p = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    p = subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=die_with_pytest)
     os.sched_setaffinity(p.pid, cpus)
     return p
 

@@ -23,6 +23,7 @@ LAYERS: dict[str, int] = {
     "records": 1,
     "outside": 0,  # rendering outside text as text: pure string functions
     "sizing": 1,  # context and slot arithmetic: plain functions
+    "inputs": 1,  # the rules every door checks outside input by: plain functions of values and paths
     "store": 2,
     "client": 3,
     "analysis": 3,

@@ -20,6 +20,7 @@ from rigbench.records import HostConditions, LoadRequest, LoadWindow, RequestErr
 from rigbench.store import RunHeader, RunReader, RunWriter
 from rigbench.suites.load import arrival_offsets_s, sweep_rates
 from rigbench.testing import Delay, EmulatorProcess, EmulatorScript, Fault
+from tests.children import die_with_pytest
 from tests.unit.cli_inproc import Result, invoke
 
 ARGS = ["--no-sanity", "--allow-untrusted"]
@@ -240,7 +241,7 @@ def test_a_busy_neighbour_untrusts_every_load_window_and_allow_busy_host_keeps_t
     run with --allow-busy-host, stays trusted for the host and shows the finding."""
     script = EmulatorScript(ttft=Delay(mean_ms=5), itl=Delay(mean_ms=2), output_tokens=200)  # ~0.4 s a request
     with EmulatorProcess(script) as emu:
-        nb = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        nb = subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=die_with_pytest)
         os.sched_setaffinity(nb.pid, os.sched_getaffinity(0))
         try:
             time.sleep(0.2)

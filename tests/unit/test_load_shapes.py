@@ -69,9 +69,9 @@ def test_the_azure_and_mooncake_layouts_read_to_the_same_requests() -> None:
     ('{"timestamp": 5, "input_length": 10, "output_length": 4}\n{"timestamp": 3, "input_length": 10, '
      '"output_length": 4}\n', ".jsonl", ":2: timestamp 3 is earlier than the line before"),
     ("arrival_s,input_tokens,output_tokens\n0,10,4\n-1,10,4\n", ".csv",
-     ":3: arrival_s '-1': arrival times must be zero or positive"),
+     ":3: arrival_s '-1': arrival times must be finite, zero or positive"),
     ("arrival_s,input_tokens,output_tokens\n0,10,4\n1,12.5,4\n", ".csv",
-     ":3: input_tokens '12.5': a token count is a positive whole number"),
+     ":3: input_tokens '12.5': a token count is a whole number written in digits"),
     ("when,prompt,answer\n0,10,4\n", ".csv", ":1: no arrival-time column: the file has when, prompt, answer"),
 ])
 def test_a_bad_trace_is_one_clear_line_naming_file_line_and_value_and_exit_2(text: str, suffix: str, message: str,

@@ -78,7 +78,7 @@ def test_error_inside_a_launch_union_points_at_the_bad_value(tmp_path: Path) -> 
     with pytest.raises(PlanError) as e:
         load_plan(p)
     # the union's tag ("vllm") is not a key of the file: the path is the file's own keys
-    assert f"{p}:9: rigs.1.launch.max_num_seqs: Input should be a valid integer" in str(e.value)
+    assert f"{p}:9: rigs.1.launch.max_num_seqs: takes a whole number, not text; got 'lots'" in str(e.value)
 
 
 def test_missing_field_points_at_its_parent(tmp_path: Path) -> None:
@@ -474,7 +474,7 @@ def test_a_registered_engine_is_a_launch_kind_and_its_spec_errors_name_the_line(
     spec = lp.rigs[0].spec
     assert isinstance(spec, EmulatorLaunch) and spec.script.model == "plugged-in"
     bad = write(tmp_path, _EMULATOR_PLAN.replace("output_tokens: 24", "output_tokens: lots"))
-    with pytest.raises(PlanError, match=rf"{bad}:8: rigs\.0\.launch\.script\.output_tokens: Input should be"):
+    with pytest.raises(PlanError, match=rf"{bad}:8: rigs\.0\.launch\.script\.output_tokens: takes a whole number"):
         load_plan(bad)
     with pytest.raises(PlanError, match=r"unknown launch kind 'emulatr'; the engines registered now are "
                                         r"llamacpp, ollama, sglang, vllm, emulator"):

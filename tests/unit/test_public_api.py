@@ -68,7 +68,7 @@ PUBLIC: dict[str, list[str]] = {
         "AnyRecord", "ArrivalStamps", "BFCLItemRecord", "CacheSource", "ChunkKind", "ClientClock",
         "ClientShare", "EngineBinary", "EngineLocation", "Exchange", "Extraction", "Fingerprint", "Frozen",
         "GibberishFinding", "GibberishKind", "GibberishSeverity", "GpuProcess", "GradeResult", "HostConditions",
-        "HostInfo", "LoadMode", "LoadRequest", "LoadWindow", "MMLUProAnswer", "MMLUProConfig", "MemoryBandwidth",
+        "HostInfo", "Input", "LoadMode", "LoadRequest", "LoadWindow", "MMLUProAnswer", "MMLUProConfig", "MemoryBandwidth",
         "ModelInfo", "OFF_LEVELS", "OutputScreen",
         "PackAnswer", "PackConfig", "Phase", "PreflightFinding", "PreflightReport", "PreflightSeverity",
         "ProbeRecord", "ProbeVerdict", "RECORD_TYPES", "ReasoningForm", "Record", "RequestError",
@@ -111,14 +111,19 @@ PUBLIC: dict[str, list[str]] = {
         "require_confinement", "run_confined", "run_function_tests", "run_pytest", "same_json",
     ],
     "rigbench.outside": [
-        "for_console", "for_html", "for_markdown", "visible",
+        "for_console", "for_csv", "for_html", "for_json", "for_markdown", "visible",
+    ],
+    "rigbench.inputs": [
+        "MAX_TOKENS", "explain", "json_lines", "load_json", "load_yaml", "number", "read_text", "shown", "text_lines",
+        "too_big_to_read", "whole_number",
     ],
     "rigbench.scale": [
         "ActorSummary", "INSTALL_HINT", "check_client_options", "connect", "execute_plan_on_ray",
         "execute_run_with_clients", "import_ray", "summarize_clients",
     ],
     "rigbench.sizing": [
-        "CONTEXT_MARGIN_TOKENS", "context_per_slot", "fits_in_context", "slots_for",
+        "CONTEXT_MARGIN_TOKENS", "PROMPT_BYTES_PER_TOKEN", "context_per_slot", "fits_in_context", "prompt_bytes",
+        "slots_for",
     ],
     "rigbench.store": [
         "FORMAT_VERSION", "HEADER_FILE", "LOCK_FILE", "RECORDS_FILE", "RunHeader", "RunLock", "RunReader", "RunStatus",

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from rigbench.store import LOCK_FILE, RunLock, RunReader
 from rigbench.testing import Delay, EmulatorProcess, EmulatorScript
+from tests.children import spawned
 from tests.conftest import wait_for_batches
 from tests.unit.cli_inproc import invoke
 
@@ -78,17 +79,16 @@ def test_a_lock_left_by_a_dead_process_is_taken_over_with_a_note(tmp_path: Path)
 def test_a_resume_of_a_run_still_being_written_is_refused(tmp_path: Path) -> None:
     out = tmp_path / "runs"
     with EmulatorProcess(SLOW) as emu:
-        proc = subprocess.Popen([sys.executable, "-m", "rigbench", "run", "--endpoint", emu.url, *ARGS,
-                                 "--repetitions", "30", "--out", str(out)], stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, text=True, start_new_session=True)
-        try:
-            run_dir = wait_for_batches(out, 1, timeout_s=120)
-            res = invoke("run", "--resume", str(run_dir), "--allow-untrusted")
-            assert res.traceback is None and res.code == 2, (res.code, res.stderr)
-            assert f"PID {proc.pid}," in " ".join(res.stderr.split())
-        finally:
-            os.kill(proc.pid, signal.SIGTERM)
-            proc.communicate(timeout=60)
+        with spawned([sys.executable, "-m", "rigbench", "run", "--endpoint", emu.url, *ARGS, "--repetitions", "30",
+                      "--out", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) as proc:
+            try:
+                run_dir = wait_for_batches(out, 1, timeout_s=120)
+                res = invoke("run", "--resume", str(run_dir), "--allow-untrusted")
+                assert res.traceback is None and res.code == 2, (res.code, res.stderr)
+                assert f"PID {proc.pid}," in " ".join(res.stderr.split())
+            finally:
+                os.kill(proc.pid, signal.SIGTERM)
+                proc.communicate(timeout=60)  # past this, the `spawned` block kills it
         res = invoke("run", "--resume", str(run_dir), "--allow-untrusted")
         assert res.code == 0, res.stderr
     assert _batches(run_dir) == sorted(set(_batches(run_dir)), key=_batches(run_dir).index)

@@ -22,13 +22,13 @@ blocks, and the report names the accounting by the label it gives.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Literal, NamedTuple, Protocol
 
 from pydantic import Field
 
 from rigbench.errors import AnalysisError, UsageError
+from rigbench.inputs import load_json
 from rigbench.records import Frozen
 
 __all__ = [
@@ -249,8 +249,7 @@ def kv_architecture_from_path(path: Path | str) -> KVArchitecture:
         raise UsageError(f"{p} does not exist. Pass a .gguf file, a config.json or a model directory.")
     if p.suffix == ".gguf":
         return kv_architecture_from_gguf(p)
-    try:
-        cfg = json.loads(p.read_text())
-    except ValueError as e:
-        raise UsageError(f"{p} is not JSON ({e}).") from e
+    cfg = load_json(p, "--model", max_bytes=64 << 20)  # a model's config.json: kilobytes
+    if not isinstance(cfg, dict):
+        raise UsageError(f"{p} holds a JSON {type(cfg).__name__}, not a model config object.")
     return kv_architecture_from_hf_config(cfg, source=str(p))

@@ -22,7 +22,7 @@ from rigbench.cli import _run as _run
 from rigbench.cli import _setup as _setup
 from rigbench.cli._app import app
 from rigbench.cli._console import make_console
-from rigbench.cli._signals import handle_stop_signals, interrupt_exit_code, interrupt_name
+from rigbench.cli._signals import handle_stop_signals, interrupt_exit_code, interrupt_name, stopped
 from rigbench.errors import RigbenchError
 from rigbench.outside import for_console
 
@@ -36,6 +36,8 @@ def main() -> None:
         with handle_stop_signals():
             # click's own errors come back here: one line, like ours; `rigbench` in usage lines however started
             code = app(prog_name="rigbench", standalone_mode=False)
+        if code == 130 and stopped():  # typer returns a KeyboardInterrupt that left a command as 130, silently
+            raise KeyboardInterrupt
         sys.exit(code if isinstance(code, int) else 0)
     except TyperException as e:  # click's usage errors: an unknown option, a wrong type, a missing argument
         ctx = getattr(e, "ctx", None)

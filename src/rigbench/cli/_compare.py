@@ -118,4 +118,4 @@ def compare(
         if not suites.empty:
             md.append(suite_comparison_markdown(suites, baseline=a, other=b))
     if markdown:
-        write_output(markdown, "\n\n".join(md) + "\n")
+        write_output(markdown, "\n\n".join(md) + "\n", "--markdown")

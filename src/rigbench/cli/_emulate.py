@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field, ValidationError
 from rigbench.cli._app import app
 from rigbench.cli._typed import options_command
 from rigbench.errors import UsageError
+from rigbench.inputs import explain, read_text, shown
 from rigbench.rig import Flag
 from rigbench.testing import ROGUES, EmulatorScript, serve
 
@@ -96,7 +97,7 @@ def emulate(ctx: typer.Context | None, o: EmulateArgs) -> None:
         raise UsageError("--rogue and --answers exclude each other: a rogue already answers (badly).")
     try:
         if o.script is not None:
-            s = EmulatorScript.model_validate_json(o.script.read_text())
+            s = EmulatorScript.model_validate_json(read_text(o.script, "--script", max_bytes=1 << 20))
         else:
             raw: dict[str, Any] = {
                 "model": o.model,
@@ -126,8 +127,13 @@ def emulate(ctx: typer.Context | None, o: EmulateArgs) -> None:
                 "slots": o.slots,
             }
             s = EmulatorScript.model_validate(raw)
-    except (ValidationError, OSError, ValueError) as e:
-        raise UsageError(f"invalid emulator settings: {e}. See `rigbench emulate --help`.") from e
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(x) for x in err["loc"]) or "the script"
+        raise UsageError(f"invalid emulator settings: {where}: {explain(err)}; got {shown(err.get('input'))}. See "
+                         "`rigbench emulate --help`.") from None
+    except (OSError, ValueError) as e:
+        raise UsageError(f"invalid emulator settings: {shown(str(e), 200)}. See `rigbench emulate --help`.") from None
     typer.echo(f"rigbench emulator: {s.model_dump_json()}", err=True)
     with contextlib.suppress(KeyboardInterrupt):
         try:

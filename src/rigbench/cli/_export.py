@@ -7,22 +7,31 @@ trace replay, sessions) and refused, naming the run and its kind, for one that s
 run, a run stopped before its first request): never a file that is silently empty or all zeros. vLLM's file
 holds one benchmark: a run of several windows (a sweep's burst and rates, a rate list) writes one file per
 window, named `FILE-STEM.<window>.json`.
+
+The cells carry what a server sent (`finish_reason`, an error message) and a user typed (labels): the
+CSV writes every text cell through `outside.for_csv` (control characters escaped, a cell that a
+spreadsheet would run as a formula prefixed with `'`, numbers left numbers); JSON escapes control
+characters by its own rules (and writes non-ASCII as escapes), and a figure that is not finite is written
+`null` (JSON has no NaN). Rows are written as they are made; a file that cannot be written is an
+`OutputError`, returned, so the others are written all the same (docs/metrics.md, "Per-request export").
 """
 
 from __future__ import annotations
 
 import csv as csv_module
+import io
 import json
-from collections.abc import Sequence
+import math
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from rich.console import Console
 
 from rigbench.analysis import REQUEST_COLUMNS, request_rows
-from rigbench.cli._paths import write_output
+from rigbench.cli._paths import OutputError, write_output
 from rigbench.errors import UsageError
-from rigbench.outside import for_console
+from rigbench.outside import for_console, for_csv
 from rigbench.records import LoadRequest, LoadWindow, SpeedRequest
 from rigbench.report import vllm_detailed_result
 from rigbench.store import RunReader
@@ -31,7 +40,10 @@ __all__ = [
     "ExportUnit",
     "check_export_suites",
     "check_exports",
+    "csv_lines",
     "export_units",
+    "json_safe",
+    "jsonl_lines",
     "run_kind",
     "write_request_exports",
     "write_vllm_json",
@@ -125,29 +137,67 @@ def check_export_suites(suites: Sequence[str], *, csv: Path | None, jsonl: Path 
                      "--html), or add --suite speed or a --rate.")
 
 
+def json_safe(value: Any) -> Any:
+    """`value` with every float that is not finite as None: valid JSON for any reader (json.dumps would write
+    NaN or Infinity, which strict parsers refuse)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def csv_lines(rows: Iterable[dict[str, Any]], columns: Sequence[str] = REQUEST_COLUMNS) -> Iterator[str]:
+    """The header, then one CSV line per row, each cell made safe to open (`outside.for_csv`)."""
+    buf = io.StringIO()
+    w = csv_module.DictWriter(buf, fieldnames=columns)
+
+    def take() -> str:
+        text = buf.getvalue()
+        buf.seek(0)
+        buf.truncate()
+        return text
+
+    w.writeheader()
+    yield take()
+    for row in rows:
+        w.writerow({k: ("" if v is None else for_csv(v)) for k, v in row.items()})
+        yield take()
+
+
+def jsonl_lines(rows: Iterable[dict[str, Any]]) -> Iterator[str]:
+    for row in rows:
+        yield json.dumps(json_safe(row), allow_nan=False) + "\n"
+
+
 def write_request_exports(readers: RunReader | Sequence[RunReader], *, csv: Path | None, jsonl: Path | None,
-                          console: Console) -> None:
+                          console: Console) -> tuple[list[tuple[str, str]], list[OutputError]]:
     """Write the runs' per-request rows (analysis.request_rows) as CSV and/or JSON lines; a run with none is
-    named (every run without any is refused: `check_exports`)."""
+    named (every run without any is refused: `check_exports`). Returns (what, path) of each file written, and
+    the error of each that could not be (the others are written all the same)."""
+    written: list[tuple[str, str]] = []
+    failed: list[OutputError] = []
     if csv is None and jsonl is None:
-        return
+        return written, failed
     readers = [readers] if isinstance(readers, RunReader) else list(readers)
     check_exports(readers, csv=csv, jsonl=jsonl, vllm_json=None)
     rows = [row for r in readers for row in request_rows(r)]
     for r in readers:
         if not export_units(r):
             console.print(f"per-request export: {for_console(_none_sent(r))}; it has no rows")
-    if csv is not None:
-        with csv.open("w", newline="") as f:
-            w = csv_module.DictWriter(f, fieldnames=REQUEST_COLUMNS)
-            w.writeheader()
-            w.writerows({k: ("" if v is None else v) for k, v in row.items()} for row in rows)
-        console.print(f"per-request CSV ({len(rows)} rows): {for_console(csv)}")
-    if jsonl is not None:
-        with jsonl.open("w") as f:
-            for row in rows:
-                f.write(json.dumps(row) + "\n")
-        console.print(f"per-request JSON lines ({len(rows)} rows): {for_console(jsonl)}")
+    for path, option, lines, what in ((csv, "--csv", csv_lines, "per-request CSV"),
+                                      (jsonl, "--jsonl", jsonl_lines, "per-request JSON lines")):
+        if path is None:
+            continue
+        try:
+            write_output(path, lines(rows), option)
+        except OutputError as e:
+            failed.append(e)
+        else:
+            written.append((f"{what} ({len(rows)} rows)", str(path)))
+    return written, failed
 
 
 def _unit_path(path: Path, unit: str) -> Path:
@@ -163,7 +213,8 @@ def write_vllm_json(reader: RunReader, path: Path) -> list[tuple[str, str]]:
     written = []
     for unit in units:
         target = path if len(units) == 1 else _unit_path(path, unit.name)
-        write_output(target, json.dumps(vllm_detailed_result(unit.records, settings=unit.settings), indent=1))
+        write_output(target, json.dumps(json_safe(vllm_detailed_result(unit.records, settings=unit.settings)), indent=1,
+                                        allow_nan=False), "--vllm-json")
         what = "vLLM-style detailed JSON" + ("" if len(units) == 1 else f" ({unit.name})")
         written.append((what, str(target)))
     return written

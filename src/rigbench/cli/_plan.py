@@ -10,12 +10,11 @@ from rich.text import Text
 
 from rigbench.analysis import Comparison, RunAnalysis, analyze_run, compare_runs, find_revisions
 from rigbench.cli._console import make_console
-from rigbench.cli._paths import write_output
+from rigbench.cli._paths import OutputError, write_output
 from rigbench.cli._progress import RichProgress
 from rigbench.cli._report import ReportFiles, report_runs
-from rigbench.cli._signals import interrupt_exit_code, interrupt_name
-from rigbench.client import run as run_loop
-from rigbench.errors import BusyHostError
+from rigbench.cli._signals import interrupt_exit_code, interrupt_name, run_stoppable
+from rigbench.errors import BusyHostError, UsageError
 from rigbench.outside import for_console, visible
 from rigbench.plan import PlanIndex, execute_plan, load_plan, plan_runs
 from rigbench.report import render_blog_markdown, speedup_table
@@ -71,10 +70,10 @@ def run_plan(plan_file: Path, *, resume: Path | None, out: Path, markdown: Path 
     with RichProgress(console) as prog:
         try:
             if ray is not None:  # each rig a Ray task on a node that has its resources (docs/scale-out.md)
-                index = run_loop(execute_plan_on_ray(loaded, plan_dir, address=ray, resume=resume is not None,
+                index = run_stoppable(execute_plan_on_ray(loaded, plan_dir, address=ray, resume=resume is not None,
                                                      progress=prog, on_rig=announce))
             else:
-                index = run_loop(execute_plan(loaded, plan_dir, resume=resume is not None, progress=prog,
+                index = run_stoppable(execute_plan(loaded, plan_dir, resume=resume is not None, progress=prog,
                                               build_progress=prog.build, on_rig=announce))
         except KeyboardInterrupt:
             console.print(f"[yellow]interrupted ({interrupt_name()}): completed rigs and the partial run are kept; continue with "
@@ -102,13 +101,22 @@ def run_plan(plan_file: Path, *, resume: Path | None, out: Path, markdown: Path 
     for a, n in zip(analyses, names, strict=True):
         for w in a.warnings:
             console.print(f"[yellow]! {for_console(n)}: {for_console(w, multiline=True)}[/]", highlight=False)
+    not_written: UsageError | None = None
     if markdown and analyses:
-        write_output(markdown, render_blog_markdown(names, analyses, comparisons, find_revisions(names, analyses)))
-        console.print(f"Markdown report: {for_console(markdown)}")
+        try:
+            write_output(markdown, render_blog_markdown(names, analyses, comparisons, find_revisions(names, analyses)),
+                         "--markdown")
+        except OutputError as e:  # said at the end, after the other files: the plan's runs are kept
+            not_written = UsageError(f"{e} The plan's runs are kept: `rigbench report {plan_dir} --markdown FILE` "
+                                     "writes the comparison again.")
+        else:
+            console.print(f"Markdown report: {for_console(markdown)}")
     console.print(f"plan directory: {for_console(plan_dir)}  (index: {for_console(plan_dir / 'plan.json')})")
     if analyses:  # the last lines: each rig's verdict and figures, and where the files are
         console.print()
         report_runs([plan_dir], console, (files or ReportFiles())._replace(markdown=None), terminal=False)
+    if not_written is not None:
+        raise not_written
     bad = [e for e in index.rigs if e.status != "complete"]
     untrusted = [e for e in index.rigs if e.trusted is False]
     if bad or (untrusted and not allow_untrusted):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Annotated, NamedTuple
 
@@ -12,7 +13,7 @@ from rigbench.analysis import RunAnalysis, analyze_run, compare_suites
 from rigbench.cli._app import app
 from rigbench.cli._console import make_console
 from rigbench.cli._export import check_exports, write_request_exports, write_vllm_json
-from rigbench.cli._paths import check_output_file, write_output
+from rigbench.cli._paths import OutputError, check_output_file, write_output
 from rigbench.cli._runs import across_runs, named_runs
 from rigbench.errors import StoreError, UsageError
 from rigbench.outside import for_console
@@ -73,11 +74,16 @@ class ReportFiles(NamedTuple):
     jsonl: Path | None = None
     paths: bool = False  # keep home-directory and temporary paths and local ports
 
+    @staticmethod
+    def option(name: str) -> str:
+        """The option that gives the file of field `name`."""
+        return "--json" if name == "json_out" else "--" + name.replace("_", "-")
+
     def check(self) -> None:
         """Before anything is measured or read: each path can be written."""
         for name, path in self._asdict().items():
             if name != "paths":
-                check_output_file(path, "--json" if name == "json_out" else "--" + name.replace("_", "-"))
+                check_output_file(path, self.option(name))
 
 
 def report_runs(runs: list[Path], console: Console, files: ReportFiles, *, terminal: bool = True) -> list[RunAnalysis]:
@@ -107,12 +113,23 @@ def report_runs(runs: list[Path], console: Console, files: ReportFiles, *, termi
         for name, sc in zip(names[1:], suites, strict=True):
             suite_comparison_terminal(sc, console, baseline=names[0], other=name)
     written: list[tuple[str, str]] = []
+    failed: list[OutputError] = []
+
+    def write(what: str, path: Path, option: str, text: Callable[[], str | Iterable[str]]) -> None:
+        """One file; a failure is kept for the end, and the other files are written all the same."""
+        try:
+            write_output(path, text(), option)
+        except OutputError as e:
+            failed.append(e)
+        else:
+            written.append((what, str(path)))
+
     if files.html:
         # lazy: start-up; render_html loads matplotlib (~0.6 s)
         from rigbench.report import render_html
 
-        write_output(files.html, render_html(names, analyses, comparisons, revisions, suites, paths=paths))
-        written.append(("HTML report", str(files.html)))
+        write("HTML report", files.html, "--html",
+              lambda: render_html(names, analyses, comparisons, revisions, suites, paths=paths))
     if files.markdown:
         if len(runs) > 1:  # the blog-ready comparison first, then each run in full, one level below its H1
             md_parts = [render_blog_markdown(names, analyses, comparisons, revisions, suites, paths=paths)]
@@ -120,17 +137,34 @@ def report_runs(runs: list[Path], console: Console, files: ReportFiles, *, termi
                          for n, a in zip(names, analyses, strict=True)]
         else:
             md_parts = [render_markdown(a, paths=paths) for a in analyses]
-        write_output(files.markdown, "\n\n".join(md_parts))
-        written.append(("Markdown report", str(files.markdown)))
+        write("Markdown report", files.markdown, "--markdown", lambda: "\n\n".join(md_parts))
     if files.vllm_json:
-        written += write_vllm_json(RunReader(runs[0]), files.vllm_json)
-    write_request_exports([RunReader(p) for p in runs], csv=files.csv, jsonl=files.jsonl, console=console)
+        try:
+            written += write_vllm_json(RunReader(runs[0]), files.vllm_json)
+        except OutputError as e:
+            failed.append(e)
+    exported, export_failed = write_request_exports([RunReader(p) for p in runs], csv=files.csv, jsonl=files.jsonl,
+                                                    console=console)
+    written += exported
+    failed += export_failed
     if files.json_out:
         json_parts = [render_json(a) for a in analyses]
-        write_output(files.json_out, json_parts[0] if len(json_parts) == 1 else "[\n" + ",\n".join(json_parts) + "\n]")
-        written.append(("JSON", str(files.json_out)))
+        write("JSON", files.json_out, "--json",
+              lambda: json_parts[0] if len(json_parts) == 1 else "[\n" + ",\n".join(json_parts) + "\n]")
     summary_terminal(console, names, analyses, written)
+    if failed:
+        raise _not_written(failed, runs)
     return analyses
+
+
+def _not_written(failed: list[OutputError], runs: list[Path]) -> UsageError:
+    """One error for the files that could not be written: each with its reason, and the command that writes
+    them again from the runs, which are kept whatever happened to their exports."""
+    again = " ".join(f"{e.option} FILE" for e in failed)
+    lines = [f"  {e.option} {e.path}: {e.reason}" for e in failed]
+    return UsageError(f"{len(failed)} of the files asked for could not be written; the run data is kept and "
+                      f"`rigbench report {' '.join(str(p) for p in runs)} {again}` writes them elsewhere:\n"
+                      + "\n".join(lines))
 
 
 @app.command("ls")

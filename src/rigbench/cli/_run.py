@@ -14,9 +14,8 @@ from rigbench.cli._progress import RichProgress
 from rigbench.cli._report import ReportFiles, report_runs
 from rigbench.cli._resume import recorded_options, resumed_options
 from rigbench.cli._run_args import RunArgs
-from rigbench.cli._signals import interrupt_exit_code, interrupt_name
+from rigbench.cli._signals import interrupt_exit_code, interrupt_name, run_stoppable
 from rigbench.cli._typed import options_command
-from rigbench.client import run as run_loop
 from rigbench.errors import BusyHostError, UsageError
 from rigbench.outside import for_console
 from rigbench.rig.engines import engine_problems
@@ -97,13 +96,13 @@ def _run_one(o: RunArgs) -> None:
                 # lazy: start-up; only --ray needs rigbench.scale
                 from rigbench.scale import execute_run_with_clients
 
-                header = run_loop(execute_run_with_clients(cfg, prog, address=o.ray, clients=o.clients,
+                header = run_stoppable(execute_run_with_clients(cfg, prog, address=o.ray, clients=o.clients,
                                                            console=console))
             else:
                 # lazy: start-up; the runner loads every suite
                 from rigbench.runner import execute_run
 
-                header = run_loop(execute_run(cfg, prog, build_progress=prog.build))
+                header = run_stoppable(execute_run(cfg, prog, build_progress=prog.build))
         except KeyboardInterrupt:
             console.print(f"[yellow]interrupted ({interrupt_name()}): the partial run is kept; continue it with "
                           f"`rigbench run --resume {for_console(run_dir)}`[/]")
@@ -113,7 +112,13 @@ def _run_one(o: RunArgs) -> None:
                                             soft_wrap=True)
             raise typer.Exit(1) from None
     files = ReportFiles(html=o.html, markdown=o.markdown, json_out=o.json_out, csv=o.csv, jsonl=o.jsonl)
-    report_runs([out / header.run_id if resume is None else resume], console, files)  # as `rigbench report`
+    run_dir = out / header.run_id if resume is None else resume
+    try:
+        report_runs([run_dir], console, files)  # as `rigbench report`
+    except KeyboardInterrupt:  # the run is whole: only its report was cut short
+        console.print(f"[yellow]interrupted ({interrupt_name()}) while writing the report; the run is complete: "
+                      f"`rigbench report {for_console(run_dir)}` shows it (with the file options to write them).[/]")
+        raise typer.Exit(interrupt_exit_code()) from None
     if header.trust is not None and not header.trust.trusted and not o.allow_untrusted:
         make_console(stderr=True).print("[bold red]The run is UNTRUSTED (reasons in its panel above); exiting 1. "
                                    "Pass --allow-untrusted to exit 0 anyway.[/]")

@@ -17,6 +17,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from rigbench.errors import UsageError
+from rigbench.inputs import explain, shown
 from rigbench.rig import Flag
 
 __all__ = ["options_command", "options_from_params", "params_of"]
@@ -73,7 +74,7 @@ def options_from_params(model: type[M], params: dict[str, Any]) -> M:
     except ValidationError as e:  # typer has typed them already; a hand-edited run.json may not have
         err = e.errors()[0]
         flag = "--" + str(err["loc"][-1]).rstrip("_").replace("_", "-")
-        raise UsageError(f"{flag}: {err['msg']}; got {err['input']!r}.") from None
+        raise UsageError(f"{flag}: {explain(err)}; got {shown(err['input'])}.") from None
 
 
 def params_of(options: BaseModel) -> dict[str, Any]:

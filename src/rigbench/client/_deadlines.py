@@ -10,12 +10,12 @@ from typing import Any
 
 from pydantic import Field
 
-from rigbench.records import Frozen
+from rigbench.records import Input
 
 __all__ = ["Deadlines"]
 
 
-class Deadlines(Frozen):
+class Deadlines(Input):
     """How long one request may take before it fails as a typed record (never a hang)."""
 
     # no generated token for this long; prefill counts (the clock starts at the send) and

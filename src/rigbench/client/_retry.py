@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 from pydantic import Field, field_validator
 
-from rigbench.records import Frozen
+from rigbench.records import Input
 
 __all__ = ["BACKOFF_S", "RETRY_AFTER_CHARS", "RetryDecision", "RetryPolicy", "parse_retry_after", "parse_statuses"]
 
@@ -84,7 +84,7 @@ class RetryDecision(NamedTuple):
     reason: str | None  # why the retries stopped (only when `retry` is False)
 
 
-class RetryPolicy(Frozen):
+class RetryPolicy(Input):
     """Which refused requests are sent again, and the budget each request has for it."""
 
     # HTTP statuses to retry (empty: never retry); not `on`, which YAML reads as `true`

@@ -12,10 +12,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import yaml
 from pydantic import ValidationError
 
 from rigbench.errors import UsageError
+from rigbench.inputs import explain, load_yaml, shown
 from rigbench.plan._keys import known_keys
 from rigbench.plan._length import check_plan_length
 from rigbench.plan._load import ResolvedRig, expand_rigs
@@ -102,18 +102,22 @@ def _cli_error(e: ValidationError, sets: dict[str, Any]) -> UsageError:
     for err in e.errors():
         loc = tuple(err["loc"])
         key = ".".join(str(x) for x in loc)
+        # the flag of the deepest key the loc passes through (a section alone only when the loc is just it)
+        named = next((loc[:n] for n in range(len(loc), min(2, len(loc)) - 1, -1) if loc[:n] in _FLAG_OF), None)
         if key in sets:
             flag = f"--set {key}"
-        elif loc in _FLAG_OF:
-            flag = _FLAG_OF[loc]
+        elif named is not None:
+            flag = _FLAG_OF[named]
+        elif len(loc) > 1 and loc[0] in _SET_SECTIONS:  # a suite's setting (`load.input_tokens.mean`): its flag
+            flag = _flag(str(loc[1]))
         else:
             flag = _flag(str(loc[-1])) if loc else "--set"
-        msg = err["msg"].removeprefix("Value error, ")
+        msg = explain(err)
         if err["type"] == "extra_forbidden":
             keys = known_keys(loc)
             msg = (f"no such setting; the keys of {loc[0]} are {', '.join(keys)}" if keys and len(loc) > 1
                    else "no such setting") + " (`rigbench run --help`, docs/plans.md)"
-        got = "" if "got" in msg or err["type"] == "extra_forbidden" else f"; got {err['input']!r}"
+        got = "" if "got" in msg or err["type"] == "extra_forbidden" else f"; got {shown(err['input'])}"
         lines.append(f"{flag}: {msg}{got}.".replace("..", "."))
     return UsageError(" ".join(lines))
 
@@ -126,10 +130,7 @@ def _parse_sets(items: list[str]) -> dict[str, Any]:
         if not eq or "." not in key or not key.split(".", 1)[1]:
             raise UsageError(f"--set {item!r}: give SECTION.KEY=VALUE, e.g. --set agent.repeat_limit=5 or "
                              "--set mmlu_pro.shots=3 (the keys are a plan file's: docs/plans.md).")
-        try:
-            out[key.strip()] = yaml.safe_load(text)
-        except yaml.YAMLError as e:
-            raise UsageError(f"--set {item!r}: the value is not valid YAML ({e}).") from None
+        out[key.strip()] = load_yaml(text, f"--set {key.strip()}: the value")[1]
     return out
 
 

@@ -20,12 +20,17 @@ from pydantic import BaseModel, ValidationError
 
 from rigbench.client import Deadlines, redact_text
 from rigbench.errors import UsageError
+from rigbench.inputs import explain, load_yaml, read_text, shown
 from rigbench.plan._keys import known_keys
 from rigbench.plan._models import Plan, PlanRig
 from rigbench.rig import EmbeddedRig, EndpointSpec, RigSpec
 from rigbench.suites.speed import SpeedSettings
 
 __all__ = ["LoadedPlan", "PlanError", "ResolvedRig", "expand_rigs", "load_plan"]
+
+
+# A plan lists rigs and settings: kilobytes. A file far larger is not a plan (and is never read whole).
+_PLAN_MAX_BYTES = 4 << 20
 
 
 class PlanError(UsageError):
@@ -136,7 +141,9 @@ def _where(path: Path, root: yaml.Node | None, loc: Sequence[int | str]) -> str:
 def _format_errors(path: Path, root: yaml.Node | None, err: ValidationError) -> str:
     lines = []
     for e in err.errors():
-        msg = e["msg"].removeprefix("Value error, ")
+        msg = explain(e)
+        if isinstance(e.get("input"), str | int | float | bool) and e["type"] != "extra_forbidden":
+            msg += f"; got {shown(e['input'])}"  # a scalar the user wrote (a mapping is the whole section)
         if e["type"] == "extra_forbidden":
             keys = known_keys(e["loc"])
             msg = (f"unknown key (misspelt? the keys here are {', '.join(keys)}; docs/plans.md)" if keys
@@ -148,21 +155,12 @@ def _format_errors(path: Path, root: yaml.Node | None, err: ValidationError) -> 
 def load_plan(path: Path) -> LoadedPlan:
     """Read, validate and expand a plan file. Raises PlanError naming file, line and key."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise PlanError(f"cannot read plan {path}: {e.strerror or e}. Pass the path of a plan YAML file.") from e
-    except UnicodeDecodeError as e:
-        raise PlanError(f"plan {path} is not UTF-8 text (byte {e.start}: {e.object[e.start:e.start + 1]!r}); "
-                        "a plan is a YAML file (docs/plans.md).") from e
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.MarkedYAMLError as e:
-        mark = e.problem_mark or e.context_mark
-        line = f":{mark.line + 1}" if mark is not None else ""
-        raise PlanError(f"plan {path}{line} is not valid YAML: {e.problem or e}") from e
-    except yaml.YAMLError as e:  # e.g. a control character the YAML reader refuses, before any parsing
-        raise PlanError(f"plan {path} is not valid YAML: {e}".replace("\n", " ")) from e
+        text = read_text(path, "plan", max_bytes=_PLAN_MAX_BYTES)
+        root, data = load_yaml(text, f"plan {path}")
+    except PlanError:
+        raise
+    except UsageError as e:
+        raise PlanError(f"{e} A plan is a YAML file (docs/plans.md).") from None
     if not isinstance(data, dict):
         raise PlanError(f"plan {path}: the top level must be a mapping with at least `name` and `rigs` "
                         f"(see docs/plans.md); got {type(data).__name__}.")

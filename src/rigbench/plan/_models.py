@@ -12,7 +12,7 @@ from typing import Any, cast
 from pydantic import Field, field_validator, model_validator
 
 from rigbench.client import Deadlines, RetryPolicy
-from rigbench.records import Frozen
+from rigbench.records import Input
 from rigbench.rig import EmbeddedRig, EndpointSpec, LaunchSpec, RigSpec
 from rigbench.suites import SuiteSettings
 from rigbench.suites.agent import AgentSettings
@@ -23,7 +23,7 @@ from rigbench.suites.speed import SpeedSettings
 __all__ = ["EmbeddedRig", "Plan", "PlanRig", "RigResources", "SpeedPlan"]
 
 
-class _Model(Frozen):
+class _Model(Input):
     """The base of the plan's models: a misspelt key is an error, not ignored."""
 
 

@@ -16,13 +16,14 @@ from typing import Annotated, Any
 from pydantic import Field, ValidationError, field_validator
 
 from rigbench.errors import UsageError
-from rigbench.records import Frozen
+from rigbench.inputs import explain, shown
+from rigbench.records import Input
 from rigbench.rig import Flag, RigFlags
 
 __all__ = ["RunOptions"]
 
 
-class RunOptions(Frozen):
+class RunOptions(Input):
     """`rigbench run`'s options that make the plan, by parameter name (None: not given, so the settings
     models' defaults apply)."""
 
@@ -239,4 +240,4 @@ class RunOptions(Frozen):
         except ValidationError as e:  # a hand-edited run.json, say
             err = e.errors()[0]
             flag = "--" + str(err["loc"][0]).rstrip("_").replace("_", "-")
-            raise UsageError(f"{flag}: {err['msg']}; got {err['input']!r}.") from None
+            raise UsageError(f"{flag}: {explain(err)}; got {shown(err['input'])}.") from None

@@ -15,7 +15,7 @@ from rigbench.records._agent import (
     ToolTrialRecord,
     TurnObservation,
 )
-from rigbench.records._base import Frozen, Record
+from rigbench.records._base import Frozen, Input, Record
 from rigbench.records._clients import ClientClock, ClientShare
 from rigbench.records._fingerprint import (
     EngineBinary,
@@ -80,6 +80,7 @@ __all__ = [
     "GradeResult",
     "HostConditions",
     "HostInfo",
+    "Input",
     "LoadMode",
     "LoadRequest",
     "LoadWindow",

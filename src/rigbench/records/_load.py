@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from rigbench.records._base import Frozen, Record
+from rigbench.records._base import Input, Record
 from rigbench.records._stream import StreamResult
 
 __all__ = ["LoadMode", "LoadRequest", "LoadWindow", "SloTargets"]
@@ -18,7 +18,7 @@ LoadMode = Literal["rate", "saturation", "trace"]
 Arrival = Literal["constant", "poisson", "gamma"]
 
 
-class SloTargets(Frozen):
+class SloTargets(Input):
     """Latency targets a request must meet to count towards goodput (None: no target on that metric)."""
 
     ttft_s: float | None = None  # intended start -> first generated token

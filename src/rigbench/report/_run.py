@@ -9,7 +9,7 @@ from rich.panel import Panel
 from rich.text import Text
 
 from rigbench.analysis import RunAnalysis
-from rigbench.outside import for_console, for_markdown, visible
+from rigbench.outside import for_console, for_json, for_markdown, visible
 from rigbench.report._cells import Cell, section_markdown, section_terminal, text
 from rigbench.report._publish import hide_session_details, report_title
 from rigbench.report._run_sections import findings_section, run_parts
@@ -107,4 +107,6 @@ def shift_headings(markdown: str, by: int) -> str:
 
 
 def render_json(a: RunAnalysis) -> str:
-    return a.model_dump_json(indent=2)
+    """The analysed run as JSON; server text in it (replies, names) has its bidi overrides and C1 controls
+    escaped, as JSON lines' encoder does (rigbench.outside)."""
+    return for_json(a.model_dump_json(indent=2))

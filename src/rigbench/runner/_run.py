@@ -62,6 +62,10 @@ async def execute_run(cfg: RunConfig, progress: Progress | None = None,
                 _refuse_changed_rig(cfg.resume, writer.header.fingerprint, fp)
             writer.update(fingerprint=fp)
             info = rig.info()
+            for suite in cfg.suites:  # what a suite knows of its requests, against the rig: before anything is sent
+                check = getattr(suite, "check_rig", None)
+                if check is not None:
+                    check(info)
             reasons: list[str] = []
             reasons += _preflight(cfg, rig, info, writer, done)
             # results recorded after a launched engine died would be marked done and never redone

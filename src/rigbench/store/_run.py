@@ -57,12 +57,53 @@ def source_data_id(run_dir: Path) -> str:
     h.update(json.dumps({"plan": header.get("plan"), "fingerprint": header.get("fingerprint")},
                         sort_keys=True).encode())
     rec = run_dir / RECORDS_FILE
-    if rec.exists():
+    if rec.is_file():
+        whole = _whole_lines(rec)  # a torn last line is not part of the data
         with rec.open("rb") as f:
-            for line in f:
-                if line.endswith(b"\n"):  # a torn last line is not part of the data
-                    h.update(line)
+            while whole > 0:
+                block = f.read(min(whole, 1 << 20))
+                if not block:
+                    break
+                h.update(block)
+                whole -= len(block)
     return h.hexdigest()[:16]
+
+
+# A run directory may come from anyone (`rigbench report DIR`): its files are read within bounds. A header
+# holds the plan and fingerprint (kilobytes); a record line one request's stamps and text, or one agent
+# trial (megabytes at most). A line past the bound is counted damaged, never held.
+_HEADER_MAX_BYTES = 64 << 20
+_LINE_MAX_BYTES = 256 << 20
+
+
+def _whole_lines(path: Path) -> int:
+    """The length of `path` up to and including its last newline (read backwards, a block at a time)."""
+    with path.open("rb") as f:
+        end = f.seek(0, os.SEEK_END)
+        pos = end
+        while pos > 0:
+            step = min(pos, 1 << 16)
+            f.seek(pos - step)
+            block = f.read(step)
+            at = block.rfind(b"\n")
+            if at >= 0:
+                return pos - step + at + 1
+            pos -= step
+    return 0
+
+
+def _bounded_lines(f: Any) -> Iterator[bytes | None]:
+    """The lines of a binary file, each at most _LINE_MAX_BYTES; None for a longer one (skipped, not held)."""
+    while True:
+        line = f.readline(_LINE_MAX_BYTES + 1)
+        if not line:
+            return
+        if len(line) > _LINE_MAX_BYTES and not line.endswith(b"\n"):
+            while line and not line.endswith(b"\n"):
+                line = f.readline(1 << 20)
+            yield None
+            continue
+        yield line
 
 
 class RunWriter:
@@ -177,11 +218,10 @@ def _write_error(path: Path, e: OSError) -> StoreWriteError:
 
 
 def _drop_torn_tail(path: Path) -> None:
-    if not path.exists():
+    if not path.is_file():
         return
-    data = path.read_bytes()
-    if data and not data.endswith(b"\n"):
-        cut = data.rfind(b"\n") + 1
+    cut = _whole_lines(path)  # never the whole file in memory: a long run's records are gigabytes
+    if cut != path.stat().st_size:
         with path.open("r+b") as f:
             f.truncate(cut)
 
@@ -196,9 +236,14 @@ class RunReader:
             raise StoreError(f"{self.dir} is not a rigbench run: no {HEADER_FILE}. "
                              "Pass a directory made by `rigbench run` (see `rigbench ls`).")
         try:
-            raw = json.loads(hp.read_bytes())
-        except ValueError as e:  # not JSON, or not UTF-8
-            raise StoreError(f"{hp} is not valid JSON ({e}); the run header is damaged.") from e
+            if not hp.is_file() or hp.stat().st_size > _HEADER_MAX_BYTES:
+                raise StoreError(f"{hp} is not a run header (not a file, or more than {_HEADER_MAX_BYTES:,} bytes); "
+                                 "the run header is damaged.")
+            with hp.open("rb") as f:
+                raw = json.loads(f.read(_HEADER_MAX_BYTES + 1))
+        except (ValueError, RecursionError) as e:  # not JSON, not UTF-8, nested past the stack
+            raise StoreError(f"{hp} is not valid JSON ({type(e).__name__}: {str(e)[:200]}); the run header is "
+                             "damaged.") from None
         except OSError as e:
             raise StoreError(f"cannot read {hp}: {e.strerror or e}.") from e
         if not isinstance(raw, dict):
@@ -211,7 +256,10 @@ class RunReader:
         try:
             self.header = RunHeader.model_validate(raw)
         except ValidationError as e:
-            raise StoreError(f"{hp} does not match the run format: {e}") from e
+            err = e.errors()[0]
+            where = ".".join(str(x) for x in err["loc"]) or "the header"
+            raise StoreError(f"{hp} does not match the run format: {where}: {err['msg']} ({e.error_count()} "
+                             "problem(s)); the run header is damaged.") from None
         self.torn_lines = 0  # damaged lines seen so far (kept for callers of the old name)
         self._damaged: set[int] = set()
         self._unreadable: str | None = None  # why records.jsonl could not be read at all
@@ -243,6 +291,8 @@ class RunReader:
         path = self.dir / RECORDS_FILE
         if not path.exists():
             return [f"{RECORDS_FILE} is missing: the run has no measurements"]
+        if not path.is_file():  # a directory, a FIFO (whose opening would wait for a writer), a device
+            return [f"{RECORDS_FILE} cannot be read (not a regular file)"]
         try:
             size = path.stat().st_size
             with path.open("rb") as f:
@@ -288,19 +338,22 @@ class RunReader:
             return
         objs: list[tuple[int, dict[str, Any]]] = []  # only the asked kind: memory as before superseding
         latest: dict[tuple[Any, Any], int] = {}
+        if not path.is_file():
+            self._unreadable = "not a regular file"
+            return
         try:
             f = path.open("rb")
         except OSError as e:  # e.g. a directory in its place: no records, and `damage` says why
             self._unreadable = e.strerror or str(e)
             return
         with f:
-            for n, line in enumerate(f, 1):
-                if not line.endswith(b"\n"):
-                    self._damaged.add(n)  # the line being written when the run was killed
+            for n, line in enumerate(_bounded_lines(f), 1):
+                if line is None or not line.endswith(b"\n"):
+                    self._damaged.add(n)  # past the bound; or the line being written when the run was killed
                     continue
                 try:
                     obj = json.loads(line)
-                except ValueError:
+                except (ValueError, RecursionError):
                     self._damaged.add(n)
                     continue
                 if not isinstance(obj, dict):

@@ -70,6 +70,10 @@ class SuiteContext:
 
 
 class Suite(Protocol):
+    """A suite may also have `check_rig(rig: RigInfo) -> None`: the runner calls it once the rig is up and
+    before anything is sent (the gate included), to refuse requests the rig cannot serve (a trace line over
+    the served context)."""
+
     name: str
 
     async def run(self, ctx: SuiteContext) -> None: ...

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import Field
 
-from rigbench.records import Frozen
+from rigbench.records import Input
 from rigbench.suites.agent._settings import AgentSettings
 from rigbench.suites.load._settings import LoadSettings
 from rigbench.suites.quality._settings import EffortSettings, MMLUProSettings, PackSettings
@@ -16,7 +16,7 @@ from rigbench.suites.speed._settings import SpeedSettings
 __all__ = ["SuiteSettings"]
 
 
-class SuiteSettings(Frozen):
+class SuiteSettings(Input):
     """Settings of every suite; a run uses those of the suites it names."""
 
     speed: SpeedSettings = Field(default_factory=SpeedSettings)

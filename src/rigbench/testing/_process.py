@@ -72,7 +72,11 @@ class EmulatorProcess:
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
         assert self._proc.stdout is not None
-        line = self._proc.stdout.readline()
+        try:
+            line = self._proc.stdout.readline()
+        except BaseException:  # Ctrl-C, a test's timeout: `with` never got the emulator, so stop it here
+            self.stop()
+            raise
         if not line.startswith("listening "):
             err = self._proc.stderr.read() if self._proc.stderr else ""
             self.stop()

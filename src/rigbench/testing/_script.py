@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from rigbench.records import Frozen
+from rigbench.records import Input
 from rigbench.testing._rogue import Persona
 
 __all__ = ["Delay", "EmulatorScript", "Fault", "FaultKind", "UsageMode"]
@@ -28,7 +28,7 @@ FaultKind = Literal[
 UsageMode = Literal["final_chunk", "last_token_chunk", "none"]
 
 
-class Delay(Frozen):
+class Delay(Input):
     """A delay distribution in milliseconds: fixed, uniform(mean±jitter), normal, exponential, lognormal."""
 
     dist: Literal["fixed", "uniform", "normal", "exponential", "lognormal"] = "fixed"
@@ -53,7 +53,7 @@ class Delay(Frozen):
         return max(0.0, ms) / 1000.0
 
 
-class Fault(Frozen):
+class Fault(Input):
     """One scripted fault. It applies to requests whose server-side index `i` has `i % every == offset`
     (and `i < until`, when set: e.g. `until=2` refuses the first two requests, then lets them through)."""
 
@@ -73,7 +73,7 @@ class Fault(Frozen):
         return request_index % self.every == self.offset % self.every
 
 
-class EmulatorScript(Frozen):
+class EmulatorScript(Input):
     """How the emulator answers. Every output token is one fixed-width word (`token_chars` chars),
     so a chunk's token count is its text length divided by `token_chars`."""
 
@@ -110,6 +110,9 @@ class EmulatorScript(Frozen):
     # (in whitespace words) shared with any earlier prompt, in `timings.cache_n` (timings are then
     # sent without a persona too) and `usage.prompt_tokens_details.cached_tokens`.
     prefix_cache: bool = False
+    # Send this as every answer's `finish_reason` instead of stop / length / tool_calls: plays a server
+    # whose finish_reason is any text (a formula, escape sequences) for the exports' tests.
+    finish_reason: str | None = None
     # Close each connection after a streamed response, although it advertised keep-alive, as llama-server
     # does (docs/engines.md): played as the race's worst case, a connection kept open that drops the next
     # request sent on it unanswered, as a client meets it when it reuses the connection before the close

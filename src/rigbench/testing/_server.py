@@ -594,7 +594,7 @@ class _Stream:
     def _tail(self) -> bytes:
         s = self.s
         fr = "tool_calls" if s.tool_call else ("length" if self.n_tokens < s.output_tokens else "stop")
-        fr = self.persona_finish or fr
+        fr = s.finish_reason if s.finish_reason is not None else self.persona_finish or fr
         reported = self.tok * self.usage_factor
         usage: dict[str, Any] = {
             "prompt_tokens": self.prompt_tokens,
@@ -603,7 +603,7 @@ class _Stream:
         }
         if s.prefix_cache:
             usage["prompt_tokens_details"] = {"cached_tokens": self.cached_tokens}
-        finish = '"finish_reason":"' + fr + '"}]'
+        finish = '"finish_reason":' + json.dumps(fr) + '}]'
         if (s.persona is not None or s.prefix_cache) and self.t_chunks:
             # llama.cpp-style timings; predicted_ms spans the tokens after the first, as llama.cpp's does
             now = _perf_ns()
@@ -659,6 +659,7 @@ class _Stream:
             "total_tokens": self.prompt_tokens + self.n_tokens * self.usage_factor,
         }
         fr = "tool_calls" if s.tool_call else ("length" if self.n_tokens < s.output_tokens else "stop")
+        fr = s.finish_reason if s.finish_reason is not None else fr
         if self.chat:
             msg: dict[str, Any] = {"role": "assistant", "content": None if s.tool_call else content}
             if reasoning:

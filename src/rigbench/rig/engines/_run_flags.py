@@ -14,7 +14,7 @@ from typing import Annotated, Any, ClassVar
 from pydantic import Field, ValidationError, field_validator
 
 from rigbench.errors import UsageError
-from rigbench.records import Frozen
+from rigbench.records import Input
 
 __all__ = ["Flag", "RigFlags"]
 
@@ -35,7 +35,7 @@ class Flag:
         return f"Flag({self.help[:30]!r}...)"
 
 
-class RigFlags(Frozen):
+class RigFlags(Input):
     """The rig part of `rigbench run`'s options, by the option's name (None: not given)."""
 
     endpoint: Annotated[str | None, Flag(

@@ -14,12 +14,12 @@ from typing import Any, NamedTuple, Self
 from pydantic import Field, field_validator
 
 from rigbench.errors import UsageError
-from rigbench.records import Frozen
+from rigbench.records import Input
 
 __all__ = ["EngineSpec", "LaunchCommand", "Spec", "finish_argv", "opt"]
 
 
-class Spec(Frozen):
+class Spec(Input):
     """The base of every engine spec: frozen, an undeclared field an error."""
 
     def check(self) -> None:

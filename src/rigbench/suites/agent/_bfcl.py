@@ -21,7 +21,8 @@ from typing import Any
 
 import platformdirs
 
-from rigbench.errors import SetupError
+from rigbench.errors import SetupError, UsageError
+from rigbench.inputs import json_lines, shown
 from rigbench.records import BFCLItemRecord
 from rigbench.suites._context import SuiteContext
 from rigbench.suites.agent._bfcl_checker import CheckResult, check_item
@@ -126,8 +127,18 @@ def fetch_bfcl_data(version: str = BFCL_VERSION, cache_dir: Path | None = None) 
     return root
 
 
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+# A BFCL line is one question with its function documents: kilobytes.
+_LINE_MAX_BYTES = 4 << 20
+
+
+def _read_jsonl(path: Path, keys: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The objects of a BFCL data file, each with `keys`; a line that is not one is refused naming it."""
+    out = []
+    for n, obj in json_lines(path, "BFCL data", max_line_bytes=_LINE_MAX_BYTES):
+        if not isinstance(obj, dict) or any(k not in obj for k in keys):
+            raise UsageError(f"{path}:{n}: a BFCL line is a JSON object with {', '.join(keys)}; got {shown(obj)}.")
+        out.append(obj)
+    return out
 
 
 def load_bfcl(data_dir: Path, category: str) -> list[BFCLItem]:
@@ -140,14 +151,17 @@ def load_bfcl(data_dir: Path, category: str) -> list[BFCLItem]:
         apath = data_dir / "possible_answer" / _FILES[category]
         if not apath.exists():
             raise SetupError(f"BFCL answer file {apath} is missing; delete {data_dir} to fetch it again.")
-        answers = {a["id"]: a["ground_truth"] for a in _read_jsonl(apath)}
+        answers = {str(a["id"]): a["ground_truth"] for a in _read_jsonl(apath, ("id", "ground_truth"))}
     items = []
-    for q in _read_jsonl(qpath):
-        if category != "irrelevance" and q["id"] not in answers:
+    for q in _read_jsonl(qpath, ("id", "question", "function")):
+        if category != "irrelevance" and str(q["id"]) not in answers:
             raise SetupError(
-                f"BFCL item {q['id']} has no possible answer in {data_dir}; the data is inconsistent."
+                f"BFCL item {shown(q['id'])} has no possible answer in {data_dir}; the data is inconsistent."
             )
-        items.append(BFCLItem(category, q["id"], q["question"][0], q["function"], answers.get(q["id"])))
+        if not (isinstance(q["question"], list) and q["question"] and isinstance(q["function"], list)):
+            raise UsageError(f"{qpath}: BFCL item {shown(q['id'])}: `question` is a non-empty list and `function` a "
+                             "list, as in BFCL's own files.")
+        items.append(BFCLItem(category, q["id"], q["question"][0], q["function"], answers.get(str(q["id"]))))
     return items
 
 

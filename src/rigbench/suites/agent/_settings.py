@@ -12,14 +12,14 @@ from typing import Any
 
 from pydantic import Field
 
-from rigbench.records import Frozen
+from rigbench.records import Input
 
 __all__ = ["AGENT_PARTS", "AgentSettings"]
 
 AGENT_PARTS = ("probes", "tools", "bfcl", "tasks")
 
 
-class AgentSettings(Frozen):
+class AgentSettings(Input):
     """Settings of `--suite agent` and its parts (plan key `agent`)."""
 
     probe_max_tokens: int = Field(default=128, ge=1)  # per conformance-probe request

@@ -4,13 +4,13 @@ all read it; it imports none of them."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
 from rigbench.errors import UsageError
+from rigbench.inputs import load_json
 
 __all__ = ["AgentTask", "load_task", "shipped_tasks"]
 
@@ -22,6 +22,10 @@ class AgentTask:
     prompt: str
     path: Path
     spec: dict[str, Any]
+
+
+# A task.json holds a prompt and the grading settings: kilobytes.
+_TASK_MAX_BYTES = 1 << 20
 
 
 def _tasks_root() -> Path:
@@ -40,5 +44,10 @@ def load_task(name_or_path: str) -> AgentTask:
             f"no agent task {name_or_path!r}: expected a task.json there. "
             f"Shipped tasks: {', '.join(shipped_tasks())}."
         )
-    spec = json.loads((d / "task.json").read_text())
+    path = d / "task.json"
+    spec = load_json(path, "agent task", max_bytes=_TASK_MAX_BYTES)
+    missing = [k for k in ("name", "kind", "prompt") if not isinstance(spec, dict) or not isinstance(spec.get(k), str)]
+    if missing:
+        raise UsageError(f"agent task {path}: a task.json is a JSON object whose name, kind and prompt are text "
+                         f"(docs/agent.md); {', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not.")
     return AgentTask(spec["name"], spec["kind"], spec["prompt"], d, spec)

@@ -13,19 +13,21 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from rigbench.records import Frozen
+from rigbench.inputs import MAX_TOKENS
+from rigbench.records import Input
 
 __all__ = ["LengthDist"]
 
 
-class LengthDist(Frozen):
+class LengthDist(Input):
     """A distribution of token lengths. `mean` is the fixed value of `fixed`."""
 
     dist: Literal["fixed", "uniform", "normal", "lognormal"] = "fixed"
-    mean: float = Field(gt=0, allow_inf_nan=False)
-    sd: float = Field(default=0.0, ge=0, allow_inf_nan=False)  # normal, lognormal
-    low: int | None = Field(default=None, ge=1)  # uniform
-    high: int | None = Field(default=None, ge=1)
+    # at most MAX_TOKENS (no served context is longer): a typo such as 10^12 never sizes a prompt
+    mean: float = Field(gt=0, le=MAX_TOKENS, allow_inf_nan=False)
+    sd: float = Field(default=0.0, ge=0, le=MAX_TOKENS, allow_inf_nan=False)  # normal, lognormal
+    low: int | None = Field(default=None, ge=1, le=MAX_TOKENS)  # uniform
+    high: int | None = Field(default=None, ge=1, le=MAX_TOKENS)
 
     @model_validator(mode="before")
     @classmethod
@@ -48,6 +50,8 @@ class LengthDist(Frozen):
             a, b = (float(x) for x in args.split(","))
         except ValueError:
             raise ValueError(f"{name}: takes two numbers after the colon, e.g. {name}:128,32; got {v!r}") from None
+        if not (math.isfinite(a) and math.isfinite(b)):
+            raise ValueError(f"{name}: takes two finite numbers; got {v!r}")
         if name == "uniform":
             if a != int(a) or b != int(b):
                 raise ValueError(f"uniform:LOW,HIGH takes whole token counts; got {v!r}")

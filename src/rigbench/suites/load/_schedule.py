@@ -27,6 +27,7 @@ import functools
 import gc
 import heapq
 import itertools
+import math
 import os
 import sys
 import time
@@ -51,6 +52,12 @@ _SPIN_NS = 2_000_000
 WAKER = "timerfd"
 
 
+def _bounded(expected: float) -> int:
+    """Requests a schedule is made for: `expected` rounded up, at most MAX_SCHEDULED (a duration times a rate
+    may pass any int, or overflow a float, before the settings' checks see it: a sweep's rates come later)."""
+    return MAX_SCHEDULED if not expected < MAX_SCHEDULED else max(0, math.ceil(expected))
+
+
 def arrival_offsets_s(rate_rps: float, arrival: str, burstiness: float, *, seed: int,
                       duration_s: float | None = None, count: int | None = None) -> list[float]:
     """Intended start offsets in seconds: the first `count`, or every one before `duration_s`."""
@@ -59,13 +66,13 @@ def arrival_offsets_s(rate_rps: float, arrival: str, burstiness: float, *, seed:
     if (duration_s is None) == (count is None):
         raise ValueError("give a duration or a count, not both or neither")
     if arrival == "constant":
-        n = count if count is not None else int(np.ceil((duration_s or 0.0) * rate_rps))
+        n = count if count is not None else _bounded((duration_s or 0.0) * rate_rps)
         offsets = np.arange(n, dtype=float) / rate_rps
     elif arrival in ("poisson", "gamma"):
         shape = 1.0 if arrival == "poisson" else burstiness
         rng = np.random.default_rng(seed)
         mean_gap = 1.0 / rate_rps
-        n = count if count is not None else int((duration_s or 0.0) * rate_rps * 1.5 + 16)
+        n = count if count is not None else _bounded((duration_s or 0.0) * rate_rps * 1.5 + 16)
         while True:
             gaps = rng.gamma(shape, mean_gap / shape, size=max(0, n - 1))
             offsets = np.concatenate(([0.0], np.cumsum(gaps))) if n > 0 else np.zeros(0)

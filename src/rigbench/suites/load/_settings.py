@@ -8,13 +8,16 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from rigbench.analysis import parse_slo
-from rigbench.records import Frozen, SloTargets
+from rigbench.inputs import number
+from rigbench.records import Input, SloTargets
 from rigbench.suites.load._lengths import LengthDist
 from rigbench.suites.load._schedule import MAX_SCHEDULED
 from rigbench.suites.load._trace import read_trace
 
 __all__ = ["LoadSettings"]
 
+# A rate beyond any client (one process sends about 10^3-10^4 requests a second; Ray actors, 4,000 measured).
+MAX_RATE_RPS = 1_000_000
 # How long a window offering one rate lasts when neither --duration nor --requests is given: long enough that
 # the ramp at its start (until the first requests come back) and the drain after its last arrival, both left
 # out of its figures (analysis/_load.py, steady state), leave most of it measured for a request of up to ~10 s.
@@ -35,7 +38,7 @@ def _positive_finite(v: Any) -> float:
     return x
 
 
-class LoadSettings(Frozen):
+class LoadSettings(Input):
     """Settings of the load suite (plan key `load`); defaults are `rigbench run`'s."""
 
     # offered requests per second (open loop): one rate, or several (one window each, in the order given); None
@@ -68,6 +71,8 @@ class LoadSettings(Frozen):
         if not items or any(x == "" for x in items):
             raise ValueError(f"takes a rate or a comma-separated list of rates, e.g. 5 or 5,10,20; got {v!r}")
         rates = [_positive_finite(x) for x in items]
+        if any(x > MAX_RATE_RPS for x in rates):
+            raise ValueError(f"at most {MAX_RATE_RPS:,} requests per second (beyond what any client sends); got {v!r}")
         if len(set(rates)) < len(rates):
             raise ValueError(f"lists a rate twice: {v!r}; each rate is one window")
         return rates[0] if len(rates) == 1 else rates
@@ -80,10 +85,7 @@ class LoadSettings(Frozen):
     @field_validator("burstiness", mode="before")
     @classmethod
     def _positive_shape(cls, v: Any) -> Any:
-        try:
-            x = float(v)
-        except (TypeError, ValueError):
-            raise ValueError(f"takes a number (the gamma shape); got {v!r}") from None
+        x = number(v, "a number (the gamma shape)")
         if not math.isfinite(x) or x <= 0:
             raise ValueError(f"the gamma shape must be a positive finite number (1 is Poisson); got {v!r}")
         return x
@@ -91,10 +93,7 @@ class LoadSettings(Frozen):
     @field_validator("slo_attainment", mode="before")
     @classmethod
     def _fraction(cls, v: Any) -> Any:
-        try:
-            x = float(v)
-        except (TypeError, ValueError):
-            raise ValueError(f"takes a fraction such as 0.99; got {v!r}") from None
+        x = number(v, "a fraction such as 0.99")
         if not (0 < x <= 1):
             raise ValueError(f"must be a fraction in (0, 1], e.g. 0.99; got {v!r}")
         return x

@@ -17,14 +17,15 @@ import numpy as np
 
 from rigbench.errors import RigError, UsageError
 from rigbench.records import LoadMode, LoadRequest, LoadWindow, StreamResult
-from rigbench.rig import HostWindow
+from rigbench.rig import HostWindow, RigInfo
 from rigbench.rig.engines import get_adapter
 from rigbench.sizing import fits_in_context
 from rigbench.store import RunReader
 from rigbench.suites._context import SuiteContext
+from rigbench.suites._memory import check_prompt_memory
 from rigbench.suites.load._schedule import arrival_offsets_s, no_full_collection, sleep_until_ns
 from rigbench.suites.load._settings import DEFAULT_BURST, LoadSettings
-from rigbench.suites.load._trace import read_trace
+from rigbench.suites.load._trace import TraceRequest, read_trace
 from rigbench.suites.speed import ExactPrompt, PromptBuilder
 
 __all__ = ["Dispatched", "LoadSuite", "sweep_rates"]
@@ -96,19 +97,39 @@ class LoadSuite:
                         "longer context.")
         return pairs
 
-    async def _trace(self, ctx: SuiteContext, builder: PromptBuilder) -> None:
+    def check_rig(self, rig: RigInfo) -> None:
+        """Before anything is sent (the gate included): what is known of the requests fits the served context
+        and this machine's memory (a trace's every line; a fixed or uniform length's largest)."""
         s = self.settings
-        assert s.trace is not None
-        if "load/trace" in ctx.done_units:
+        if s.trace is not None:
+            self._trace_fits(rig, read_trace(s.trace, s.requests)[1])
             return
-        _, reqs = read_trace(s.trace, s.requests)
-        ctx_len = ctx.rig.context_length
+        ctx_len = rig.context_length
+        inp, out = s.input_tokens.largest, s.output_tokens.largest
+        if ctx_len is not None and inp is not None and out is not None and not fits_in_context(inp, out, ctx_len):
+            raise UsageError(f"--input-tokens {s.input_tokens.describe()} and --output-tokens {s.output_tokens.describe()} "
+                             f"reach {inp} input + {out} output tokens, which do not fit the {ctx_len} tokens the server "
+                             "serves per request; give shorter lengths or serve a longer context.")
+
+    def _trace_fits(self, rig: RigInfo, reqs: list[TraceRequest]) -> None:
+        s = self.settings
+        ctx_len = rig.context_length
         if ctx_len is not None:
             for r in reqs:
                 if not fits_in_context(r.input_tokens, r.output_tokens, ctx_len):
                     raise UsageError(f"{s.trace}:{r.line}: {r.input_tokens} input + {r.output_tokens} output tokens do "
                                      f"not fit the {ctx_len} tokens the server serves per request; drop that line, or "
                                      "serve a longer context.")
+        check_prompt_memory(f"load trace replay: {s.trace}", [r.input_tokens for r in reqs],
+                            "Replay part of it (--requests N, plan: `load: {requests: N}`).")
+
+    async def _trace(self, ctx: SuiteContext, builder: PromptBuilder) -> None:
+        s = self.settings
+        assert s.trace is not None
+        if "load/trace" in ctx.done_units:
+            return
+        _, reqs = read_trace(s.trace, s.requests)
+        self._trace_fits(ctx.rig, reqs)
         span = reqs[-1].offset_s - reqs[0].offset_s
         rate = (len(reqs) - 1) / span if len(reqs) > 1 and span > 0 else None
         await self._send(ctx, builder, "trace", rate, [r.offset_s for r in reqs],
@@ -316,6 +337,8 @@ class LoadSuite:
         build, then per request about two calls on one tokenized filler (`PromptBuilder.variant`)."""
         if not targets:
             return []
+        check_prompt_memory(f"load {window}", targets, "Send fewer requests a window (--requests, --duration or a "
+                            "lower --rate) or shorter ones (--input-tokens).")
         base = (ctx.seed * 7919 + sum(map(ord, window)) * 104_729) & 0xFFFFFF
         first = await builder.build(_TASK, targets[0], base * 4096, ctx.prompt_nonce)
         if first.measured_tokens is None or first.shared_max_tokens is None:  # no tokenizer: approximate, say so

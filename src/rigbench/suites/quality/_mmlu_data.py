@@ -8,7 +8,6 @@ directory holding `test*` and `validation*` files (parquet or JSONL), as the hub
 from __future__ import annotations
 
 import hashlib
-import json
 import random
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from rigbench.errors import SetupError, UsageError
+from rigbench.inputs import explain, json_lines, load_json, shown
+from rigbench.records import Input
 
 __all__ = ["HF_REPO", "MMLUProData", "MMLUProQuestion", "load_mmlu_pro", "sample_questions"]
 
@@ -23,8 +24,9 @@ HF_REPO = "TIGER-Lab/MMLU-Pro"
 _SPLITS = ("test", "validation")
 
 
-class MMLUProQuestion(BaseModel):
-    """One row in the dataset's schema; `options` already has the "N/A" padding removed."""
+class MMLUProQuestion(Input):
+    """One row in the dataset's schema; `options` already has the "N/A" padding removed. Strict (a data
+    directory is outside input): `answer_index: true` is refused, not read as 1."""
 
     model_config = ConfigDict(frozen=True, extra="ignore")
 
@@ -68,8 +70,11 @@ def load_mmlu_pro(source: str | Path | None = None, *, revision: str = "main",
     h = hashlib.sha256()
     rows: dict[str, list[MMLUProQuestion]] = {}
     for split, path in files.items():
-        h.update(path.read_bytes())
-        rows[split] = [_question(r, path) for r in _read_rows(path)]
+        _bounded(path)
+        with path.open("rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+        rows[split] = [_question(r, path, i) for i, r in _read_rows(path)]
     if not rows["test"]:
         raise UsageError(f"{files['test']} holds no questions.")
     return MMLUProData(source=label, sha256=h.hexdigest(), test=rows["test"], validation=rows["validation"])
@@ -100,40 +105,69 @@ def _split_file(root: Path, split: str) -> Path:
     if root.is_file():
         raise UsageError(f"{root} is a file; MMLU-Pro needs both splits. Pass the directory holding "
                          "test and validation files.")
-    candidates = sorted(p for p in root.rglob(f"{split}*")
+    # the directory itself and the folders in it, as the hub lays them out (data/): never a walk of a whole
+    # tree (`--mmlu-data /` must not read the file system)
+    candidates = sorted(p for pattern in (f"{split}*", f"*/{split}*") for p in root.glob(pattern)
                         if p.suffix in (".parquet", ".jsonl", ".json") and p.is_file())
     if not candidates:
         raise UsageError(f"no {split} split under {root}: expected a file named {split}*.parquet or "
-                         f"{split}*.jsonl (as in the hub's data/ folder).")
+                         f"{split}*.jsonl in it or in a folder of it (as in the hub's data/ folder).")
     if len(candidates) > 1 and not all(p.suffix == ".parquet" for p in candidates):
-        raise UsageError(f"more than one {split} file under {root}: {[str(p) for p in candidates]}; "
+        raise UsageError(f"more than one {split} file under {root}: {[str(p) for p in candidates[:10]]}; "
                          "keep one.")
     return candidates[0]
 
 
-def _read_rows(path: Path) -> list[dict[str, Any]]:
+# The MMLU-Pro test split is about 10 MB as JSON lines; a file far past that is not it.
+_DATA_MAX_BYTES = 1 << 30
+_LINE_MAX_BYTES = 1 << 20
+
+
+def _bounded(path: Path) -> None:
+    size = path.stat().st_size
+    if size > _DATA_MAX_BYTES:
+        raise UsageError(f"MMLU-Pro data {path}: {size:,} bytes, more than the {_DATA_MAX_BYTES:,} such a file may "
+                         "hold; is it the right file?")
+
+
+def _read_rows(path: Path) -> list[tuple[int, Any]]:
+    """(row number or line, row) of a parquet, JSON-array or JSON-lines file."""
     if path.suffix == ".parquet":
         # lazy: pyarrow costs ~0.1 s to import; only parquet files need it
         import pyarrow.parquet as pq
 
-        return list(pq.read_table(path).to_pylist())
-    text = path.read_text(encoding="utf-8")
-    if path.suffix == ".json" and text.lstrip().startswith("["):
-        data = json.loads(text)
-        return list(data)
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
+        try:
+            return list(enumerate(pq.read_table(path).to_pylist(), start=1))
+        except Exception as e:  # pyarrow raises its own types for a damaged or foreign file
+            raise UsageError(f"MMLU-Pro data {path}: not a parquet file pyarrow can read ({type(e).__name__}: "
+                             f"{shown(str(e), 160)}).") from None
+    if path.suffix == ".json":
+        data = load_json(path, "MMLU-Pro data", max_bytes=_DATA_MAX_BYTES)
+        if isinstance(data, list):
+            return list(enumerate(data, start=1))
+    return list(json_lines(path, "MMLU-Pro data", max_line_bytes=_LINE_MAX_BYTES))
 
 
-def _question(row: dict[str, Any], path: Path) -> MMLUProQuestion:
+def _question(row: Any, path: Path, at: int) -> MMLUProQuestion:
+    if not isinstance(row, dict):
+        raise UsageError(f"{path}:{at}: a row is a JSON object with question_id, question, options, answer, "
+                         f"answer_index and category; got {shown(row)}.")
     row = dict(row)
-    row["options"] = [o for o in row.get("options") or [] if o != "N/A"]  # as the official preprocess
+    options = row.get("options")
+    if isinstance(options, list):
+        row["options"] = [o for o in options if o != "N/A"]  # as the official preprocess
     row["cot_content"] = row.get("cot_content") or ""
     row["src"] = row.get("src") or ""
     try:
-        return MMLUProQuestion.model_validate(row)
+        q = MMLUProQuestion.model_validate(row)
     except ValidationError as e:
-        raise UsageError(f"{path}: a row does not match the MMLU-Pro schema "
-                         f"(question_id, question, options, answer, answer_index, category): {e}") from e
+        err = e.errors()[0]
+        where = ".".join(str(x) for x in err["loc"]) or "the row"
+        raise UsageError(f"{path}:{at}: a row does not match the MMLU-Pro schema (question_id, question, options, "
+                         f"answer, answer_index, category): {where}: {explain(err)}.") from None
+    if not 0 <= q.answer_index < len(q.options):
+        raise UsageError(f"{path}:{at}: answer_index {q.answer_index} names none of the {len(q.options)} options.")
+    return q
 
 
 def sample_questions(data: MMLUProData, *, subjects: list[str] | None, per_subject: int | None,

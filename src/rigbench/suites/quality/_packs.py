@@ -21,11 +21,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import Field, ValidationError, model_validator
 
 from rigbench.errors import UsageError
-from rigbench.records import Frozen
+from rigbench.inputs import explain, load_yaml, read_text
+from rigbench.records import Input
 
 __all__ = [
     "CodeGrader",
@@ -42,41 +42,41 @@ __all__ = [
 ]
 
 
-class ExactGrader(Frozen):
+class ExactGrader(Input):
     type: Literal["exact"]
     expected: str
     case_sensitive: bool = False
 
 
-class RegexGrader(Frozen):
+class RegexGrader(Input):
     type: Literal["regex"]
     pattern: str  # searched anywhere in the answer
     ignore_case: bool = False
 
 
-class NumericGrader(Frozen):
+class NumericGrader(Input):
     type: Literal["numeric"]
     expected: float
     tolerance: float = 0.0  # absolute
     pick: Literal["last", "first", "only"] = "last"  # which number in the answer is the answer
 
 
-class MaxCharsGrader(Frozen):
+class MaxCharsGrader(Input):
     type: Literal["max_chars"]
     max: int = Field(gt=0)  # characters (not bytes, not tokens) of the stripped, non-empty answer
 
 
-class JsonSchemaGrader(Frozen):
+class JsonSchemaGrader(Input):
     type: Literal["json_schema"]
     schema_: dict[str, Any] = Field(alias="schema")
 
 
-class CodeCase(Frozen):
+class CodeCase(Input):
     args: list[Any]
     expected: Any
 
 
-class CodeGrader(Frozen):
+class CodeGrader(Input):
     type: Literal["code"]
     function: str  # the name the model's code must define
     cases: list[CodeCase] = Field(min_length=1)
@@ -91,7 +91,7 @@ GraderSpec = Annotated[
 ]
 
 
-class Task(Frozen):
+class Task(Input):
     id: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     language: str = "en"
     prompt: str
@@ -100,12 +100,12 @@ class Task(Frozen):
     graders: list[GraderSpec] = Field(min_length=1)
 
 
-class PackDefaults(Frozen):
+class PackDefaults(Input):
     max_tokens: int = 2048
     temperature: float = 0.0
 
 
-class Pack(Frozen):
+class Pack(Input):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     description: str = ""
     defaults: PackDefaults = PackDefaults()
@@ -122,6 +122,10 @@ class Pack(Frozen):
         return self
 
 
+# A pack is tasks written by hand: kilobytes to a few megabytes.
+_PACK_MAX_BYTES = 16 << 20
+
+
 def shipped_packs() -> dict[str, Path]:
     """Name -> path of every pack that ships with rigbench."""
     root = resources.files("rigbench") / "data" / "packs"
@@ -135,14 +139,15 @@ def load_pack(name_or_path: str | Path) -> Pack:
     if not path.is_file():
         raise UsageError(f"no task pack {str(name_or_path)!r}: not a shipped pack ({sorted(shipped)}) "
                          "and not a file. Pass a pack name or the path of a YAML pack.")
-    raw = path.read_bytes()
-    try:
-        data = yaml.safe_load(raw)
-    except yaml.YAMLError as e:
-        raise UsageError(f"task pack {path} is not valid YAML: {e}") from e
+    text = read_text(path, "task pack", max_bytes=_PACK_MAX_BYTES)
+    _, data = load_yaml(text, f"task pack {path}")
     if not isinstance(data, dict):
         raise UsageError(f"task pack {path} must be a mapping with `name` and `tasks`.")
     try:
-        return Pack.model_validate({**data, "path": str(path), "sha256": hashlib.sha256(raw).hexdigest()})
+        return Pack.model_validate({**data, "path": str(path), "sha256": hashlib.sha256(text.encode()).hexdigest()})
     except ValidationError as e:
-        raise UsageError(f"task pack {path} does not match the pack format (docs/quality.md): {e}") from e
+        problems = "; ".join(f"{'.'.join(str(x) for x in err['loc']) or '(top level)'}: {explain(err)}"
+                             for err in e.errors()[:5])
+        more = f" (and {e.error_count() - 5} more)" if e.error_count() > 5 else ""
+        raise UsageError(f"task pack {path} does not match the pack format (docs/quality.md): {problems}{more}.") \
+            from None

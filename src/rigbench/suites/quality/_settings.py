@@ -7,12 +7,12 @@ from typing import Any
 
 from pydantic import Field
 
-from rigbench.records import Frozen
+from rigbench.records import Input
 
 __all__ = ["EffortSettings", "MMLUProSettings", "PackSettings"]
 
 
-class MMLUProSettings(Frozen):
+class MMLUProSettings(Input):
     """Settings of `--suite mmlu_pro` (plan key `mmlu_pro`). Defaults follow the first seed."""
 
     data: str | None = None  # None/"hf": download TIGER-Lab/MMLU-Pro; else a local directory
@@ -27,7 +27,7 @@ class MMLUProSettings(Frozen):
     extra_body: dict[str, Any] = Field(default_factory=dict)  # extra request fields (e.g. chat_template_kwargs)
 
 
-class PackSettings(Frozen):
+class PackSettings(Input):
     """Settings of `--suite packs` (plan key `packs`)."""
 
     packs: list[str] = Field(default_factory=lambda: ["multilingual"])  # shipped pack names or paths to YAML packs
@@ -39,7 +39,7 @@ class PackSettings(Frozen):
     allow_unconfined: bool = False  # run `code` graders even where the sandbox cannot confine them
 
 
-class EffortSettings(Frozen):
+class EffortSettings(Input):
     """Settings of `--suite effort` (plan key `effort`): one pack at each reasoning-effort level."""
 
     pack: str = "multilingual"

@@ -19,7 +19,7 @@ from pydantic import (
 )
 
 from rigbench.errors import UsageError
-from rigbench.records import Frozen
+from rigbench.records import Input
 from rigbench.suites.speed._scenarios import PROFILES, Scenario, scenarios_for
 
 __all__ = ["ConcurrencyLevels", "SpeedSettings"]
@@ -55,7 +55,7 @@ ConcurrencyLevels = Annotated[list[int], BeforeValidator(_levels_from_text), Aft
 MAX_REQUESTS = 1_000_000
 
 
-class SpeedSettings(Frozen):
+class SpeedSettings(Input):
     """Settings of `--suite speed` (plan key `speed`); defaults are `rigbench run`'s."""
 
     profile: str = "quick"  # quick (shrunk shapes for small CPU rigs) or full (the seed's shapes)

@@ -14,6 +14,7 @@ from rigbench.rig import TelemetrySampler
 from rigbench.rig.engines import get_adapter
 from rigbench.sizing import fits_in_context
 from rigbench.suites._context import SuiteContext
+from rigbench.suites._memory import check_prompt_memory
 from rigbench.suites.speed._prompts import ExactPrompt, PromptBuilder
 from rigbench.suites.speed._scenarios import Scenario
 from rigbench.suites.speed._settings import SpeedSettings
@@ -140,6 +141,7 @@ class SpeedSuite:
                      task: int) -> float:
         """One batch of `conc` requests at once, recorded; returns its wall time in seconds."""
         seed0 = (ctx.seed * 1_000_003 + zlib.crc32(scenario.name.encode()) % 10_007 * 7919 + conc * 131 + (rep + 100) * 17) & 0xFFFFFFF
+        check_prompt_memory(f"{scenario.name} c={conc}", [scenario.input_tokens] * conc, "Lower --concurrency.")
         prompts = [await builder.build(scenario.task, scenario.input_tokens, seed0 * 1024 + i, ctx.prompt_nonce)
                    for i in range(conc)]
         extra = _forced_length_fields(ctx.rig.engine, scenario.output_tokens)
