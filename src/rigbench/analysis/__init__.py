@@ -10,6 +10,13 @@ from rigbench.analysis._compare import (
     compare_stats,
     fingerprint_differences,
 )
+from rigbench.analysis._experience import (
+    ATTENTION_LIMIT_S,
+    FLOW_LIMIT_S,
+    READING_TOK_S,
+    Experience,
+    experience,
+)
 from rigbench.analysis._goodput import SLO_METRICS, SloCheck, knee_rate, meets_slo, parse_slo
 from rigbench.analysis._host import OTHER_CORES_MAX, STEAL_CORES_MAX, HostVerdict, HostWindowRow, assess_host
 from rigbench.analysis._kvcache import (
@@ -58,10 +65,17 @@ from rigbench.analysis._session import hide_session_details, session_neutral
 from rigbench.analysis._speculation import SpeculationFit, fit_speculation
 from rigbench.analysis._speed import ScenarioSpeed, SpeedSummary, latency_finding, summarize_speed
 from rigbench.analysis._stability import (
+    CHANGE_Z,
     MIN_REPETITIONS,
     OUTLIER_Z,
+    QUIET_SPREAD,
+    UNSTABLE_ALPHA,
     UNSTABLE_CV,
+    Detectable,
     SeriesStability,
+    StabilityRules,
+    detectable,
+    judge_series,
     speed_stability,
     stability_warnings,
 )
@@ -73,18 +87,24 @@ from rigbench.analysis._timing import RequestTiming, arrival_ns, chunk_token_cou
 from rigbench.analysis._verdict import DEFAULT_MARGIN, MAX_NEEDED, Verdict
 
 __all__ = [
+    "ATTENTION_LIMIT_S",
+    "CHANGE_Z",
     "CPU_FRACTION_MAX",
     "DEFAULT_MARGIN",
+    "FLOW_LIMIT_S",
     "LOOP_LAG_P99_MAX_S",
     "MAX_NEEDED",
     "MIN_REPETITIONS",
     "OTHER_CORES_MAX",
     "OUTLIER_Z",
+    "QUIET_SPREAD",
+    "READING_TOK_S",
     "REQUEST_COLUMNS",
     "SCHEDULE_LAG_P99_MAX_S",
     "SCHEDULE_RATE_MIN",
     "SLO_METRICS",
     "STEAL_CORES_MAX",
+    "UNSTABLE_ALPHA",
     "UNSTABLE_CV",
     "AccuracyDiff",
     "AgentSummary",
@@ -92,7 +112,9 @@ __all__ = [
     "ArrivalSummary",
     "BlockAccounting",
     "Comparison",
+    "Detectable",
     "EffortSummary",
+    "Experience",
     "HostVerdict",
     "HostWindowRow",
     "KVArchitecture",
@@ -121,6 +143,7 @@ __all__ = [
     "SpeculationFit",
     "SpeedSummary",
     "SpeedupPrediction",
+    "StabilityRules",
     "StampingError",
     "Stat",
     "SuiteComparison",
@@ -138,10 +161,13 @@ __all__ = [
     "compare_stats",
     "compare_suites",
     "describe",
+    "detectable",
+    "experience",
     "find_revisions",
     "fingerprint_differences",
     "fit_speculation",
     "hide_session_details",
+    "judge_series",
     "knee_rate",
     "kv_architecture_from_path",
     "kv_capacity",
