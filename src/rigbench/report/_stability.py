@@ -63,6 +63,6 @@ def stability_section(stab: list[SeriesStability]) -> Section:
         notes.append(tell)
     if few:
         notes.append(Note(f"{len(few)} series have fewer than {MIN_REPETITIONS} repetitions: their spread is shown "
-                          "but not judged; raise --repetitions to judge it", "warn"))
+                          "but not judged; raise --repetitions to judge it", "muted"))
     return Section(title, ["window", "series", "n", "CV", "found"], rows, notes=notes,
                    title_severity="warn" if bad else None, left_cols=2)
