@@ -51,6 +51,13 @@ def test_a_neighbour_starting_mid_series_is_a_change_from_that_repetition() -> N
     assert _series([100.0, 13.0, 101.0, 14.0, 99.0]).change is None
 
 
+def test_a_dip_that_recovers_is_outliers_not_a_change() -> None:
+    # the medians of the halves differ by 43%, but the later half holds a value as high as the earlier ones:
+    # the series came back, so "changed from repetition 3 on" would be false
+    s = _series([100.0, 101.0, 99.0, 55.0, 57.0, 100.0])
+    assert (s.change, s.outliers) == (None, [3, 4])
+
+
 def test_a_throttled_engine_is_a_change_and_both_series_of_the_window_share_one_warning() -> None:
     dec = _one("code_generation", 2, "decode_tok_s", dict(enumerate([100.0, 98.0, 51.0, 50.0, 49.0])))
     agg = _one("code_generation", 2, "aggregate_tok_s", dict(enumerate([190.0, 188.0, 97.0, 96.0, 95.0])))

@@ -12,6 +12,7 @@ from rich.text import Text
 
 from rigbench.analysis import Comparison, Revision, RunAnalysis, SuiteComparison
 from rigbench.outside import visible
+from rigbench.report._answer import answer_table_across
 from rigbench.report._cells import section_markdown
 from rigbench.report._differences import differences_section
 from rigbench.report._fmt import fmt_margin, fmt_stat, fmt_tok_s
@@ -142,7 +143,10 @@ def render_blog_markdown(names: Sequence[str], analyses: Sequence[RunAnalysis],
             out += [_findings_markdown(n, a.warnings), ""]
     if len(analyses) > 1:
         out += [section_markdown(differences_section(names, [a.header for a in analyses]), heading="###"), ""]
-    out += [speedup_markdown(names, analyses, comparisons), ""]
+    # each run's answer (how fast, the load figures, how good, how agent-ready), a run column per table
+    out += [x for sec in answer_table_across(names, analyses) for x in (section_markdown(sec, heading="###"), "")]
+    if any(a.speed is not None and a.speed.rows for a in analyses):
+        out += [speedup_markdown(names, analyses, comparisons), ""]
     for name, sc in zip(names[1:], suites, strict=False):
         if not sc.empty:
             out += [suite_comparison_markdown(sc, baseline=names[0], other=name, heading="###"), ""]
