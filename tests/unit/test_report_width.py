@@ -93,14 +93,22 @@ def test_telemetry_cross_check_keeps_scenario_names(width: int) -> None:
 
 @pytest.mark.parametrize("width", [80, 200])
 def test_ls_at_80_and_200_columns(width: int) -> None:
+    """Issue 30 item 8: one row per run at any width (it wrapped over three lines at 80), with its headline."""
     runs = [RunListing(f"20261129-19{i}407-h200-depth15-a05e", "2026-11-29T19:14:07+00:00", "llamacpp", "target",
-                       "speed,quality,agent", "complete", "UNTRUSTED", "781183611c45f3e6") for i in range(3)]
-    text = _text(runs_table("runs in runs", runs, width), width)
-    _fits(text, width)
-    for r in runs:
-        assert r.run in text  # whole ids, never folded
-    body = [line for line in text.splitlines() if "20261129" in line or "2026-11-29 19:14" in line]
-    assert len(body) == (3 if width >= 150 else 6)  # one line per run when wide, two when narrow
+                       "speed,quality,agent", "complete", "UNTRUSTED", "781183611c45f3e6", "chat_short 89.8 tok/s")
+            for i in range(3)]
+    long_model = [r._replace(run=r.run + "x", model="SmolLM2-135M-Instruct.Q4_1-with-a-long-name") for r in runs]
+    for rows in (runs, long_model):
+        text = _text(runs_table("runs in runs", rows, width), width)
+        _fits(text, width)
+        body = [line for line in text.splitlines() if "20261129" in line]
+        assert len(body) == 3 and all("chat_short 89.8 tok/s" in line and "UNTRUSTED" in line for line in body)
+        assert all(r.run in text for r in rows)  # whole ids, never folded
+    assert ("2026-11-29 19:14" in _text(runs_table("runs", runs, width), width)) == (width >= 150)
+    assert "target" in _text(runs_table("runs", runs, width), width)  # the model, where it fits
+    # a run that did not finish shows its status where the verdict would be
+    unfinished = _text(runs_table("runs", [runs[0]._replace(status="incomplete", verdict="–")], 80), 80)
+    assert "incomplete" in unfinished
 
 
 @pytest.mark.parametrize("width", [80, 200])

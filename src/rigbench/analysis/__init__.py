@@ -1,10 +1,11 @@
 """Statistics and derived metrics. Never touches the network; never formats output."""
 
-from rigbench.analysis._agent import AgentSummary, ProbeRow, TaskScore
+from rigbench.analysis._agent import AgentSummary, ProbeRow, TaskScore, summarize_agent
 from rigbench.analysis._arrival import ArrivalPattern, ArrivalSummary, stream_arrival, summarize_arrival
 from rigbench.analysis._bandwidth import machine_bandwidth
 from rigbench.analysis._compare import (
     Comparison,
+    busy_windows,
     check_two_runs,
     compare_runs,
     compare_stats,
@@ -45,6 +46,7 @@ from rigbench.analysis._quality import (
     PairTest,
     Proportion,
     QualitySummary,
+    summarize_quality,
 )
 from rigbench.analysis._reasoning import split_reasoning, split_tokens
 from rigbench.analysis._requests import REQUEST_COLUMNS, request_rows
@@ -154,6 +156,7 @@ __all__ = [
     "analyze_run",
     "arrival_ns",
     "assess_host",
+    "busy_windows",
     "check_two_runs",
     "chunk_token_counts",
     "compare_load",
@@ -190,8 +193,10 @@ __all__ = [
     "stamping_error",
     "stamping_text",
     "stream_arrival",
+    "summarize_agent",
     "summarize_arrival",
     "summarize_load",
+    "summarize_quality",
     "summarize_speed",
     "weights_from_path",
 ]

@@ -36,7 +36,7 @@ from rigbench.analysis import (
 from rigbench.report._cells import Cell, Note, Section, Severity
 from rigbench.report._fmt import fmt_tok_s_median
 
-__all__ = ["EXPERIENCE_KEY", "Answer", "answer_lines", "answer_sections", "answer_table_across", "answers"]
+__all__ = ["EXPERIENCE_KEY", "Answer", "answer_lines", "answer_sections", "answer_table_across", "answers", "short_answer"]
 
 EXPERIENCE_KEY = (f"For a user: interactive = the first token within 1 s, then text faster than a person reads "
                   f"({READING_TOK_S:.1f} tok/s: 238 words a minute, Brysbaert 2019, at 4/3 tokens a word); waits = "
@@ -287,3 +287,31 @@ def answer_table_across(names: Sequence[str], analyses: Sequence[RunAnalysis]) -
         out.append(Section(title, ["run", *head], [[name, *r] for name, sec in runs for r in sec.rows], notes,
                            left_cols=first.left_cols + 1, lead=first.lead))
     return out
+
+
+def short_answer(speed: SpeedSummary | None, load: LoadSummary | None, quality: QualitySummary | None,
+                 agent: AgentSummary | None) -> str:
+    """The run's answer in a few words, for `rigbench ls`: the first scenario's decode speed (median, lowest
+    concurrency), a load run's saturation or highest rate, a quality score, the probes passed."""
+    parts: list[str] = []
+    if speed is not None and speed.rows:
+        r = min((x for x in speed.rows if x.scenario == speed.rows[0].scenario), key=lambda x: x.concurrency)
+        parts.append(f"{r.scenario} {fmt_tok_s_median(r.decode_tok_s)} tok/s")
+    if load is not None and load.windows:
+        sat = load.saturation
+        top = max(load.rates, key=lambda w: w.offered_rate_rps or 0.0, default=None)
+        if sat is not None:
+            parts.append(f"saturation {sat.throughput_rps:.3g} req/s")
+        elif top is not None:
+            parts.append(f"{top.throughput_rps:.3g} of {top.offered_rate_rps or 0:.3g} req/s")
+        else:
+            w = load.windows[0]
+            parts.append(f"{w.mode} {w.throughput_rps:.3g} req/s")
+    if quality is not None and quality.mmlu_pro is not None:
+        parts.append(f"MMLU-Pro {100 * quality.mmlu_pro.overall.p:.1f}%")
+    elif quality is not None and quality.packs:
+        p = quality.packs[0].overall
+        parts.append(f"{quality.packs[0].pack} {p.k}/{p.n}")
+    if agent is not None and agent.probes:
+        parts.append(f"probes {agent.verdict_counts.get('pass', 0)}/{len(agent.probes)} pass")
+    return "; ".join(parts[:2]) or "–"
