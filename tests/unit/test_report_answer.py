@@ -147,3 +147,19 @@ def test_the_default_runs_first_screen_fits_80_by_50(runs: dict[str, RunAnalysis
     for s in ("verdict UNTRUSTED", "How fast", "chat_short", "summarization", "first token", "decode"):
         assert s in screen, s
     assert "Startup" in screen  # the details start on the first screen: the answer before them is short
+
+
+@pytest.mark.parametrize(("persona", "gate_passes"), [(None, False), ("healthy", True)])
+def test_the_readmes_emulate_line_says_what_the_gate_makes_of_it(tmp_path: Path, persona: str | None,
+                                                                 gate_passes: bool) -> None:
+    """Issue 30 item 8: README's `rigbench emulate` line: without --answers (persona "healthy") the emulator's
+    filler replies fail the known-answer gate, with it they pass."""
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert "rigbench emulate --port 8000 --answers" in readme and "its replies are filler" in readme
+    with EmulatorProcess(FAST.model_copy(update={"persona": persona})) as emu:
+        res = invoke("run", "--endpoint", emu.url, "--scenarios", "chat_short", "--repetitions", "1", "--warmup",
+                     "0", "--allow-busy-host", "--allow-untrusted", "--out", str(tmp_path))
+    assert res.traceback is None, res.traceback
+    [run] = [p for p in tmp_path.iterdir() if p.is_dir()]
+    [gate] = list(RunReader(run).raw_records("sanity"))
+    assert gate["trusted"] is gate_passes, gate["reasons"]
