@@ -143,3 +143,30 @@ def test_the_panels_more_reasons_line_says_where_they_are() -> None:
     render_terminal(other, c)
     flat = " ".join(c.file.getvalue().split())  # type: ignore[attr-defined]
     assert "and 3 more UNTRUSTED reasons (every one: rigbench report" in flat and "--markdown FILE)" in flat
+
+
+def test_a_wide_speed_table_splits_by_columns_at_80_instead_of_cutting_the_aggregate() -> None:
+    """Issue 30 item 8: at 80 columns the speed table clipped its aggregate column when concurrency > 1 (the
+    full profile's shapes, four levels, figures of five digits with their spread)."""
+    from rigbench.analysis import Stat
+
+    speed = _analysis(GOLDEN / "emulator_a").speed
+    assert speed is not None
+    big = Stat(n=40, median=12345.6, mean=12345.6, std=1234.5, min=1.0, max=2e4, p90=1.5e4, p99=1.9e4)
+    rows = [speed.rows[0].model_copy(update={"scenario": sc, "concurrency": c, "input_tokens_target": 16384,
+                                             "output_tokens_target": 1024, "e2e_tok_s": big, "decode_tok_s": big,
+                                             "ttft_s": big, "itl_mean_s": big, "aggregate_tok_s": big,
+                                             "tokens_per_chunk": 1.5})
+            for sc in SCENARIOS for c in (1, 2, 4, 8)]
+    c = _console(80)
+    from rigbench.report._cells import section_terminal
+    from rigbench.report._speed import speed_section
+
+    section_terminal(c, speed_section(speed.model_copy(update={"rows": rows})), layout="simple")
+    text = c.file.getvalue()  # type: ignore[attr-defined]
+    _fits(text, 80)
+    # every figure whole, in every row: e2e, decode and aggregate tok/s, TTFT and ITL (ms)
+    assert "agg" in text and text.count("12346±1234") == 3 * 16
+    assert text.count("12345600±1234500") == 16 and text.count("12345600.0±1234500.0") == 16
+    figures = [line for line in text.splitlines() if "±" in line and "standard deviation" not in line]
+    assert all(line.split()[0] in SCENARIOS for line in figures)  # no row folds into a tall cell
