@@ -1,7 +1,9 @@
 """Under CI=true, fail the session when a test skipped that tests/allowed_skips.txt does not list.
 
 A skip hides a test that did not run; in CI, where everything the tests need is installed, every
-skip must be one the project decided to accept and wrote down with its reason. The hooks here are
+skip must be one the project decided to accept and wrote down with its reason. An xfail is a skip
+too (its failure judged nothing), and so is an xpass (a non-strict xfail that passed: nothing says
+whether it should have). The hooks here are
 imported by tests/conftest.py. `RIGBENCH_ALLOWED_SKIPS` names another list (this module's own
 tests use it).
 """
@@ -49,7 +51,12 @@ def pytest_collectreport(report: pytest.CollectReport) -> None:
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    if report.skipped and not hasattr(report, "wasxfail"):
+    xfail = getattr(report, "wasxfail", None)
+    if xfail is not None and (report.skipped or report.passed):
+        what = "xfail" if report.skipped else "xpass (marked xfail, passed)"
+        reason = str(xfail).removeprefix("reason: ")
+        _skipped[report.nodeid] = f"{what}: {reason}" if reason else what
+    elif report.skipped:
         longrepr: Any = report.longrepr
         why = str(longrepr[2]) if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
         _skipped[report.nodeid] = why.removeprefix("Skipped: ")

@@ -13,15 +13,16 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from rigbench.analysis import STEAL_CORES_MAX, analyze_run
+from rigbench.analysis import analyze_run, assess_host
 from rigbench.records import HostConditions
-from rigbench.rig._host import cpu_stat
 from rigbench.store import RunReader
+from tests.needs import missing
+from tests.side_meter import SideMeter, WindowCall, call_window
 
 pytestmark = pytest.mark.live
 
@@ -76,28 +77,15 @@ def test_a_busy_neighbour_untrusts_the_speed_figures_and_allow_busy_host_keeps_t
     assert "host busy" in kept.stdout and "Host conditions: busy in 1 of 1 windows" in kept.stdout
 
 
-def _others_cores(run: Callable[[], subprocess.CompletedProcess[str]]) -> tuple[subprocess.CompletedProcess[str], float]:
-    """Run `run`, and measure on the side, with no help from rigbench, how many cores processes outside this
-    test's own tree used meanwhile: all CPUs' busy time (/proc/stat) less this process's and its reaped
-    children's (rigbench, and the llama-server it reaped), over the wall time."""
-    def busy() -> float:
-        return sum(b for b, _ in cpu_stat(Path("/proc/stat").read_text()).per_cpu.values())
-
-    def ours() -> float:
-        t = os.times()
-        return t.user + t.system + t.children_user + t.children_system
-
-    b0, o0, w0 = busy(), ours(), time.monotonic()
-    res = run()
-    return res, max(0.0, (busy() - b0) - (ours() - o0)) / (time.monotonic() - w0)
-
-
 def test_a_rate_window_beside_a_busy_neighbour_is_untrusted_and_a_quiet_one_is_not(tmp_path: Path) -> None:
     """The load suite's windows are judged as the speed suite's: a --rate run with the neighbour is UNTRUSTED
     naming its window ("load/r0 rate=2/s"). Control: the same run without it. On a shared box other people's
-    work may make that run busy too, rightly; so the control is judged against this test's own measure of
-    the others' cores over the run: clearly quiet (under 0.10) must give no finding, clearly busy (over
-    0.40) may, and in between the finding must agree with its window's record."""
+    work (or the hypervisor) may make that run busy too, rightly; so the control's window is judged against
+    this test's own side meter (tests/side_meter.py, measuring beside rigbench with none of its code): seen
+    clearly quiet, it must not be called busy and the run is trusted but for the skipped gate; seen clearly
+    busy, it must be called busy; rigbench's figures must agree with the meter's. Tried up to three times
+    until the window was clearly quiet; a host never quiet enough is a control that could not judge: a
+    failure under CI=true, never a pass."""
     rate = ["--rate", "2", "--arrival", "constant", "--requests", "6", "--input-tokens", "64", "--output-tokens",
             "32", "--no-sanity", "--threads", "1"]
 
@@ -120,20 +108,25 @@ def test_a_rate_window_beside_a_busy_neighbour_is_untrusted_and_a_quiet_one_is_n
     assert rec.engine == "launched" and rec.engine_name == "llama-server" and rec.rate_rps == 2
     assert rec.other_cpu_s is not None and rec.other_cpu_s / rec.wall_s >= 0.5
 
-    quiet, others = _others_cores(lambda: run(tmp_path / "quiet"))
-    [quiet_dir] = [d for d in (tmp_path / "quiet").iterdir() if d.is_dir()]
-    reasons = json.loads((quiet_dir / "run.json").read_text())["trust"]["reasons"]
-    found = [r for r in reasons if r.startswith("host busy")]
-    [rec] = RunReader(quiet_dir).records("host_conditions", HostConditions)
-    assert rec.window == "load/r0 rate=2/s" and rec.other_cpu_s is not None
-    seen = f"others used {others:.2f} cores by this test's own measure; {reasons}; {quiet.stdout[-2000:]}"
-    # hypervisor steal is outside every process's CPU time and this test's measure: a finding naming it is right
-    stolen = rec.steal_s is not None and rec.steal_s / rec.wall_s >= STEAL_CORES_MAX
-    if others < 0.10:
-        assert rec.other_cpu_s / rec.wall_s < 0.25 and bool(found) == stolen, seen  # no process blamed when quiet
-    elif others <= 0.40:
-        assert bool(found) == (rec.other_cpu_s / rec.wall_s >= 0.25 or stolen), seen  # the verdict is its record's
-    assert set(reasons) - set(found) == {"the sanity gate was skipped (--no-sanity): answers were not checked"}, seen
+    gate = "the sanity gate was skipped (--no-sanity): answers were not checked"
+    seen: list[WindowCall] = []
+    for attempt in range(3):
+        with SideMeter() as meter:
+            quiet = run(tmp_path / f"quiet{attempt}")
+        [quiet_dir] = [d for d in (tmp_path / f"quiet{attempt}").iterdir() if d.is_dir()]
+        reasons = json.loads((quiet_dir / "run.json").read_text())["trust"]["reasons"]
+        [rec] = RunReader(quiet_dir).records("host_conditions", HostConditions)
+        assert rec.window == "load/r0 rate=2/s" and rec.engine_name == "llama-server", quiet.stdout + quiet.stderr
+        [row] = assess_host([rec]).rows
+        call = call_window(meter, rec, row.busy)
+        found = [r for r in reasons if r.startswith("host busy")]
+        assert bool(found) == call.called_busy and set(reasons) - set(found) == {gate}, f"{call}; {reasons}"
+        seen.append(call)
+        if call.expected == "quiet":
+            break
+    if not any(c.expected == "quiet" for c in seen):
+        missing("the host was never clearly quiet over the rate window in 3 tries, so the quiet control could "
+                f"not judge: {'; '.join(str(c) for c in seen)}")
 
 
 def test_a_starved_multi_threaded_engine_stops_within_a_minute_not_an_hour(

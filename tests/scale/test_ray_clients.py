@@ -127,6 +127,7 @@ def test_merged_run_aggregate_is_the_actors_sum_and_an_unpinnable_clock_untrusts
 
     batches = [b for b in reader.records("speed_batch", SpeedBatch) if b.concurrency == 64 and not b.warmup]
     shares = reader.records("client_share", ClientShare)
+    assert len(batches) == 2  # repetitions=2 at c=64: the loop below must judge something
     for b in batches:
         mine = [s for s in shares if s.batch_unit_id == b.unit_id]
         assert len(mine) == 4 and b.started_ns == min(s.started_ns for s in mine)

@@ -30,9 +30,10 @@ from rigbench.records import StreamResult
 from rigbench.testing import Delay, EmulatorProcess, EmulatorScript, compare_with_truth
 from rigbench.testing._accuracy import AccuracyReport
 from rigbench.testing._accuracy_check import AccuracyVerdict, RunQueueClock, judge_accuracy, own_lateness
+from tests.needs import missing_module
 
 if sys.platform != "linux":  # the judge needs the kernel's arrival stamps (SO_TIMESTAMPNS) and schedstat
-    pytest.skip("timing accuracy is judged on Linux (kernel arrival stamps)", allow_module_level=True)
+    missing_module("timing accuracy is judged on Linux (kernel arrival stamps)")
 
 BOUND_S = 0.001
 BODY = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}

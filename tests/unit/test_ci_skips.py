@@ -74,6 +74,46 @@ def test_under_ci_a_module_that_would_skip_itself_is_an_error(tmp_path: Path) ->
     assert p.returncode in (0, 5) and "1 skipped" in p.stdout, p.stdout
 
 
+XFAILS = '''
+import pytest
+
+def test_runs():
+    pass
+
+@pytest.mark.xfail(reason="the frobnicator is broken")
+def test_expected_to_fail():
+    assert False
+
+@pytest.mark.xfail(reason="the frobnicator may be broken")
+def test_expected_to_fail_but_passes():
+    pass
+
+def test_gives_up_at_run_time():
+    pytest.xfail("no frobnicator answered")
+'''
+
+
+def test_under_ci_an_xfail_and_an_xpass_are_skips_that_must_be_listed(tmp_path: Path) -> None:
+    """An xfail judged nothing (the test's failure was expected, whatever failed), and an xpass (non-strict)
+    neither: under CI both fail the run unless the list names them, as a skip does."""
+    p = _pytest(tmp_path, XFAILS, ci=True)
+    assert p.returncode == 1, p.stdout
+    said = p.stdout[p.stdout.index("skips not allowed under CI"):]
+    assert "3 test(s) skipped" in said, said
+    assert "test_things.py::test_expected_to_fail: xfail: the frobnicator is broken" in said, said
+    assert "test_things.py::test_expected_to_fail_but_passes: xpass (marked xfail, passed): the frobnicator may " \
+           "be broken" in said, said
+    assert "test_things.py::test_gives_up_at_run_time: xfail: no frobnicator answered" in said, said
+    assert "test_things.py::test_runs" not in said
+    listed = "".join(f"test_things.py::{t}  # accepted\n" for t in ("test_expected_to_fail",
+                                                                    "test_expected_to_fail_but_passes",
+                                                                    "test_gives_up_at_run_time"))
+    p = _pytest(tmp_path, XFAILS, ci=True, allowed=listed)  # control: listed, they pass the run
+    assert p.returncode == 0 and "not allowed" not in p.stdout, p.stdout
+    p = _pytest(tmp_path, XFAILS, ci=False)  # control: outside CI an xfail is what pytest says it is
+    assert p.returncode == 0 and "1 passed, 2 xfailed, 1 xpassed" in p.stdout, p.stdout
+
+
 def test_the_shipped_list_parses_and_the_comparison_is_by_test_id() -> None:
     listed = allowed_skips(DEFAULT_LIST)
     assert all("::" in t or t.endswith(".py") for t in listed), listed

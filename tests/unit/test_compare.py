@@ -202,3 +202,64 @@ def test_compare_says_when_one_side_measured_windows_on_a_busy_host(tmp_path: Pa
     # control: the two quiet (unrecorded) runs draw no such note
     quiet = invoke("compare", str(golden / "emulator_a"), str(golden / "emulator_b"))
     assert "busy host" not in quiet.stdout
+
+
+@pytest.mark.parametrize(("k_a", "n_a", "k_b", "n_b", "low", "high"), [
+    (56, 70, 48, 80, 0.0524, 0.3339),
+    (9, 10, 3, 10, 0.1705, 0.8090),
+    (5, 56, 0, 29, -0.0381, 0.1926),
+    (0, 10, 0, 20, -0.1611, 0.2775),
+    (0, 10, 0, 10, -0.2775, 0.2775),
+    (10, 10, 0, 20, 0.6791, 1.0),
+    (10, 10, 0, 10, 0.6075, 1.0),
+])
+def test_the_accuracy_interval_is_newcombes_to_four_decimals(k_a: int, n_a: int, k_b: int, n_b: int, low: float,
+                                                            high: float) -> None:
+    """The 95% interval of a difference of two accuracies against Newcombe (1998, Statistics in Medicine 17:873,
+    Table II, method 10: the hybrid score interval), including the zero and full counts where simpler intervals
+    collapse to a point."""
+    from rigbench.analysis._verdict import proportion_diff_interval
+
+    ci = proportion_diff_interval(k_a, n_a, k_b, n_b, confidence=0.95)
+    assert ci.diff == pytest.approx(k_a / n_a - k_b / n_b)
+    assert (round(ci.low, 4), round(ci.high, 4)) == (low, high)
+
+
+def test_a_paired_interval_narrows_only_with_many_identical_answers() -> None:
+    """Paired (the same items): 200 items, 180 answered alike, is narrower than the unpaired interval of the
+    same counts; answers no more alike than chance give the unpaired interval."""
+    from rigbench.analysis._verdict import proportion_diff_interval
+
+    unpaired = proportion_diff_interval(150, 200, 140, 200, confidence=0.9)
+    paired = proportion_diff_interval(150, 200, 140, 200, confidence=0.9, both_right=135, both_wrong=45)
+    assert paired.diff == unpaired.diff and paired.low > unpaired.low and paired.high < unpaired.high
+    # ten identical answers: narrower than unpaired (+-0.33) but nowhere near the +-5 point margin; a hundred:
+    # within it. Without the continuity correction ten would already give a zero-width interval.
+    few = proportion_diff_interval(5, 10, 5, 10, confidence=0.9, both_right=5, both_wrong=5)
+    assert few.high - few.low > 0.25 and few.low < -0.05  # cannot be called "same within 5 points"
+    many = proportion_diff_interval(50, 100, 50, 100, confidence=0.9, both_right=50, both_wrong=50)
+    assert 0 < many.high - many.low < 0.05 and many.low > -0.05  # can
+    none = proportion_diff_interval(150, 200, 140, 200, confidence=0.9, both_right=105, both_wrong=15)
+    assert (none.low, none.high) == (unpaired.low, unpaired.high)  # answers as alike as chance: no narrowing
+
+
+def test_the_ratio_equivalence_test_is_two_welch_tests_on_the_scaled_baseline() -> None:
+    """TOST of B/A within [1 - M, 1 + M]: each bound is Welch's one-sided test of B against A scaled by the
+    bound, computed here by scipy on the raw samples (independent of rigbench's formula)."""
+    from scipy import stats
+
+    from rigbench.analysis._verdict import ratio_tost
+
+    rng = np.random.default_rng(3)
+    for n_a, n_b, shift in ((5, 7, 1.02), (12, 4, 0.97), (3, 3, 1.0)):
+        a, b = rng.normal(100, 4, n_a), rng.normal(100 * shift, 6, n_b)
+        got = ratio_tost(a.mean(), a.std(ddof=1), n_a, b.mean(), b.std(ddof=1), n_b, 0.05)
+        assert got is not None
+        low = stats.ttest_ind(b, 0.95 * a, equal_var=False, alternative="greater").pvalue
+        high = stats.ttest_ind(b, 1.05 * a, equal_var=False, alternative="less").pvalue
+        assert (got.p_low, got.p_high) == pytest.approx((low, high), rel=1e-9)
+        assert got.p == max(got.p_low, got.p_high)
+    # no test where it cannot be one: a side of one, a baseline of zero, no spread on either side
+    assert ratio_tost(100, 4, 1, 100, 4, 5, 0.05) is None and ratio_tost(100, 4, 5, 100, 4, 1, 0.05) is None
+    assert ratio_tost(0, 4, 5, 100, 4, 5, 0.05) is None and ratio_tost(100, 0, 5, 101, 0, 5, 0.05) is None
+    assert ratio_tost(100, 0, 5, 101, 2, 5, 0.05) is not None  # one side's spread is enough

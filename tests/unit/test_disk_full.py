@@ -17,6 +17,7 @@ import pytest
 
 from rigbench.store import RunReader
 from rigbench.testing import Delay, EmulatorProcess, EmulatorScript
+from tests.needs import missing
 from tests.unit.cli_inproc import invoke
 
 FAST = EmulatorScript(ttft=Delay(mean_ms=2), itl=Delay(mean_ms=1), output_tokens=64)
@@ -29,7 +30,7 @@ def tiny_disk(tmp_path: Path) -> Iterator[Path]:
     mnt.mkdir()
     res = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=300k", "tmpfs", str(mnt)], capture_output=True, text=True)
     if res.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here ({res.stderr.strip()}): the full-disk case needs root")
+        missing(f"cannot mount a tmpfs here ({res.stderr.strip()}): the full-disk case needs root")
     try:
         yield mnt
     finally:

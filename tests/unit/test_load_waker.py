@@ -26,9 +26,10 @@ from rigbench.store import RunWriter
 from rigbench.suites import SuiteContext
 from rigbench.suites.load import LoadSettings, LoadSuite, _schedule, sleep_until_ns
 from rigbench.testing._accuracy_check import RunQueueClock
+from tests.needs import missing_module
 
 if sys.platform != "linux":  # the timerfd and schedstat are Linux's
-    pytest.skip("the dispatcher's wake-ups are judged on Linux (timerfd, schedstat)", allow_module_level=True)
+    missing_module("the dispatcher's wake-ups are judged on Linux (timerfd, schedstat)")
 
 _perf_ns = time.perf_counter_ns
 

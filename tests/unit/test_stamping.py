@@ -101,6 +101,36 @@ def test_coalesced_reads_and_lateness_are_counted_per_read() -> None:
     assert request_timing(r).ttft_s == pytest.approx(0.0009)
 
 
+def test_a_run_of_kernel_and_user_stamped_requests_says_how_many_of_each_and_the_commonest_reason() -> None:
+    """A read that carried three chunks is one coalesced read, not two; the lateness is per read; the
+    realtime clock's uncertainty is the worst request's; user-space requests (and why: the reason most of
+    them share) are counted beside the kernel-stamped ones, and a request with no chunk is no request."""
+    from rigbench.records import ArrivalStamps
+
+    def kernel(unc: int) -> ArrivalStamps:
+        return ArrivalStamps(source="kernel", clock_offset_ns=0, clock_uncertainty_ns=unc)
+
+    three = StreamResult(sent_ns=0, chunk_ns=[1_000_000, 1_000_000, 1_000_000, 2_000_000],
+                         chunk_kernel_ns=[800_000, 800_000, 800_000, 1_999_000], arrival=kernel(300))
+    plain = StreamResult(sent_ns=0, chunk_ns=[1_000_000, 2_000_000], chunk_kernel_ns=[996_000, 1_998_000],
+                         arrival=kernel(1_200))
+    short = plain.model_copy(update={"chunk_kernel_ns": [996_000]})  # a stamp missing: not the kernel's timing
+    tls = StreamResult(sent_ns=0, chunk_ns=[5], arrival=ArrivalStamps(source="user", reason="TLS (https)"))
+    empty = StreamResult(sent_ns=0, arrival=ArrivalStamps(source="user", reason="never said"))
+    se = stamping_error([three, plain, short, tls, tls, empty])
+    assert (se.source, se.requests_kernel, se.requests_user) == ("mixed", 2, 3)
+    assert se.user_reason == "TLS (https)"  # two requests say it, one says nothing: the commonest reason
+    assert se.reads == 4 and se.coalesced_share == pytest.approx(1 / 4)
+    assert se.late_max_s == pytest.approx(0.0002) and se.late_p50_s == pytest.approx(0.000003)
+    assert se.late_p99_s == pytest.approx(0.000194, abs=1e-6)  # numpy's interpolation over the four reads
+    assert se.clock_uncertainty_max_s == pytest.approx(1.2e-6)
+    assert "3 of 5 requests on user-space stamps (TLS (https))" in stamping_text(se)
+    only_user = stamping_error([tls, short])
+    assert only_user.source == "user" and only_user.late_p50_s is None and only_user.clock_uncertainty_max_s is None
+    assert stamping_text(only_user) == "user-space stamps: TLS (https)"
+    assert stamping_error([empty]).source == "not recorded"
+
+
 def test_a_format_4_speed_request_loads_and_says_not_recorded() -> None:
     v4 = {"kind": "speed_request", "unit_id": "speed/chat_short/c1/r0/i0", "scenario": "chat_short",
           "concurrency": 1, "repetition": 0, "warmup": False, "index": 0, "input_tokens_target": 8,
@@ -125,7 +155,7 @@ def test_clock_offset_is_the_tightest_bracket() -> None:
 
 def test_loop_choice_is_irrelevant_to_the_reader() -> None:
     # the kernel-stamped reader uses only add_reader/sock_connect, which uvloop and asyncio both have
-    uvloop = pytest.importorskip("uvloop")
+    import uvloop  # a dependency on Linux (pyproject.toml): its absence is a failure, not a skip
 
     async def one() -> StreamResult:
         async with Emulator(_script()) as emu, ChatClient(emu.url) as c:
