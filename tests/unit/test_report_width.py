@@ -170,3 +170,39 @@ def test_a_wide_speed_table_splits_by_columns_at_80_instead_of_cutting_the_aggre
     assert text.count("12345600±1234500") == 16 and text.count("12345600.0±1234500.0") == 16
     figures = [line for line in text.splitlines() if "±" in line and "standard deviation" not in line]
     assert all(line.split()[0] in SCENARIOS for line in figures)  # no row folds into a tall cell
+
+
+def test_a_trusted_multi_concurrency_answer_splits_by_columns_at_80_never_into_cards() -> None:
+    """The first screen of a trusted run at several concurrencies (the "for a user" column, the lowest level's
+    figures and the highest level's aggregate): at 80 columns the answer table splits by columns, each part
+    repeating the scenario, one line per scenario, every figure whole; it never turns into cards (a card
+    per scenario broke the two-line headers apart and took 40 lines of the first screen)."""
+    from rigbench.analysis import Stat
+    from rigbench.store import TrustVerdict
+
+    a = _analysis(GOLDEN / "emulator_a")
+    assert a.speed is not None
+
+    def stat(v: float) -> Stat:
+        return Stat(n=40, median=v, mean=v, std=v / 10, min=v, max=v, p90=v, p99=v)
+
+    rows = [a.speed.rows[0].model_copy(update={
+        "scenario": sc, "concurrency": c, "input_tokens_target": 16384, "output_tokens_target": 1024,
+        "e2e_tok_s": stat(123.4), "decode_tok_s": stat(123.4), "ttft_s": stat(12.3 if sc == "summarization" else 0.5),
+        "aggregate_tok_s": stat(12345.6), "latency_not_measurable": None, "ttft_not_comparable": None})
+        for sc in SCENARIOS for c in (1, 2, 4, 8)]
+    trusted = a.model_copy(update={"speed": a.speed.model_copy(update={"rows": rows}), "warnings": [],
+                                   "header": a.header.model_copy(update={"trust": TrustVerdict(trusted=True)})})
+    c = _console(80)
+    render_terminal(trusted, c)
+    text = c.file.getvalue()  # type: ignore[attr-defined]
+    _fits(text, 80)
+    answer = text[text.index("How fast"):text.index("For a user:")]
+    assert "too slow to wait for" in answer and "c=8: tok/s" in answer
+    assert answer.count("12346 (123 each)") == 4 and answer.count("123 tok/s") == 4  # every figure, whole
+    # one line per scenario in each part of the split table (a card would give each scenario a heading line
+    # followed by "  column  value" lines)
+    for sc in SCENARIOS:
+        lines = [line for line in answer.splitlines() if line.split()[:1] == [sc]]
+        assert lines and all("16384→1024" in line for line in lines), (sc, answer)
+    assert len(answer.splitlines()) < 25, answer

@@ -60,7 +60,7 @@ def _wait(s: float | None) -> str:
 
 _LABELS: dict[str, tuple[str, Severity]] = {
     "interactive": ("interactive", "ok"), "waits": ("waits {wait}", "notable"),
-    "too slow": ("too slow: {wait} wait", "warn"), "slower than reading": ("slower than reading", "warn"),
+    "too slow": ("too slow to wait for", "warn"), "slower than reading": ("slower than reading", "warn"),
     "not judged": ("not judged", "muted")}
 
 

@@ -84,7 +84,7 @@ def render_terminal(a: RunAnalysis, console: Console) -> None:
     _findings_panel(a, console)
     for sec in answer_sections(a):
         console.print()
-        section_terminal(console, sec, notes_indent="")
+        section_terminal(console, sec, layout="simple", notes_indent="")
     warnings = _other_findings(a)
     if warnings:
         console.print()
