@@ -206,3 +206,18 @@ def test_a_trusted_multi_concurrency_answer_splits_by_columns_at_80_never_into_c
         lines = [line for line in answer.splitlines() if line.split()[:1] == [sc]]
         assert lines and all("16384→1024" in line for line in lines), (sc, answer)
     assert len(answer.splitlines()) < 25, answer
+
+
+@pytest.mark.parametrize("width", [80, 150])
+def test_ls_never_cuts_a_run_id_or_a_figure_when_the_headline_is_long(width: int) -> None:
+    """A run that measured speed and load has a two-part headline; with long run ids it cannot share one line
+    at 80 columns: the headline wraps, the ids and verdicts stay whole (they were cut to "20261129-19…" and "UN…")."""
+    runs = [RunListing(f"20261129-19{i}407-h200-depth15-a05e-long", "2026-11-29T19:14:07+00:00",
+                       "llamacpp b1234 with a long version", "SmolLM2-135M-Instruct.Q4_1-with-a-long-name",
+                       "speed,quality,agent,load", "complete", "UNTRUSTED", "781183611c45f3e6",
+                       "chat_short 89.8 tok/s; saturation 24.5 req/s") for i in range(2)]
+    text = _text(runs_table("runs", runs, width), width)
+    _fits(text, width)
+    assert all(r.run in text for r in runs) and text.count("UNTRUSTED") == 2
+    words = text.split()  # the headline may wrap between its words, never inside a figure
+    assert words.count("89.8") == 2 and words.count("24.5") == 2 and words.count("saturation") == 2

@@ -41,11 +41,13 @@ def _verdict(r: RunListing, *, with_status: bool) -> Text:
     return Text(visible(v), style=style)
 
 
-def _table(title: str, cols: Sequence[str], rows: list[list[Text]], caption: str | None) -> Table:
+def _table(title: str, cols: Sequence[str], rows: list[list[Text]], caption: str | None, *,
+           fold: Sequence[str] = ()) -> Table:
+    """`fold`: the columns that may wrap (the others never do, so no run id, date or verdict is cut)."""
     t = Table(title=Text(visible(title)), title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1),
               collapse_padding=True, pad_edge=False, caption=caption, caption_justify="left")
     for c in cols:
-        t.add_column(c, no_wrap=True)
+        t.add_column(c, no_wrap=c not in fold, overflow="fold")
     for r in rows:
         t.add_row(*r)
     return t
@@ -53,13 +55,14 @@ def _table(title: str, cols: Sequence[str], rows: list[list[Text]], caption: str
 
 def runs_table(title: str, runs: Sequence[RunListing], width: int) -> Table:
     """One row per run. Wide terminals get every column; narrower ones the run, its verdict (or status), its
-    model and its headline figure, dropping the model if even that does not fit; no name is cut."""
+    model and its headline figure, dropping the model if even that does not fit, then letting the headline
+    wrap (a run that measured speed and load has two figures); no name or figure is cut."""
     if width >= WIDE_COLUMNS:
         cols = ["run", "created", "engine", "model", "suites", "status", "verdict", "headline", "source data"]
         rows = [[Text(visible(v)) for v in (r.run, _when(r.created), r.engine, r.model, r.suites, r.status)]
                 + [_verdict(r, with_status=False), Text(visible(r.headline)), Text(visible(r.source_data))]
                 for r in runs]
-        return _table(title, cols, rows, None)
+        return _table(title, cols, rows, None, fold=("engine", "model", "suites", "headline"))
     caption = ("At 150 columns or more: created, engine, suites, status and source data too. "
                "One run in full: rigbench report RUN.")
     with_model = [[Text(visible(r.run)), _verdict(r, with_status=True), Text(visible(r.model)),
@@ -69,4 +72,4 @@ def runs_table(title: str, runs: Sequence[RunListing], width: int) -> Table:
     if console.measure(t).maximum <= width:
         return t
     return _table(title, ["run", "verdict", "headline"], [[r[0], r[1], r[3]] for r in with_model],
-                  caption.replace("created, engine", "created, engine, model"))
+                  caption.replace("created, engine", "created, engine, model"), fold=("headline",))
