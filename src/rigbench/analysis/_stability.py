@@ -21,10 +21,12 @@ is judged against its own.
   the figures move more between repetitions than a comparison of two rigs can see through.
 
 One finding per series, the most specific: a change, else outliers, else unstable (a change or an
-outlier widens the spread too). Each rule is built so that a quiet host's run of 8 judged series at 5
-repetitions draws a warning in under 1 run in 100 (normal spread up to QUIET_SPREAD: per series under
-0.1%); what that costs is the smallest effect each rule can name at n repetitions
-(`detectable`), which the report states. With fewer than MIN_REPETITIONS values nothing is judged.
+outlier widens the spread too). The rules are built so that a quiet host's default run (8 judged series at 5
+repetitions) draws a warning in under 1 run in 100: simulated with the spreads quiet runs show (CVs up to
+10.4%, root mean square 5.8%), 0.03% of runs; with every series at a normal 8% spread, 0.07%; only if every
+series spread the whole 10% would it reach 1.6% (per series 0.2%). What that costs is the smallest effect each
+rule can name at n repetitions (`detectable`), which the report states. With fewer than MIN_REPETITIONS values
+nothing is judged.
 """
 
 from __future__ import annotations
@@ -144,7 +146,8 @@ def judge_series(values: Sequence[float], *, rules: StabilityRules = DEFAULT_RUL
     if outliers:
         return Findings(None, None, outliers, False)
     mean = statistics.fmean(x)
-    cv = statistics.stdev(x) / mean if mean > 0 else 0.0
+    # sample standard deviation in floats (statistics.stdev is exact, in fractions: 3/4 of a calibration's time)
+    cv = math.sqrt(sum((v - mean) ** 2 for v in x) / (n - 1)) / mean if mean > 0 else 0.0
     return Findings(None, None, [], cv > _cv_bar(n, rules))
 
 
@@ -259,9 +262,12 @@ def stability_warnings(stab: list[SeriesStability]) -> list[str]:
             cause = ("the first measured repetition alone was slow: the engine was still warming up; raise "
                      "--warmup" if warming else "a one-off interruption is likely: repeat the run, or raise "
                      "--repetitions so one value weighs less")
+            # the spread the rule judged against (judge_series): the series' own, or a quiet host's if wider
+            own = 1.4826 * float(np.median([abs(v - med) for v in first.values]))
+            spread = ("the series' own spread" if own > QUIET_SPREAD * med else
+                      f"the spread of a quiet host's repetitions ({QUIET_SPREAD:.0%} of the median)")
             out.append(f"Outlier: {where}: {_reps(first.outliers)} of {n} {'is' if len(devs) == 1 else 'are'} "
-                       f"{size} the median, over {OUTLIER_Z:g} times the spread of a quiet host's repetitions: "
-                       f"{cause}")
+                       f"{size} the median, over {OUTLIER_Z:g} times {spread}: {cause}")
         else:
             cvs = " and ".join(f"{s.cv:.0%}" for s in group if s.cv is not None)
             out.append(f"Unstable: {where}: CV {cvs} over {n} repetitions, above {UNSTABLE_CV:.0%} beyond chance "
