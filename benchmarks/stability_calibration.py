@@ -23,7 +23,7 @@ longer than N into runs of N consecutive repetitions (a run of `--repetitions 10
 judged the same way. A disturbed corpus (`record --disturb`) reports which runs named the disturbed window.
 
 `record`: `rigbench run` N times (the default run unless options follow `--`), each in a directory under
-`--out`. `--disturb neighbour` starts one `while True: pass` process on the run's cores once the record
+`--out`. `--disturb neighbour` starts one `while True: pass` process pinned to the engine's cores once the record
 `--at` names is written (a unit id prefix; the default, after repetition 1 of chat_long_context, disturbs
 repetitions 2-4 of that window); `--disturb throttle` instead stops and continues the engine's processes
 (SIGSTOP / SIGCONT, `--duty` of each 100 ms running), as a CPU quota or a throttled core would. Disturbed
@@ -265,12 +265,43 @@ def _wait_for_record(records: Path, prefix: str, proc: subprocess.Popen[bytes]) 
     return False
 
 
+# What a served engine's command line holds: llama-server (built, or the prebuilt's xserver.py), vLLM.
+_ENGINE_WORDS = ("llama-server", "xserver", "vllm")
+
+
 def _engine(proc: subprocess.Popen[bytes]) -> list[psutil.Process]:
+    """The engine's processes under the `rigbench run` process (none when it attached to an endpoint)."""
     try:
         kids = psutil.Process(proc.pid).children(recursive=True)
     except psutil.Error:
         return []
-    return [k for k in kids if "llama" in (k.name() or "") or "vllm" in " ".join(k.cmdline()[:2])]
+    out = []
+    for k in kids:
+        with contextlib.suppress(psutil.Error):
+            if any(w in " ".join(k.cmdline()[:3]) for w in _ENGINE_WORDS):
+                out.append(k)
+    return out
+
+
+def _cores(engine: list[psutil.Process]) -> list[int]:
+    """The cores the engine may run on (the run's own when no engine process is found)."""
+    cpus: set[int] = set()
+    for p in engine:
+        with contextlib.suppress(psutil.Error):
+            cpus.update(p.cpu_affinity() or [])
+    return sorted(cpus) or sorted(os.sched_getaffinity(0))
+
+
+def _neighbour(cores: list[int]) -> subprocess.Popen[bytes]:
+    """One busy loop, pinned to `cores`."""
+    p = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        psutil.Process(p.pid).cpu_affinity(cores)
+    except BaseException:
+        p.kill()
+        p.wait()
+        raise
+    return p
 
 
 def _throttle(procs: list[psutil.Process], duty: float, stop: threading.Event, period_s: float = 0.1) -> None:
@@ -297,6 +328,7 @@ def record(n: int, out: Path, disturb: str | None, at: str, duty: float, extra: 
         log = (out / f"run{i:03d}.log").open("wb")
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
         started: float | None = None
+        applied: dict[str, Any] = {}
         neighbour: subprocess.Popen[bytes] | None = None
         stop = threading.Event()
         thread: threading.Thread | None = None
@@ -307,11 +339,18 @@ def record(n: int, out: Path, disturb: str | None, at: str, duty: float, extra: 
                 recs = next(iter(run_out.glob("*/records.jsonl")), None)
                 if recs is not None and _wait_for_record(recs, at, proc):
                     started = time.time() - t0
+                    engine = _engine(proc)
+                    applied = {"engine_pids": [p.pid for p in engine]}
                     if disturb == "neighbour":
-                        neighbour = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-                    else:
-                        thread = threading.Thread(target=_throttle, args=(_engine(proc), duty, stop), daemon=True)
+                        # on the engine's cores: elsewhere, on a host with idle cores, it would disturb nothing
+                        neighbour = _neighbour(_cores(engine))
+                        applied["neighbour_cores"] = psutil.Process(neighbour.pid).cpu_affinity()
+                    elif engine:
+                        thread = threading.Thread(target=_throttle, args=(engine, duty, stop), daemon=True)
                         thread.start()
+                    else:  # nothing to throttle: said, never counted as a disturbed run that went unnoticed
+                        applied["not_applied"] = "no engine process under the run (attached to an endpoint?)"
+                        print(f"run {i}: throttle not applied: {applied['not_applied']}", file=sys.stderr)
             rc = proc.wait()
         finally:
             stop.set()
@@ -328,7 +367,7 @@ def record(n: int, out: Path, disturb: str | None, at: str, duty: float, extra: 
                 proc.wait()
             log.close()
         row = {"run": i, "exit": rc, "elapsed_s": round(time.time() - t0, 1), "disturbed_at_s": started,
-               "load_avg": os.getloadavg()}
+               **applied, "load_avg": os.getloadavg()}
         done.append(row)
         print(json.dumps(row), flush=True)
     return done
