@@ -81,6 +81,10 @@ def test_an_interrupted_run_says_it_did_not_finish_on_the_first_screen(tmp_path:
     verdict = page[page.index("<h2>Verdict</h2>"):page.index("<h2>Headline figures</h2>")]
     assert "this run did not finish" in verdict
     assert "<td>incomplete</td>" in page
+    # issue 30 item 5: no Markdown syntax on the page: rigbench's own `command` spans are drawn as <code>
+    assert "continue it with <code>rigbench run --resume " in verdict  # (the temporary path hidden)
+    visible = re.sub(r"<style>.*?</style>|<svg.*?</svg>|<[^>]+>", " ", page, flags=re.S)
+    assert "`" not in visible, visible[max(0, visible.find("`") - 80):visible.find("`") + 80]
 
 
 def test_ten_runs_at_once_stay_readable() -> None:
