@@ -95,7 +95,12 @@ def _suites_html(names: Sequence[str], suites: Sequence[SuiteComparison]) -> lis
 
 
 def _clip(text: str, n: int) -> str:
-    return text if len(text) <= n else text[: n - 1] + "…"
+    """`text` cut to `n` characters; a `code span` cut open is closed after the ellipsis (else its backtick
+    would show on the page instead of a <code>)."""
+    if len(text) <= n:
+        return text
+    cut = text[: n - 1] + "…"
+    return cut + "`" if cut.count("`") % 2 else cut
 
 
 def _plot(title: str, svg: str | None, missing: str) -> str:
