@@ -113,6 +113,11 @@ def test_runs_are_labelled_by_their_flags_or_model_never_by_the_port_they_happen
     assert by_model == ["run_v1 (qwen3-0.6b)", "run_v1 (smollm2)"]
     only_port = rig_labels(["run_v1", "run_v1"], [run("47501"), run("37947")])  # nothing else differs: the time
     assert not any("port" in x for x in only_port) and len(set(only_port)) == 2
+    # one launched with --port, the other on llama-server's default port: still no difference between the rigs
+    i = fp.argv.index("--port")
+    default_port = h.model_copy(update={"fingerprint": fp.model_copy(update={"argv": fp.argv[:i] + fp.argv[i + 2:]})})
+    one_port = rig_labels(["run_v1", "run_v1"], [run("47501", "-np", "4"), default_port])
+    assert not any("port" in x or "PORT" in x for x in one_port) and one_port[0] == "run_v1 (np=4)", one_port
 
 
 @pytest.mark.parametrize(("source", "basis"), [("probed on this machine: stream copy", "probed"),
