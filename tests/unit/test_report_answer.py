@@ -163,3 +163,20 @@ def test_the_readmes_emulate_line_says_what_the_gate_makes_of_it(tmp_path: Path,
     [run] = [p for p in tmp_path.iterdir() if p.is_dir()]
     [gate] = list(RunReader(run).raw_records("sanity"))
     assert gate["trusted"] is gate_passes, gate["reasons"]
+
+
+def test_a_skipped_scenario_is_a_note_in_the_answer_and_the_speed_table_never_a_row_of_empty_figures() -> None:
+    """Issue 30 item 6: `--profile full` on the embedded rig skips the shapes that do not fit its context; the
+    report names each with its reason, as a note, in every format, and its tables hold only measured rows."""
+    a = analyze_run(RunReader(ROOT / "tests" / "golden" / "run_v1"))
+    assert a.speed is not None
+    reason = "needs 16512 tokens of context, the server serves 8192 per request"
+    skipped = a.model_copy(update={"speed": a.speed.model_copy(update={"skipped": {"long_summary": reason}})})
+    term = _terminal(skipped)
+    speed = term[term.index("\nSpeed\n"):term.index("Latency percentiles")]
+    assert f"Skipped: long_summary: {reason}." in " ".join(speed.split())
+    assert not [line for line in speed.splitlines() if line.lstrip().startswith("long_summary ")]  # no row
+    assert f"long_summary: skipped: {reason}" in " ".join(term[:term.index("\nSpeed\n")].split())  # the answer
+    md = render_markdown(skipped)
+    assert f"Skipped: long_summary: {reason}." in md and "| long_summary |" not in md.split("## Speed")[1]
+    assert f"long_summary: skipped: {reason}" in answer_lines(skipped)
