@@ -180,3 +180,25 @@ def test_a_skipped_scenario_is_a_note_in_the_answer_and_the_speed_table_never_a_
     md = render_markdown(skipped)
     assert f"Skipped: long_summary: {reason}." in md and "| long_summary |" not in md.split("## Speed")[1]
     assert f"long_summary: skipped: {reason}" in answer_lines(skipped)
+
+
+def test_what_the_figures_mean_for_a_user_is_said_only_for_a_trusted_run_on_a_quiet_host() -> None:
+    """A busy host kept by --allow-busy-host: the figures hold the host's load, so the answer does not call them
+    interactive (or too slow) and says why; the same run on a quiet host is judged."""
+    from rigbench.analysis import assess_host
+    from rigbench.records import HostConditions
+    from rigbench.store import TrustVerdict
+
+    a = analyze_run(RunReader(ROOT / "tests" / "golden" / "run_v1"))
+    trusted = a.model_copy(update={"header": a.header.model_copy(update={"trust": TrustVerdict(trusted=True)})})
+    win = HostConditions(unit_id="host/chat_short/c1", window="chat_short c=1", scenario="chat_short", concurrency=1,
+                         started_ns=0, ended_ns=2 * 10**9, engine="local", engine_pids=[42], cpus=[0, 1],
+                         busy_cpu_s=2.9, engine_cpu_s=0.9, rigbench_cpu_s=0.1, steal_s=0.0)
+    busy = trusted.model_copy(update={"sections": {**trusted.sections, "host": assess_host([win])}})
+    assert busy.sections["host"].busy
+    [quiet_sec] = [s for s in answer_sections(trusted) if s.title == "How fast"]
+    [busy_sec] = [s for s in answer_sections(busy) if s.title == "How fast"]
+    assert "for a user" in quiet_sec.head and "interactive" in [c for r in quiet_sec.texts for c in r]
+    assert "for a user" not in busy_sec.head
+    assert not {"interactive", "too slow to wait for"} & {c for r in busy_sec.texts for c in r}
+    assert any("the host was busy while it measured" in n.text for n in busy_sec.notes)
