@@ -422,7 +422,7 @@ def main() -> None:
     started = time.time()
     meta = {"host": platform.node(), "cpu_count": os.cpu_count(), "load_avg_at_start": os.getloadavg(),
             "command": " ".join(sys.argv), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-    rules = StabilityRules(**{k: getattr(args, k, v) for k, v in StabilityRules()._asdict().items()})
+    rules = StabilityRules(**{k: float(getattr(args, k, v)) for k, v in StabilityRules()._asdict().items()})
     result: dict[str, Any]
     if args.cmd == "simulate":
         cvs, resid, rho = corpus_residuals(args.corpus)
