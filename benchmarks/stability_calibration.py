@@ -422,7 +422,9 @@ def main() -> None:
     started = time.time()
     meta = {"host": platform.node(), "cpu_count": os.cpu_count(), "load_avg_at_start": os.getloadavg(),
             "command": " ".join(sys.argv), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-    rules = StabilityRules(**{k: float(getattr(args, k, v)) for k, v in StabilityRules()._asdict().items()})
+    given = vars(args)  # only `simulate` takes the rules' constants
+    rules = StabilityRules(*(float(given.get(k, v)) for k, v in zip(StabilityRules._fields, StabilityRules(),
+                                                                      strict=True)))
     result: dict[str, Any]
     if args.cmd == "simulate":
         cvs, resid, rho = corpus_residuals(args.corpus)
