@@ -24,7 +24,9 @@ has the score per module and every survivor with its diff; a survivor argued equ
 mutant cannot change what any user sees) is listed in benchmarks/mutation_equivalent.txt, one line
 each: `KEY  # why`. An entry that no longer matches a survivor is reported as stale.
 
-One worker, by design: run it under `nice -n 10` on a shared machine. Results and figures:
+One worker by default: run it under `nice -n 10` on a shared machine. On a quiet one, `--jobs N` runs N
+mutants at once (each worker its own copy of src/, every Nth pending mutant, one shared results file) and
+builds the coverage map in N pytest processes; the killers are confirmed and the summary written once all end. Results and figures:
 docs/benchmarks.md, "Mutation testing".
 """
 
@@ -157,39 +159,81 @@ class CoverageMap:
                            lines, {**self.test_files, **other.test_files}, other.src)
 
 
-def _run_map(files: Sequence[str], state: Path) -> CoverageMap:
-    out = state / "map-part.json"
-    out.unlink(missing_ok=True)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "benchmarks")]),
-           "RIGBENCH_MUTATION_MAP": str(out)}
+def _map_groups(files: Sequence[str], jobs: int, old: CoverageMap | None) -> list[list[str]]:
+    """The test files split into `jobs` groups of about equal running time (the last map's seconds per file;
+    a file it does not know weighs its size in bytes / 2,000, about a test's worth)."""
+    cost: dict[str, float] = {}
+    if old is not None:
+        for t, sec in zip(old.tests, old.seconds, strict=True):
+            cost[_test_file_of(t)] = cost.get(_test_file_of(t), 0.0) + sec
+    weight = {f: cost[f] if f in cost else (ROOT / f).stat().st_size / 2000 for f in files}
+    groups: list[list[str]] = [[] for _ in range(max(1, min(jobs, len(files))))]
+    load = [0.0] * len(groups)
+    for f in sorted(files, key=lambda f: -weight[f]):
+        k = load.index(min(load))
+        groups[k].append(f)
+        load[k] += weight[f]
+    return [sorted(g) for g in groups if g]
+
+
+def _run_map(files: Sequence[str], state: Path, jobs: int = 1, old: CoverageMap | None = None) -> CoverageMap:
+    """Run the test files under coverage, in `jobs` pytest processes at once (each its own files, map part,
+    log and temporary directory), and join their parts into one map."""
+    groups = _map_groups(files, jobs, old)
+    # src/ and benchmarks/ first; what the caller had on the path after them (packages installed with --target)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "benchmarks"), *[
+        p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]])}
     env.pop("CI", None)
     # pytest keeps the test files it rewrote (assertions) in tests/__pycache__: each mutant's child reads them
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    # the tests' temporary directories outside the repository: a test that runs pytest in one (tests/unit/
-    # test_ci_skips.py) must not find rigbench's own pyproject.toml above it
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "mutation_coverage", "-m", MARKERS,
-           f"--basetemp={Path(tempfile.gettempdir()) / 'rigbench-mutation-map'}", *files]
-    _say(f"coverage map: running {len(files)} test files under coverage (once; refreshed only for what changes)")
+    _say(f"coverage map: running {len(files)} test files under coverage in {len(groups)} process(es) "
+         "(once; refreshed only for what changes)")
     t0 = time.monotonic()
-    res = subprocess.run(cmd, cwd=ROOT, env=env)
-    if not out.exists():
-        raise SystemExit(f"the coverage run wrote no map (pytest exit {res.returncode}): {' '.join(cmd)}")
-    d = json.loads(out.read_text())
-    _say(f"coverage map: {len(d['tests'])} tests in {time.monotonic() - t0:.0f} s, {len(d['failed'])} failed "
+    procs: list[tuple[Path, list[str], subprocess.Popen[bytes]]] = []
+    try:
+        for k, group in enumerate(groups):
+            out = state / (f"map-part-{k}.json" if len(groups) > 1 else "map-part.json")
+            out.unlink(missing_ok=True)
+            # the tests' temporary directories outside the repository: a test that runs pytest in one (tests/unit/
+            # test_ci_skips.py) must not find rigbench's own pyproject.toml above it
+            cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "mutation_coverage", "-m",
+                   MARKERS, f"--basetemp={Path(tempfile.gettempdir()) / f'rigbench-mutation-map-{k}'}", *group]
+            log = None if len(groups) == 1 else (state / f"map-{k}.log").open("wb")
+            procs.append((out, cmd, subprocess.Popen(cmd, cwd=ROOT, env={**env, "RIGBENCH_MUTATION_MAP": str(out)},
+                                                     stdout=log, stderr=subprocess.STDOUT if log else None)))
+            if log is not None:
+                log.close()
+        joined = CoverageMap([], [], set(), {}, {}, _src_files())
+        for out, cmd, proc in procs:
+            code = proc.wait()
+            if not out.exists():
+                raise SystemExit(f"the coverage run wrote no map (pytest exit {code}; its log: {state}/map-*.log): "
+                                 f"{' '.join(cmd)}")
+            d = json.loads(out.read_text())
+            part = CoverageMap(d["tests"], d["seconds"], set(d["failed"]),
+                               {m: {int(k): v for k, v in ls.items()} for m, ls in d["lines"].items()}, {},
+                               joined.src)
+            joined = joined.merged(part, set())
+    finally:
+        for _, _, proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    _say(f"coverage map: {len(joined.tests)} tests in {time.monotonic() - t0:.0f} s, {len(joined.failed)} failed "
          "(left out of every mutant's tests)")
     current = {p: _sha((ROOT / p).read_bytes()) for p in files}
-    return CoverageMap(d["tests"], d["seconds"], set(d["failed"]),
-                       {m: {int(k): v for k, v in ls.items()} for m, ls in d["lines"].items()},
-                       {f: current[f] for f in files if f in current}, _src_files())
+    joined.test_files = {f: current[f] for f in files if f in current}
+    return joined
 
 
-def ensure_map(state: Path, remap: bool, dirs: Sequence[str] = TEST_DIRS) -> CoverageMap:
+def ensure_map(state: Path, remap: bool, dirs: Sequence[str] = TEST_DIRS, jobs: int = 1) -> CoverageMap:
     path = state / "map.json"
-    old = None if remap else CoverageMap.load(path)
+    known = CoverageMap.load(path)
+    old = None if remap else known
     files = _test_files(dirs)
     src = _src_files()
     if old is None:
-        fresh = _run_map(sorted(files), state)
+        fresh = _run_map(sorted(files), state, jobs, known)
         fresh.save(path)
         return fresh
     changed_src = {m for m, sha in src.items() if old.src.get(m) != sha}
@@ -203,7 +247,7 @@ def ensure_map(state: Path, remap: bool, dirs: Sequence[str] = TEST_DIRS) -> Cov
         return old
     if stale:
         _say(f"coverage map: {len(changed_src)} changed modules, {len(stale)} test files to map again")
-        part = _run_map(sorted(stale), state)
+        part = _run_map(sorted(stale), state, jobs, old)
     else:
         part = CoverageMap([], [], set(), {}, {}, src)
     part.src = src
@@ -296,13 +340,13 @@ class _Order:
 class Sandbox:
     """A temporary copy of src/ that one mutant at a time is written into; tests run in a forked child."""
 
-    def __init__(self, state: Path) -> None:
+    def __init__(self, state: Path, log_name: str = "last-mutant.log") -> None:
         self.dir = Path(tempfile.mkdtemp(prefix="rigbench-mutation-"))
         self.src = self.dir / "src"
         shutil.copytree(SRC, self.src / "rigbench", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
         compileall.compile_dir(self.src, quiet=1, invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
         self.state = state
-        self.log = state / "last-mutant.log"
+        self.log = state / log_name
         for name in PRELOAD:
             with contextlib.suppress(Exception):  # an optional library not installed: the child imports what it needs
                 __import__(name)
@@ -503,9 +547,15 @@ def _select(patterns: Sequence[str]) -> list[str]:
 
 
 def _git_commit() -> str:
-    res = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
-    dirty = subprocess.run(["git", "status", "--porcelain", "--", "src", "tests"], cwd=ROOT, capture_output=True,
-                           text=True).stdout.strip()
+    """The commit the mutants were made from ("unknown" in a copy without git or its history)."""
+    try:
+        res = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "src", "tests"], cwd=ROOT, capture_output=True,
+                               text=True).stdout.strip()
+    except OSError:
+        return os.environ.get("RIGBENCH_MUTATION_COMMIT", "unknown")
+    if res.returncode:
+        return os.environ.get("RIGBENCH_MUTATION_COMMIT", "unknown")
     return res.stdout.strip() + ("+uncommitted" if dirty else "")
 
 
@@ -533,12 +583,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--timeout-factor", type=float, default=4.0,
                     help="a mutant times out (counted killed) after this many times its tests' mapped duration "
                          "plus 60 s (default 4)")
+    ap.add_argument("-j", "--jobs", type=int, default=1, metavar="N",
+                    help="run N mutants at once, each in its own worker and copy of src/, and map with N pytest "
+                         "processes (default 1, for a shared machine; on a quiet one, its cores minus one)")
+    ap.add_argument("--shard", default=None, help=argparse.SUPPRESS)  # K/N: one worker of --jobs N
     ap.add_argument("--max", type=int, default=0, help="stop after running this many mutants (0: all)")
     ap.add_argument("--max-tests", type=int, default=0, metavar="N",
                     help="run each mutant against its N fastest covering tests only (0: all, the default): quicker "
                          "while developing tests, and never kills more than the full run would (a survivor of N "
                          "tests may die in the full run, not the reverse); its results are not kept for resume")
     args = ap.parse_args(argv)
+    if args.jobs < 1:
+        ap.error(f"--jobs must be at least 1 (got {args.jobs})")
+    if args.jobs > 1 and (args.max or args.max_tests):
+        ap.error("--jobs runs every pending mutant; use --max/--max-tests with one worker (--jobs 1)")
+    shard = _parse_shard(ap, args.shard)
 
     modules = _select(args.module)
     signal.signal(signal.SIGTERM, _interrupt)  # a kill ends the run as Ctrl-C does: results kept, copy removed
@@ -554,7 +613,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         out.write_text(json.dumps({"meta": _meta(modules), **s}, indent=1))
         return 0
 
-    cmap = ensure_map(state, args.remap, args.tests or TEST_DIRS)
+    cmap = ensure_map(state, args.remap and shard is None, args.tests or TEST_DIRS, args.jobs)
     readers = Readers()
     results = _load_results(results_path)
     plan: list[tuple[str, bytes, Mutant, list[str]]] = []
@@ -582,14 +641,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         return any(part in m.key for part in args.retest)
 
     seconds = dict(zip(cmap.tests, cmap.seconds, strict=True))
-    sandbox = Sandbox(state)
+    if args.jobs > 1 and shard is None:
+        code = _run_workers(args, state)
+        if code:
+            return code
+        results = _load_results(results_path)
+    sandbox = Sandbox(state, f"last-mutant-{shard[0]}.log" if shard else "last-mutant.log")
+    tag = f"w{shard[0]} " if shard else ""
     done = 0
     try:
         with results_path.open("a") as sink:
             while True:
                 pending = [p for p in plan if todo(*p[:3])]
-                _say(f"{len(plan)} mutants in {len(modules)} modules; {len(plan) - len(pending)} have a result, "
-                     f"{len(pending)} to run")
+                if shard is not None:
+                    pending = pending[shard[0]::shard[1]]
+                others = " or are another worker's" if shard else ""
+                _say(f"{tag}{len(plan)} mutants in {len(modules)} modules; {len(plan) - len(pending)} have a result"
+                     f"{others}, {len(pending)} to run")
                 t_start = time.monotonic()
                 for n, (module, source, m, tests) in enumerate(pending, 1):
                     if args.max and done >= args.max:
@@ -613,9 +681,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                     done += 1
                     eta = (time.monotonic() - t_start) / n * (len(pending) - n)
                     killer = f" by {o.killer.split('::')[-1][:60]}" if o.killer else ""
-                    _say(f"[{n}/{len(pending)}] {o.status:8} {module}:{m.line} {m.operator} "
+                    _say(f"{tag}[{n}/{len(pending)}] {o.status:8} {module}:{m.line} {m.operator} "
                          f"{m.original[:50]} -> {m.replacement[:40]} ({o.seconds:.1f} s, {o.ran}/{len(tests)} "
                          f"tests{killer}) eta {eta / 60:.0f} min")
+                if shard is not None:
+                    return 0  # the parent confirms the killers of every worker, then summarizes
                 bad = _confirm_killers(sandbox, results, modules, state)
                 if not bad - excluded or (args.max and done >= args.max):
                     break
@@ -630,6 +700,51 @@ def main(argv: Sequence[str] | None = None) -> int:
     _print_summary(s)
     out.write_text(json.dumps({"meta": _meta(modules), **s}, indent=1))
     _say(f"\nsummary: {out}")
+    return 0
+
+
+def _parse_shard(ap: argparse.ArgumentParser, text: str | None) -> tuple[int, int] | None:
+    if text is None:
+        return None
+    k, _, n = text.partition("/")
+    if not (k.isdigit() and n.isdigit() and 0 <= int(k) < int(n)):
+        ap.error(f"--shard takes K/N with 0 <= K < N (got {text!r})")
+    return int(k), int(n)
+
+
+def _run_workers(args: argparse.Namespace, state: Path) -> int:
+    """--jobs N: N copies of this command, each running every Nth pending mutant (--shard K/N) in its own copy of
+    src/ and appending to the one results file (one line per write, so lines never interleave). Returns 0 when
+    all finished; an interruption stops them all, their results kept."""
+    base = [sys.executable, str(Path(__file__).resolve()), "--state", str(state), "--jobs", "1",
+            "--timeout-factor", str(args.timeout_factor)]
+    for flag, values in (("-m", args.module), ("--operator", args.operator), ("--retest", args.retest),
+                         ("--tests", args.tests)):
+        for v in values:
+            base += [flag, v]
+    if args.retest_survivors:
+        base.append("--retest-survivors")
+    procs = [subprocess.Popen([*base, "--shard", f"{k}/{args.jobs}"], cwd=ROOT) for k in range(args.jobs)]
+    try:
+        codes = [p.wait() for p in procs]
+    except KeyboardInterrupt:
+        for p in procs:
+            if p.poll() is None:
+                p.terminate()
+        for p in procs:
+            p.wait()
+        _say(f"\ninterrupted; the results of every worker are kept in {state / 'results.jsonl'}: the same command "
+             "resumes with the rest")
+        return 130
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    failed = [(k, c) for k, c in enumerate(codes) if c]
+    if failed:
+        _say(f"workers ended badly (worker, exit code): {failed}; their logs are above, their results kept")
+        return 1
     return 0
 
 
@@ -673,7 +788,8 @@ def _confirm_killers(sandbox: Sandbox, results: dict[tuple[str, str], dict[str, 
 
 def _meta(modules: Sequence[str]) -> dict[str, Any]:
     return {"date": dt.date.today().isoformat(), "commit": _git_commit(), "modules": list(modules),
-            "host": f"{platform.node()} ({os.cpu_count()} cores)", "python": platform.python_version(),
+            "host": f"{platform.node()} ({os.cpu_count()} cores)", "load_avg": [round(x, 2) for x in os.getloadavg()],
+            "python": platform.python_version(),
             "command": " ".join([Path(sys.argv[0]).as_posix(), *sys.argv[1:]])}
 
 

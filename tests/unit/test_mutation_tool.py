@@ -139,3 +139,33 @@ def test_each_argued_equivalent_survivor_names_a_mutant_of_the_code_as_it_is(too
     stale = sorted(set(argued) - keys)
     assert not stale, ("benchmarks/mutation_equivalent.txt argues about mutants the code no longer has (the code "
                        f"changed: run `python benchmarks/mutation.py -m MODULE` and argue the survivors again): {stale}")
+
+
+def test_jobs_split_the_map_by_running_time_each_file_once(tool: tuple[ModuleType, ModuleType]) -> None:
+    mutation, _ = tool
+    files = [f"tests/unit/test_{c}.py" for c in "abcdef"]
+    # the last map's seconds per file: one slow file, the rest quick
+    old = mutation.CoverageMap([f"{f}::t" for f in files], [60.0, 5.0, 5.0, 5.0, 5.0, 5.0], set(), {}, {}, {})
+    groups = mutation._map_groups(files, 3, old)
+    assert sorted(f for g in groups for f in g) == sorted(files)  # every file mapped, none twice
+    assert len(groups) == 3
+    assert ["tests/unit/test_a.py"] in groups  # the slow file alone: the others share the rest
+    assert mutation._map_groups(files[:2], 8, old) == [[files[0]], [files[1]]]  # never an empty worker
+    assert mutation._map_groups(files, 1, old) == [sorted(files)]
+
+
+def test_a_bad_worker_count_or_shard_is_refused_with_the_value_seen(
+        tool: tuple[ModuleType, ModuleType], capsys: pytest.CaptureFixture[str]) -> None:
+    mutation, _ = tool
+    import argparse
+
+    ap = argparse.ArgumentParser()
+    assert mutation._parse_shard(ap, "2/5") == (2, 5)
+    assert mutation._parse_shard(ap, None) is None
+    for bad in ("5/5", "-1/3", "a/b", "3"):
+        with pytest.raises(SystemExit):
+            mutation._parse_shard(ap, bad)
+        assert bad in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        mutation.main(["--jobs", "0"])
+    assert "--jobs must be at least 1 (got 0)" in capsys.readouterr().err
