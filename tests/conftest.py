@@ -24,7 +24,7 @@ from rigbench.rig import (
     RigInfo,
     free_port,
 )
-from rigbench.rig.engines._llamacpp._build import build_llama_server, find_llama_server
+from rigbench.rig.engines._llamacpp._smoke import ensure_llama_server
 from tests.skip_check import (  # noqa: F401  (hooks: `requires` marker, CI skip check)
     pytest_collectreport,
     pytest_runtest_logreport,
@@ -35,16 +35,19 @@ from tests.skip_check import (  # noqa: F401  (hooks: `requires` marker, CI skip
 
 
 def _embedded_files() -> tuple[Path, Path]:
-    binary = find_llama_server()
-    if binary is None:
-        def report(done: int, total: int | None, msg: str) -> None:
-            if total and done % 25 == 0:
-                print(f"[rigbench tests] {msg}: {done}/{total}", file=sys.stderr, flush=True)
-
-        print("[rigbench tests] building llama-server once (cached afterwards)...", file=sys.stderr, flush=True)
-        binary = build_llama_server(report)
+    """The llama-server `rigbench run` would use here (RIGBENCH_LLAMA_SERVER's, else the prebuilt, else the
+    build: fetched or built once, smoke-tested, cached) and the model."""
     model = Path(os.environ["RIGBENCH_LLAMA_MODEL"]) if os.environ.get("RIGBENCH_LLAMA_MODEL") else EMBEDDED_MODEL.resolve()
-    return binary, model
+
+    def report(done: int, total: int | None, msg: str) -> None:
+        if total and done % 25 == 0:
+            print(f"[rigbench tests] {msg}: {done}/{total}", file=sys.stderr, flush=True)
+
+    def note(msg: str) -> None:
+        print(f"[rigbench tests] {msg}", file=sys.stderr, flush=True)
+
+    engine = ensure_llama_server(None, lambda: model, progress=report, note=note)
+    return Path(engine.path), model
 
 
 @pytest.fixture(scope="session", autouse=True)

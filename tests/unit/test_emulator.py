@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import pytest
 
@@ -127,3 +127,52 @@ def test_delay_distributions_have_their_means() -> None:
         xs = [d.draw_s(rng) for _ in range(20_000)]
         assert sum(xs) / len(xs) == pytest.approx(0.010, rel=0.03), dist
 
+
+
+async def test_slots_cap_the_requests_generating_at_once_and_queue_the_rest_in_order() -> None:
+    """A server's capacity (`slots`): with 2 slots, 6 requests at once generate two at a time, each waiting
+    for a slot in arrival order; a request whose client left while it waited never takes one. Control: no
+    limit, more than two overlap."""
+    import asyncio
+
+    def overlap(truth: list) -> int:  # most requests generating at once, from the true first and last writes
+        events = sorted([(t.chunk_ns[0], 1) for t in truth] + [(t.end_ns, -1) for t in truth])
+        most = now = 0
+        for _, d in events:
+            now += d
+            most = max(most, now)
+        return most
+
+    script = FAST.model_copy(update={"ttft": Delay(mean_ms=150), "itl": Delay(mean_ms=2)})
+    for slots in (2, None):
+        async with Emulator(script.model_copy(update={"slots": slots})) as e, ChatClient(e.url) as c:
+            results = await asyncio.gather(*(c.stream_chat(BODY) for _ in range(6)))
+            assert all(r.ok for r in results)
+            # capped: never more than 2 at once; the control overlaps more (all 6 unless a busy host
+            # staggered the sends by over a request's 166 ms)
+            assert overlap(e.truth) == 2 if slots else overlap(e.truth) > 2, slots
+            if slots:
+                # served in arrival order: each waited for the one two places ahead of it to end
+                ordered = sorted(e.truth, key=lambda t: t.received_ns)
+                for ahead, later in zip(ordered, ordered[2:], strict=False):
+                    assert later.chunk_ns[0] - ahead.end_ns >= 140e6  # its own TTFT (150 ms) began at that end
+                assert e.generating == 0 and not e._waiting
+    # a client that gives up while queued frees nothing it never held, and the next in line goes on
+    async with Emulator(script.model_copy(update={"slots": 1})) as e, ChatClient(e.url) as c:
+        async def until(cond: Callable[[], bool]) -> None:  # the server's own state, not a guess of its timing
+            for _ in range(2000):
+                if cond():
+                    return
+                await asyncio.sleep(0.001)
+            raise AssertionError("the emulator never got there")
+
+        first = asyncio.create_task(c.stream_chat(BODY))
+        await until(lambda: e.generating == 1)
+        async with ChatClient(e.url) as quitter:
+            waiting = asyncio.create_task(quitter.stream_chat(BODY))
+            await until(lambda: len(e._waiting) == 1)
+            waiting.cancel()
+        assert (await asyncio.wait_for(first, 5)).ok
+        after = await asyncio.wait_for(c.stream_chat(BODY), 5)  # hangs if the quitter kept the slot
+        assert after.ok and e.generating == 0 and not e._waiting
+        assert len(e.truth) == 3 and sum(1 for t in e.truth if t.chunk_ns) == 2  # the quitter never generated

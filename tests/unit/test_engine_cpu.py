@@ -17,7 +17,7 @@ import pytest
 
 from rigbench.errors import RigStartError
 from rigbench.rig._cpu import isa_cmake_flags, parse_cpuinfo
-from rigbench.rig.engines._llamacpp import _build
+from rigbench.rig.engines._llamacpp import _build, _smoke
 from rigbench.rig.engines._llamacpp._build import variant_cmake_flags
 from rigbench.rig.engines._llamacpp._crash import classify_crash
 from rigbench.rig.engines._llamacpp._smoke import ensure_llama_server, smoke_test
@@ -106,10 +106,17 @@ def _fake_engine(tmp_path: Path, mode: str, name: str = "llama-server") -> Path:
 
 @pytest.fixture
 def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty cache, no llama-server of the user's; the prebuilt is out of play (its own tests are in
+    test_prebuilt.py), so these test the build and its CPU fallbacks."""
     monkeypatch.setenv("RIGBENCH_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("RIGBENCH_LLAMA_SERVER", raising=False)
     monkeypatch.delenv("RIGBENCH_LLAMA_BUILD", raising=False)
     monkeypatch.setenv("PATH", "/usr/bin:/bin")  # no llama-server on PATH
+
+    def no_prebuilt(*args: object) -> Path:
+        raise _smoke.PrebuiltRefused("not under test here")
+
+    monkeypatch.setattr(_smoke, "obtain_prebuilt", no_prebuilt)
     model = tmp_path / "m.gguf"
     model.write_bytes(b"GGUF")
     return model

@@ -212,7 +212,8 @@ class PeerToolFormat(NamedTuple):
 PEER_TOOL_FORMATS: dict[str, PeerToolFormat] = {
     "vllm bench serve --save-result --save-detailed": PeerToolFormat(
         modules=("report/_vllm_export.py",),
-        names=("_vllm_export", "vllm_detailed_result", "vllm_json", "vllm bench serve", "vLLM-style detailed JSON"),
+        names=("_vllm_export", "vllm_detailed_result", "vllm_json", "--vllm-json", "vllm bench serve",
+               "vLLM-style detailed JSON", "vLLM's result"),
         reason="the result JSON of vLLM's benchmark client (`rigbench report --vllm-json`), written for a run of "
                "any engine so its figures sit beside that client's; its 'vllm' semantics is that client's timing "
                "(docs/metrics.md)"),

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rigbench.analysis import analyze_run, knee_rate, parse_slo, summarize_load
+from rigbench.analysis import analyze_run, parse_slo, rate_bound, summarize_load
 from rigbench.records import HostConditions, LoadRequest, LoadWindow, RequestError, SloTargets, StreamResult
 from rigbench.store import RunHeader, RunReader, RunWriter
 from rigbench.suites.load import arrival_offsets_s, sweep_rates
@@ -78,6 +78,14 @@ def test_slo_text_reads_metrics_and_units_and_refuses_the_rest() -> None:
         parse_slo("e2e=2min")
     with pytest.raises(ValueError, match="cannot read 'ttft'"):
         parse_slo("ttft")
+    # a target no request can meet, or none can miss, is refused: zero, and a figure too large to be a time
+    with pytest.raises(ValueError, match=r"'ttft=0ms': a target must be a positive time"):
+        parse_slo("ttft=0ms")
+    with pytest.raises(ValueError, match=r"'e2e=1e400s': a target must be a positive time"):
+        parse_slo("e2e=1e400s")
+    with pytest.raises(ValueError, match=r"ttft is given twice in 'ttft=1s,ttft=2s'"):
+        parse_slo("ttft=1s,ttft=2s")
+    assert parse_slo("ttft=1us").ttft_s == pytest.approx(1e-6)  # the smallest positive target is one
 
 
 def _result(sent: int, scheduled: int, ttft_ms: float, n_tokens: int = 8, itl_ms: float = 10.0,
@@ -124,28 +132,34 @@ def _synthetic_run(tmp: Path, windows: list[tuple[float, list[tuple[float, float
 
 def test_goodput_counts_requests_meeting_every_target_from_the_intended_start(tmp_path: Path) -> None:
     slo = SloTargets(ttft_s=0.1)
-    # rate 1: all fast; rate 2: 1 of 10 slow; rate 3: fast service but sent 200 ms late: the queueing a
-    # late client hides from service time still misses a response-time target
+    # rate 1: all fast; rate 2: 1 of 20 slow (in the steady interval); rate 3: fast service but sent 200 ms
+    # late: the queueing a late client hides from service time still misses a response-time target
     fast, slow = (0.0, 20.0), (0.0, 300.0)
     late = (200.0, 20.0)
-    reader = _synthetic_run(tmp_path, [(1.0, [fast] * 10), (2.0, [fast] * 9 + [slow]), (3.0, [late] * 10)], slo,
-                            attainment=0.9)
+    mixed = [fast] * 9 + [slow] + [fast] * 10
+    reader = _synthetic_run(tmp_path, [(1.0, [fast] * 20), (2.0, mixed), (3.0, [late] * 20)], slo, attainment=0.9)
     s = summarize_load(reader)
     assert s is not None
     by = {w.offered_rate_rps: w for w in s.windows}
-    assert by[1.0].slo is not None and by[1.0].slo.met == 10 and by[1.0].slo.fraction == 1.0
-    assert by[2.0].slo is not None and by[2.0].slo.met == 9 and by[2.0].slo.missed == {"ttft": 1}
+    assert all(w.steady is not None and w.steady.state == "steady" for w in s.windows)
+    # judged over the steady interval's arrivals: the first two (the ramp: 10% of the arrival span) left out
+    assert by[1.0].slo is not None and by[1.0].slo.requests == 18 and by[1.0].slo.fraction == 1.0
+    assert by[2.0].slo is not None and by[2.0].slo.met == 17 and by[2.0].slo.missed == {"ttft": 1}
     assert by[3.0].slo is not None and by[3.0].slo.met == 0
     # service TTFT (from the send) is 20 ms; response TTFT (from the intended start) is 220 ms
     assert by[3.0].ttft_s is not None and by[3.0].ttft_s.median == pytest.approx(0.02, abs=1e-6)
     assert by[3.0].ttft_response_s is not None and by[3.0].ttft_response_s.median == pytest.approx(0.22, abs=1e-6)
-    # goodput: met requests per second of the window (first intended start -> last end)
-    assert by[1.0].slo.goodput_rps == pytest.approx(10 / by[1.0].window_s)
-    # the knee: the highest rate where >= 90% met (rate 2 at 90%); at 0.99 it is rate 1
-    assert s.knee_rps == 2.0
-    assert summarize_load(_synthetic_run(tmp_path / "b", [(1.0, [fast] * 10), (2.0, [fast] * 9 + [slow])], slo,
-                                         attainment=0.99)).knee_rps == 1.0  # type: ignore[union-attr]
-    assert knee_rate([(1.0, 0.5), (2.0, 0.4)], 0.99) is None
+    # goodput: requests that met the SLO and ended in the steady interval, per second of it: at a sustained rate
+    # where every request met it, the rate itself
+    assert by[1.0].throughput_rps == pytest.approx(1.0, rel=0.07) and by[1.0].slo.goodput_rps == by[1.0].throughput_rps
+    # the knee: the highest rate where >= 90% met (rate 2 at 17 of 18), bounded above by rate 3, where none met
+    # it: its requests were each sent 200 ms late (CLIENT-BOUND, said), but at the scheduled rate, so the
+    # server saw that rate and its users the wait
+    assert s.knee is not None and (s.knee.low_rps, s.knee.high_rps) == (2.0, 3.0) and s.knee_rps == 2.0
+    assert any(w.startswith("CLIENT-BOUND: load r2 (3 req/s offered)") for w in s.warnings)
+    strict = summarize_load(_synthetic_run(tmp_path / "b", [(1.0, [fast] * 20), (2.0, mixed)], slo, attainment=0.99))
+    assert strict is not None and strict.knee is not None and (strict.knee.low_rps, strict.knee.high_rps) == (1.0, 2.0)
+    assert rate_bound([]) is None
 
 
 def test_a_client_that_falls_behind_its_schedule_is_flagged_and_one_that_keeps_it_is_not(tmp_path: Path) -> None:
@@ -282,6 +296,10 @@ def test_per_request_csv_and_jsonl_from_run_and_from_report(tmp_path: Path) -> N
     (["--rate", "0"], "--rate: must be a positive finite number; got 0.0"),
     (["--rate", "-3"], "--rate: must be a positive finite number; got -3.0"),
     (["--rate", "nan"], "--rate: must be a positive finite number; got nan"),
+    (["--rate", "5,10,5"], "--rate: lists a rate twice: '5,10,5'; each rate is one window"),
+    (["--rate", "5,,10"], "--rate: takes a rate or a comma-separated list of rates, e.g. 5 or 5,10,20; got '5,,10'"),
+    (["--rate", "5,-1"], "--rate: must be a positive finite number; got -1.0"),
+    (["--rate", "5,10", "--sessions", "2"], "--sessions N starts N sessions at --rate R (one window): give one --rate"),
     (["--rate", "5", "--slo", "ttft=1s,tpot=5ms"], "--slo: unknown metric 'tpot' in 'tpot=5ms'"),
     (["--rate", "5", "--slo", "ttft=5parsecs"], "--slo: unknown unit 'parsecs' in 'ttft=5parsecs'"),
     (["--rate", "5", "--burstiness", "0.5"], "shapes gamma arrivals; add --arrival gamma"),
@@ -306,8 +324,8 @@ def test_html_report_draws_rate_latency_curves_and_goodput_with_the_knee(tmp_pat
     from rigbench.report import render_html
 
     fast, slow = (0.0, 20.0), (0.0, 300.0)
-    reader = _synthetic_run(tmp_path, [(1.0, [fast] * 10), (2.0, [fast] * 9 + [slow]), (4.0, [slow] * 10)],
-                            SloTargets(ttft_s=0.1), attainment=0.9)
+    reader = _synthetic_run(tmp_path, [(1.0, [fast] * 20), (2.0, [fast] * 9 + [slow] + [fast] * 10),
+                                       (4.0, [slow] * 20)], SloTargets(ttft_s=0.1), attainment=0.9)
     page = render_html(["sweep"], [analyze_run(reader)])
     curves = page.split("<h3>Latency by offered rate</h3>")[1].split("<h3>")[0]
     goodput = page.split("<h3>Goodput by offered rate</h3>")[1].split("<h3>")[0]
@@ -325,9 +343,9 @@ def test_compare_puts_two_sweeps_side_by_side_at_the_baselines_offered_rates(tmp
 
     fast, slow = (0.0, 20.0), (0.0, 300.0)
     slo = SloTargets(ttft_s=0.1)
-    a = summarize_load(_synthetic_run(tmp_path / "a", [(1.0, [fast] * 10), (2.0, [fast] * 10), (4.0, [fast] * 10)],
+    a = summarize_load(_synthetic_run(tmp_path / "a", [(1.0, [fast] * 20), (2.0, [fast] * 20), (4.0, [fast] * 20)],
                                       slo, attainment=0.9))
-    b = summarize_load(_synthetic_run(tmp_path / "b", [(1.0, [slow] * 10), (3.0, [fast] * 10)], slo, attainment=0.9))
+    b = summarize_load(_synthetic_run(tmp_path / "b", [(1.0, [slow] * 20), (3.0, [fast] * 20)], slo, attainment=0.9))
     assert a is not None and b is not None
     c = compare_load(a, b)
     by = {r.offered_rate_rps: r for r in c.rows}
@@ -335,7 +353,9 @@ def test_compare_puts_two_sweeps_side_by_side_at_the_baselines_offered_rates(tmp
     assert by[1.0].ttft_test is not None and by[1.0].ttft_test.verdict == "differs"  # 20 ms against 300 ms
     assert by[2.0].ttft_test is None and by[2.0].other_ttft_p50_s == pytest.approx((0.3 + 0.02) / 2)
     assert by[4.0].other_throughput_rps is None
-    assert (c.baseline_knee_rps, c.other_knee_rps) == (4.0, 3.0)
+    # every rate of each met the SLO: lower bounds, not knees
+    assert c.baseline_knee is not None and (c.baseline_knee.low_rps, c.baseline_knee.high_rps) == (4.0, None)
+    assert c.other_knee is not None and (c.other_knee.low_rps, c.other_knee.high_rps) == (3.0, None)
     # from the command line: the same table, labelled
     res = rigbench("compare", str(tmp_path / "a" / "run"), str(tmp_path / "b" / "run"), "--allow-mismatch")
     assert res.code == 0, res.stderr
@@ -388,6 +408,11 @@ def test_a_plan_file_takes_a_load_key_and_refuses_a_bad_one_naming_its_line(tmp_
     assert [type(s) for s in cfg.suites] == [LoadSuite] and cfg.recorded()["suites"]["load"]["sweep_points"] == 3
     plan.write_text(body.replace("  sweep: true\n  sweep_points: 3\n", "  rate_rps: .nan\n"))
     with pytest.raises(PlanError, match=r"plan.yaml:4: load.rate_rps: .*must be a positive finite number"):
+        load_plan(plan)
+    plan.write_text(body.replace("  sweep: true\n  sweep_points: 3\n", "  rate_rps: [2, 8]\n"))
+    assert load_plan(plan).plan.load.rates == [2.0, 8.0]  # a list of rates: one window each
+    plan.write_text(body.replace("  sweep: true\n  sweep_points: 3\n", "  rate_rps: true\n"))
+    with pytest.raises(PlanError, match=r"plan.yaml:4: load.rate_rps: .*takes a number; got True"):
         load_plan(plan)
     plan.write_text(body.replace("ttft=500ms,itl=50ms", "ttft=500ms,queue=5s"))
     with pytest.raises(PlanError, match=r"plan.yaml:6: load.slo: .*unknown metric 'queue'"):

@@ -95,13 +95,20 @@ def test_a_load_answer_has_measured_numbers_in_every_row(runs: dict[str, RunAnal
     sec = next(s for s in answer_sections(runs["sweep"]) if s.title == "Load: sweep")
     assert len(sec.rows) >= 3  # the saturation burst and two rates
     for row in sec.texts:
-        assert re.fullmatch(r"[\d.]+( \(\d+ failed\))?", row[2]), row  # done req/s
+        assert re.fullmatch(r"[\d.]+( \(\d+ failed\))?( \((too short|not sustained)\))?", row[2]), row  # done req/s
         assert re.fullmatch(r"\d+ / \d+", row[3]), row  # TTFT p50 / p99 ms
     load = runs["sweep"].sections["load"]
     knee = next(n.text for n in sec.notes if n.text.startswith("Knee:"))
-    # a knee at the highest rate measured is a bound, said so
-    assert ("at least" in knee) == (load.knee_rps is not None and load.knee_rps == max(w.offered_rate_rps
-                                                                                        for w in load.rates))
+    # the knee is said as the bound it is: between two rates, a lower bound when no rate missed, else not bounded
+    k = load.knee
+    if k is None or (k.low_rps is None and k.high_rps is None):
+        assert "not bounded" in knee, knee
+    elif k.bracketed:
+        assert f"between {k.low_rps:.3g} and {k.high_rps:.3g} req/s" in knee, knee
+    elif k.low_rps is not None:
+        assert f"≥ {k.low_rps:.3g} req/s" in knee and "lower bound" in knee, knee
+    else:
+        assert f"< {k.high_rps:.3g} req/s" in knee, knee
 
 
 def test_a_plan_report_of_load_runs_carries_their_numbers(runs: dict[str, RunAnalysis]) -> None:

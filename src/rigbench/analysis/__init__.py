@@ -18,7 +18,7 @@ from rigbench.analysis._experience import (
     Experience,
     experience,
 )
-from rigbench.analysis._goodput import SLO_METRICS, SloCheck, knee_rate, meets_slo, parse_slo
+from rigbench.analysis._goodput import SLO_METRICS, RateBound, SloCheck, meets_slo, parse_slo, rate_bound
 from rigbench.analysis._host import OTHER_CORES_MAX, STEAL_CORES_MAX, HostVerdict, HostWindowRow, assess_host
 from rigbench.analysis._kvcache import (
     BlockAccounting,
@@ -32,8 +32,11 @@ from rigbench.analysis._kvcache import (
 from rigbench.analysis._load import (
     SCHEDULE_LAG_P99_MAX_S,
     SCHEDULE_RATE_MIN,
+    InputLengths,
     LoadSummary,
     LoadWindowSummary,
+    SteadyState,
+    TurnSummary,
     load_timing,
     summarize_load,
 )
@@ -119,6 +122,7 @@ __all__ = [
     "Experience",
     "HostVerdict",
     "HostWindowRow",
+    "InputLengths",
     "KVArchitecture",
     "KVBlocks",
     "KVCapacity",
@@ -133,6 +137,7 @@ __all__ = [
     "ProbeRow",
     "Proportion",
     "QualitySummary",
+    "RateBound",
     "RequestTiming",
     "RetrySummary",
     "Revision",
@@ -148,9 +153,11 @@ __all__ = [
     "StabilityRules",
     "StampingError",
     "Stat",
+    "SteadyState",
     "SuiteComparison",
     "TaskScore",
     "TimingCrossCheck",
+    "TurnSummary",
     "Verdict",
     "WeightsInfo",
     "analyze_run",
@@ -171,7 +178,6 @@ __all__ = [
     "fit_speculation",
     "hide_session_details",
     "judge_series",
-    "knee_rate",
     "kv_architecture_from_path",
     "kv_capacity",
     "latency_finding",
@@ -181,6 +187,7 @@ __all__ = [
     "meets_slo",
     "parse_slo",
     "predict_speedup",
+    "rate_bound",
     "request_rows",
     "request_timing",
     "roofline",

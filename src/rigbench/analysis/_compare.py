@@ -52,6 +52,9 @@ COMPARE_METRICS = ("e2e_tok_s", "decode_tok_s", "aggregate_tok_s", "ttft_s")
 MATTERING_FIELDS = (
     "engine", "engine_version", "model.served_name", "model.sha256", "model.size_bytes", "chat_template_sha256",
     "host.cpu_model", "host.gpus", "host.memory_bytes", "host_is_server",
+    # the package rigbench made llama-server from: the prebuilt's own build info reads b0-unknown, so two
+    # prebuilt versions differ here only
+    "engine_binary.package",
 )
 INFORMATIONAL_FIELDS = ("argv", "speculative", "speculation.state", "draft_model.sha256", "context_length", "slots", "model.path",
                         "endpoint", "engine_binary.build_variant", "engine_binary.fallback")  # CPU build/fallback
@@ -170,6 +173,9 @@ class Comparison(Frozen):
     differences: list[FingerprintDifference] = Field(default_factory=list)
     mismatch_allowed: bool = False
     missing: list[str] = Field(default_factory=list)  # scenario@c present in one run only
+    # scenario@c run on another shape in each (its in/out tokens: e.g. the quick profile before and after
+    # 2026-12-03, or quick against full): not compared, since a ratio would measure the workload change
+    other_shape: list[str] = Field(default_factory=list)
 
 
 def check_two_runs(a: RunReader, b: RunReader) -> None:
@@ -223,9 +229,16 @@ def compare_runs(baseline: RunReader, others: list[RunReader], *, metric: str = 
             )
         rows_o = _speed_rows(other)
         rows: list[ScenarioComparison] = []
+        other_shape: list[str] = []
         for key, ra in base_rows.items():
             rb = rows_o.get(key)
             if rb is None:
+                continue
+            shape_a = (ra.input_tokens_target, ra.output_tokens_target)
+            shape_b = (rb.input_tokens_target, rb.output_tokens_target)
+            if shape_a != shape_b:
+                other_shape.append(f"{key[0]}@c{key[1]} ({shape_a[0]}→{shape_a[1]} tokens in A, "
+                                   f"{shape_b[0]}→{shape_b[1]} in B)")
                 continue
             sa, sb = getattr(ra, metric), getattr(rb, metric)
             if sa is None or sb is None:
@@ -237,6 +250,6 @@ def compare_runs(baseline: RunReader, others: list[RunReader], *, metric: str = 
             baseline_run=baseline.dir.name, other_run=other.dir.name,
             baseline_source_data_id=baseline.source_data_id, other_source_data_id=other.source_data_id,
             metric=metric, alpha=alpha, margin=margin, rows=rows, differences=diffs, mismatch_allowed=bool(blocking),
-            missing=missing,
+            missing=missing, other_shape=other_shape,
         ))
     return out

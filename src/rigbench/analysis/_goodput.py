@@ -6,7 +6,10 @@
 - **Goodput** (DistServe): requests that met the SLO per second of the window (first intended
   start to last end).
 - **Knee**: the highest offered rate at which at least `attainment` (default 99%) of the requests
-  met the SLO.
+  met the SLO, bounded above by the lowest tested rate over it that did not. A sweep where every tested
+  rate met the SLO has found no knee, only a lower bound ("≥ 162 req/s"); one where none did, an upper
+  bound ("< 15.8 req/s"). `rate_bound` gives both sides; the same bound places the highest rate the
+  server sustained (analysis/_load.py).
 """
 
 from __future__ import annotations
@@ -16,9 +19,11 @@ import re
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from rigbench.records import SloTargets
+from pydantic import Field
 
-__all__ = ["SLO_METRICS", "SloCheck", "knee_rate", "meets_slo", "parse_slo"]
+from rigbench.records import Frozen, SloTargets
+
+__all__ = ["SLO_METRICS", "RateBound", "SloCheck", "meets_slo", "parse_slo", "rate_bound"]
 
 SLO_METRICS = ("ttft", "itl", "e2e")
 _UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6}
@@ -68,8 +73,30 @@ def meets_slo(slo: SloTargets, *, ok: bool, ttft_s: float | None, itl_s: float |
     return SloCheck(not missed, missed)
 
 
-def knee_rate(points: Sequence[tuple[float, float]], attainment: float) -> float | None:
-    """The highest offered rate whose fraction of requests meeting the SLO is at least `attainment`;
-    None when no rate reached it. `points`: (offered rate, fraction met)."""
-    ok = [rate for rate, frac in points if frac >= attainment]
-    return max(ok) if ok else None
+class RateBound(Frozen):
+    """Where a threshold rate (the knee, the highest sustained rate) lies among the rates tested: at least
+    `low_rps`, the highest tested rate that passed, and below `high_rps`, the lowest tested rate above it that
+    failed. None on a side: no tested rate bounds it there (every rate passed: a lower bound only; none did:
+    an upper bound only). `out_of_order`: rates that failed below `low_rps` (a curve that is not monotone:
+    noise, or a window worth measuring again)."""
+
+    low_rps: float | None
+    high_rps: float | None
+    tested: int  # rates judged
+    out_of_order: list[float] = Field(default_factory=list)
+
+    @property
+    def bracketed(self) -> bool:
+        """Both sides measured: the threshold lies between two tested rates."""
+        return self.low_rps is not None and self.high_rps is not None
+
+
+def rate_bound(points: Sequence[tuple[float, bool]]) -> RateBound | None:
+    """The bound of a threshold from (offered rate, passed) points; None without a point."""
+    if not points:
+        return None
+    passed = [rate for rate, ok in points if ok]
+    low = max(passed) if passed else None
+    above = [rate for rate, ok in points if not ok and (low is None or rate > low)]
+    below = sorted(rate for rate, ok in points if not ok and low is not None and rate < low)
+    return RateBound(low_rps=low, high_rps=min(above) if above else None, tested=len(points), out_of_order=below)

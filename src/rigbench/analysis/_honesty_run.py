@@ -59,8 +59,8 @@ def _bandwidth(fp: Fingerprint | None, plan: dict[str, Any]) -> tuple[float | No
     if plan.get("bandwidth_gb_s") is not None:
         return float(plan["bandwidth_gb_s"]), "given with --bandwidth-gbs", "override"
     host = fp.host if fp is not None else None
-    built = fp is not None and fp.engine_binary is not None and fp.engine_binary.origin == "built"
-    gpus = [] if built or host is None else list(host.gpus)  # rigbench builds for CPU
+    built = fp is not None and fp.engine_binary is not None and fp.engine_binary.origin in ("built", "prebuilt")
+    gpus = [] if built or host is None else list(host.gpus)  # rigbench's own llama-server runs on the CPU
     for name in gpus or [(host.cpu_model if host else None) or ""]:
         dev = lookup_device(name.split(",")[0]) if name else None
         if dev:

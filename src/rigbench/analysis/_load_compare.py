@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Literal
 
 from rigbench.analysis._compare import StatComparison, compare_stats
+from rigbench.analysis._goodput import RateBound
 from rigbench.analysis._load import LoadSummary, LoadWindowSummary
 from rigbench.records import Frozen
 
@@ -39,8 +40,8 @@ class LoadRateComparison(Frozen):
 
 class LoadComparison(Frozen):
     rows: list[LoadRateComparison]
-    baseline_knee_rps: float | None
-    other_knee_rps: float | None
+    baseline_knee: RateBound | None  # the knee as a bound (analysis/_goodput.py), or None: not a sweep, no SLO
+    other_knee: RateBound | None
     baseline_saturation_rps: float | None
     other_saturation_rps: float | None
 
@@ -84,6 +85,6 @@ def compare_load(baseline: LoadSummary, other: LoadSummary, *, alpha: float = 0.
             baseline_goodput_rps=mine[1], other_goodput_rps=got[1], baseline_ttft_p50_s=mine[2],
             other_ttft_p50_s=got[2], baseline_e2e_p99_s=mine[3], other_e2e_p99_s=got[3], ttft_test=test))
     sat_a, sat_b = baseline.saturation, other.saturation
-    return LoadComparison(rows=rows, baseline_knee_rps=baseline.knee_rps, other_knee_rps=other.knee_rps,
+    return LoadComparison(rows=rows, baseline_knee=baseline.knee, other_knee=other.knee,
                           baseline_saturation_rps=sat_a.throughput_rps if sat_a else None,
                           other_saturation_rps=sat_b.throughput_rps if sat_b else None)

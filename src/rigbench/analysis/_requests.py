@@ -20,7 +20,7 @@ __all__ = ["REQUEST_COLUMNS", "request_rows"]
 REQUEST_COLUMNS = (
     "run_id", "suite", "unit_id", "group", "offered_rate_rps", "index", "session", "turn",
     "intended_start_at_s", "slot_free_at_s", "sent_at_s", "first_token_at_s", "end_at_s",
-    "send_lag_s", "input_tokens", "output_tokens", "output_tokens_target",
+    "send_lag_s", "input_tokens", "input_tokens_target", "input_tokens_server", "output_tokens", "output_tokens_target",
     "ttft_s", "ttft_response_s", "itl_s", "e2e_s", "e2e_response_s", "decode_tok_s",
     "slo_met", "finish_reason", "error_kind", "error_message", "retries", "retry_wait_s",
 )
@@ -58,6 +58,7 @@ def request_rows(reader: RunReader) -> list[dict[str, Any]]:
                      "slot_free_at_s": None, **_common(res, zero),
                      "send_lag_s": ((res.retries[0].sent_ns if res.retries else res.sent_ns) - intended) / 1e9,
                      "input_tokens": q.input_tokens_measured if q.input_tokens_measured is not None else res.prompt_tokens,
+                     "input_tokens_target": q.input_tokens_target, "input_tokens_server": res.prompt_tokens,
                      "output_tokens": t.output_tokens, "output_tokens_target": q.output_tokens_target,
                      "ttft_s": t.ttft_s, "ttft_response_s": t.ttft_s, "itl_s": t.itl_mean_s,
                      "e2e_s": t.e2e_latency_s, "e2e_response_s": t.e2e_latency_s, "decode_tok_s": t.decode_tok_s,
@@ -79,6 +80,7 @@ def request_rows(reader: RunReader) -> list[dict[str, Any]]:
                      "intended_start_at_s": _at(res.scheduled_ns, zero), "slot_free_at_s": _at(lq.slot_ns, zero),
                      **_common(res, zero), "send_lag_s": lt.send_lag_s,
                      "input_tokens": lq.input_tokens_measured if lq.input_tokens_measured is not None else res.prompt_tokens,
+                     "input_tokens_target": lq.input_tokens_target, "input_tokens_server": res.prompt_tokens,
                      "output_tokens": t.output_tokens, "output_tokens_target": lq.output_tokens_target,
                      "ttft_s": t.ttft_s, "ttft_response_s": lt.ttft_response_s, "itl_s": t.itl_mean_s,
                      "e2e_s": t.e2e_latency_s, "e2e_response_s": lt.e2e_response_s, "decode_tok_s": t.decode_tok_s,

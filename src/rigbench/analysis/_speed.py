@@ -189,6 +189,10 @@ def _row(key: tuple[str, int], items: list[tuple[SpeedRequest, RequestTiming]], 
     if mismatches:
         warnings.append(f"{scenario} (c={conc}): {mismatches} request(s) reported a prompt length other than "
                         f"the {first.input_tokens_target} tokens targeted")
+    if ok and not reported and all(r.input_tokens_measured is None for r, _ in ok):
+        warnings.append(f"{scenario} (c={conc}): input lengths not measured: the server reports no prompt token "
+                        "count and has no tokenizer rigbench can use, so prompts were sized at about 4 characters per "
+                        f"token for the {first.input_tokens_target} tokens asked; treat input lengths as approximate")
     if errors:
         warnings.append(f"{scenario} (c={conc}): {sum(errors.values())} of {len(items)} requests failed "
                         f"({', '.join(f'{k}: {v}' for k, v in errors.items())})")

@@ -1,5 +1,5 @@
 """Descriptive statistics: every figure is reported with n, median, mean, standard deviation, and
-the 90th and 99th percentiles (numpy's default linear interpolation between order statistics)."""
+the 90th, 95th and 99th percentiles (numpy's default linear interpolation between order statistics)."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ class Stat(Frozen):
     max: float
     p90: float | None = None  # None only in Stats built by hand (tests) or read from older exports
     p99: float | None = None
+    p95: float | None = None  # after p99: JSON written before it was added keeps its key order
 
     def fmt(self, digits: int = 2, scale: float = 1.0) -> str:
         """'median ± std (n)' in the spirit of the seed write-ups."""
@@ -44,4 +45,5 @@ def describe(values: Sequence[float]) -> Stat | None:
         max=float(arr.max()),
         p90=float(np.percentile(arr, 90)),
         p99=float(np.percentile(arr, 99)),
+        p95=float(np.percentile(arr, 95)),
     )

@@ -71,6 +71,10 @@ class EmulateArgs(BaseModel):
         "shared with any earlier prompt, in `timings.cache_n` and in `usage`'s prompt_tokens_details. Send it the "
         "same prompts twice and rigbench's prefix-cache check untrusts the run (docs/honesty.md).",
         "--prefix-cache", metavar="", rich_help_panel=STREAM)] = False
+    slots: Annotated[int | None, Flag(
+        "Capacity: at most this many requests generate at once (a server's parallel slots); later ones wait for a "
+        "slot, in arrival order, before their TTFT starts (default: no limit).", metavar="N",
+        rich_help_panel=TIMING)] = None
     uvloop: Annotated[bool, Flag("Run on uvloop (the `fast` extra).", "--uvloop", metavar="",
                                  rich_help_panel=SERVER)] = False
 
@@ -120,6 +124,7 @@ def emulate(ctx: typer.Context | None, o: EmulateArgs) -> None:
                 "faults": [json.loads(f) for f in o.fault],
                 "persona": o.rogue or ("healthy" if o.answers else None),
                 "prefix_cache": o.prefix_cache,
+                "slots": o.slots,
             }
             s = EmulatorScript.model_validate(raw)
     except (ValidationError, OSError, ValueError) as e:

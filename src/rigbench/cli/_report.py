@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, NamedTuple
 
@@ -20,12 +19,11 @@ from rigbench.analysis import (
 )
 from rigbench.cli._app import app
 from rigbench.cli._console import make_console
-from rigbench.cli._export import write_request_exports
+from rigbench.cli._export import check_exports, write_request_exports, write_vllm_json
 from rigbench.cli._paths import check_output_file, write_output
 from rigbench.cli._runs import across_runs, named_runs
 from rigbench.errors import StoreError, UsageError
 from rigbench.outside import for_console
-from rigbench.records import SpeedRequest
 from rigbench.report import (
     RunListing,
     differences_terminal,
@@ -41,7 +39,6 @@ from rigbench.report import (
     speedup_table,
     suite_comparison_terminal,
     summary_terminal,
-    vllm_detailed_result,
 )
 from rigbench.store import RunReader
 
@@ -56,9 +53,10 @@ def report(
                                               "fingerprints) to this file.")] = None,
     markdown: Annotated[Path | None, typer.Option(metavar="FILE", help="Write the Markdown report to this file.")] = None,
     json_out: Annotated[Path | None, typer.Option("--json", metavar="FILE", help="Write the analysed runs as JSON here.")] = None,
-    vllm_json: Annotated[Path | None, typer.Option(metavar="FILE", help="Write the first run's speed requests as the JSON "
-                                                   "`vllm bench serve --save-result --save-detailed` writes "
-                                                   "(field mapping: docs/metrics.md).")] = None,
+    vllm_json: Annotated[Path | None, typer.Option(metavar="FILE", help="Write the first run's speed or load requests as "
+                                                   "the JSON `vllm bench serve --save-result --save-detailed` writes "
+                                                   "(one file per load window: FILE-STEM.<window>.json; field "
+                                                   "mapping: docs/metrics.md).")] = None,
     csv: Annotated[Path | None, typer.Option(metavar="FILE", help="Write one CSV row per request of every run (intended start, "
                                              "send, first token, end, tokens, TTFT, ITL, error).")] = None,
     jsonl: Annotated[Path | None, typer.Option(metavar="FILE", help="Write one JSON line per request of every run (the --csv "
@@ -97,6 +95,8 @@ def report_runs(runs: list[Path], console: Console, files: ReportFiles, *, termi
     named = named_runs(runs)
     runs = [p for _, p in named]
     paths = files.paths
+    # an export that would hold nothing is refused, naming the run kind, before any file is written
+    check_exports([RunReader(p) for p in runs], csv=files.csv, jsonl=files.jsonl, vllm_json=files.vllm_json)
     analyses = []
     for run_dir in runs:
         a = analyze_run(RunReader(run_dir))
@@ -131,10 +131,8 @@ def report_runs(runs: list[Path], console: Console, files: ReportFiles, *, termi
             md_parts = [render_markdown(a, paths=paths) for a in analyses]
         write_output(files.markdown, "\n\n".join(md_parts))
         written.append(("Markdown report", str(files.markdown)))
-    if detailed := files.vllm_json:
-        reqs = RunReader(runs[0]).records("speed_request", SpeedRequest)
-        write_output(detailed, json.dumps(vllm_detailed_result(reqs), indent=1))
-        written.append(("vLLM-style detailed JSON", str(detailed)))
+    if files.vllm_json:
+        written += write_vllm_json(RunReader(runs[0]), files.vllm_json)
     write_request_exports([RunReader(p) for p in runs], csv=files.csv, jsonl=files.jsonl, console=console)
     if files.json_out:
         json_parts = [render_json(a) for a in analyses]

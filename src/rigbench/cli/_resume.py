@@ -37,6 +37,11 @@ def _jsonable(name: str, value: Any) -> Any:
         return str(value)
     if isinstance(value, tuple | list):  # a repeatable option not given is recorded as null, as ever
         return [_jsonable(name, v) for v in value] or None
+    if name == "rate" and isinstance(value, str) and "," not in value:
+        try:  # one rate is recorded as a number, as it was before --rate took a list
+            return float(value)
+        except ValueError:
+            return value
     if name == "endpoint" and isinstance(value, str):
         return redact_url(value).rstrip("/")
     if value is None or isinstance(value, str | int | float | bool):

@@ -9,6 +9,7 @@ import typer
 from rigbench.cli._app import app
 from rigbench.cli._checks import check_run_options
 from rigbench.cli._console import make_console
+from rigbench.cli._export import check_export_suites
 from rigbench.cli._progress import RichProgress
 from rigbench.cli._report import ReportFiles, report_runs
 from rigbench.cli._resume import recorded_options, resumed_options
@@ -83,6 +84,7 @@ def _run_one(o: RunArgs) -> None:
 
     # the flags are a plan of one rig, typed (RunOptions): the same models validate them as a plan file's
     flags = plan_from_options(o)
+    check_export_suites(flags.plan.suites, csv=o.csv, jsonl=o.jsonl)  # before the run, not after it
     cfg = run_config_for(flags.plan, flags.rig, out, label=label, resume=resume, allow_untrusted=o.allow_untrusted,
                          cli_options=recorded_options(o))
     cfg.retry_failed = o.retry_failed

@@ -282,7 +282,10 @@ class ChatClient:
         for attempt in range(2):
             acc = _Accumulator()
             try:
-                conn, opened_ns = await pool.acquire()
+                # the retry of a request a kept-alive connection lost goes on a new connection: another
+                # idle one may have been closed by the server just the same (llama-server closes every
+                # connection after a streamed response: docs/engines.md)
+                conn, opened_ns = await pool.acquire(fresh=attempt > 0)
             except (TimeoutError, OSError) as e:
                 acc.sent_ns = _perf_ns()
                 what = "timed out" if isinstance(e, asyncio.TimeoutError) else str(e)
@@ -307,9 +310,14 @@ class ChatClient:
                 raise
             finally:
                 pool.release(conn)
-            # A kept-alive connection the server had already closed: retry once on a fresh one.
+            # A kept-alive connection the server had already closed (it answered nothing, not even a
+            # status line, so it never took the request): send it once more, on a new connection.
             if sink.stale and opened_ns is None and attempt == 0:
                 continue
+            if sink.stale and attempt == 1 and acc.error is not None:
+                acc.error = acc.error.model_copy(update={"message": (
+                    "stream broken: the server closed a new connection before answering (the request had "
+                    "been sent once on a kept-alive connection, which it closed unanswered too)")})
             return acc
         return acc
 

@@ -358,7 +358,20 @@ class KernelStampedConnection(HttpConnection):
         loop.add_reader(self._fd, self._readable)
 
     def usable(self) -> bool:
-        return not self.closed
+        """Open, and not closed by the server: its FIN may sit in the socket before the loop has read it
+        (llama-server closes each connection right after a streamed response), and a request written
+        then is lost."""
+        if self.closed or self.sock is None:
+            return False
+        try:
+            self.sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+        except (BlockingIOError, InterruptedError):
+            return True  # nothing to read: still open
+        except OSError:
+            pass
+        # EOF, or bytes on an idle connection (the server broke the protocol): not fit for a request
+        self._shut()
+        return False
 
     def _write(self, request: bytes, now: int) -> None:
         assert self.sock is not None
@@ -472,16 +485,18 @@ class ConnectionPool:
         self.arrival_note: str | None = _no_kernel_stamps(self.https)
         self.clock: ArrivalClock | None = ArrivalClock() if self.arrival_note is None else None
 
-    async def acquire(self) -> tuple[HttpConnection, int | None]:
-        """A ready connection and, when a new one had to be opened, the stamp its opening began."""
+    async def acquire(self, *, fresh: bool = False) -> tuple[HttpConnection, int | None]:
+        """A ready connection and, when a new one had to be opened, the stamp its opening began;
+        `fresh`: always a new one (the retry of a request a kept-alive connection lost)."""
         await self._sem.acquire()
         try:
             if self.clock is not None:
                 self.clock.fresh(_perf_ns())
-            while self._idle:
+            while self._idle and not fresh:
                 c = self._idle.pop()
                 if c.usable():
                     return c, None
+                c.close()
             opened_ns = _perf_ns()
             return await self.open(), opened_ns
         except BaseException:

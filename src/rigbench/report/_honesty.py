@@ -399,6 +399,8 @@ def comparison_section(c: Comparison, labels: Mapping[str, str] | None = None,
         notes += [Note(_difference(d) + ("" if d.matters else " (expected)"), level=1) for d in c.differences]
     if c.missing:
         notes.append(Note(f"in one run only: {', '.join(c.missing)}"))
+    if c.other_shape:
+        notes.append(Note(f"not compared, another workload in each run: {', '.join(c.other_shape)}", "warn"))
     notes += _verdict_key(c, one_c=one_c)
     return Section(f"{c.metric}: B = {b} vs A = {a} (Welch + TOST {fmt_margin(c.margin)}, α = {c.alpha}"
                    + (", concurrency 1)" if one_c else ")"), head,

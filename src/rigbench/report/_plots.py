@@ -291,8 +291,13 @@ def _rect(x: float, y: float, color: str) -> Any:
 
 
 def _load_rates(a: RunAnalysis) -> list[Any]:
+    """The rates a curve may join: windows of one offered rate that had a steady interval (a window too short
+    for one is marked in the tables, not drawn as a point of the curve)."""
     load = a.sections.get("load")
-    return sorted(load.rates, key=lambda w: w.offered_rate_rps) if load is not None else []
+    if load is None:
+        return []
+    ws = [w for w in load.rates if w.sessions is None and not (w.steady is not None and w.steady.measured_s == 0)]
+    return sorted(ws, key=lambda w: w.offered_rate_rps)
 
 
 def plot_rate_latency(names: Sequence[str], analyses: Sequence[RunAnalysis]) -> str | None:
@@ -343,10 +348,14 @@ def plot_goodput(names: Sequence[str], analyses: Sequence[RunAnalysis]) -> str |
                 label=f"{name} throughput" if len(runs) > 1 else "throughput")
         ax.plot(x, [w.slo.goodput_rps for w in ws], "-", marker="o", color=color,
                 label=f"{name} goodput" if len(runs) > 1 else "goodput")
-        if s.knee_rps is not None:
-            ax.axvline(s.knee_rps, color=color, linestyle=":", linewidth=1.5)
-            ax.annotate(f"knee {s.knee_rps:.3g} req/s", (s.knee_rps, 0), xytext=(4, 6), textcoords="offset points",
-                        fontsize="small", color=color)
+        k = s.knee  # a bound: a knee between two tested rates, or only a lower (upper) bound
+        at, label = ((k.low_rps, f"knee {k.low_rps:.3g} req/s" if k.bracketed else f"knee ≥ {k.low_rps:.3g} req/s")
+                     if k is not None and k.low_rps is not None else
+                     (k.high_rps, f"knee < {k.high_rps:.3g} req/s") if k is not None and k.high_rps is not None
+                     else (None, ""))
+        if at is not None:
+            ax.axvline(at, color=color, linestyle=":", linewidth=1.5)
+            ax.annotate(label, (at, 0), xytext=(4, 6), textcoords="offset points", fontsize="small", color=color)
     ax.plot([0, top], [0, top], color="#bbb", linewidth=0.8, label="offered")
     ax.set_xlabel("offered rate (req/s)")
     ax.set_ylabel("req/s (measured)")

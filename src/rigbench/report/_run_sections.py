@@ -32,7 +32,7 @@ from rigbench.report._honesty import (
 )
 from rigbench.report._host import host_section
 from rigbench.report._labels import synth_mark, synth_note, synthetic_acceptance
-from rigbench.report._load import load_sections
+from rigbench.report._load import PERCENTILES_TITLE, load_sections, percentiles_terminal
 from rigbench.report._quality import quality_sections
 from rigbench.report._retries import retries_section
 from rigbench.report._speed import latency_section, speed_section
@@ -132,7 +132,9 @@ def run_parts(a: RunAnalysis) -> list[Part]:
             parts.append(Part(latency_section(a.speed), level=2, layout="simple", notes_indent=""))
     if "load" in s:
         parts.append(Part(Section("Load (rate mode)", [], [])))
-        parts += [Part(sec, level=2) for sec in load_sections(s["load"])]
+        # the full latency distribution is in the files; the terminal says so (p50 / p99 are on it)
+        parts += [Part(sec, level=2, terminal=percentiles_terminal if sec.title == PERCENTILES_TITLE else None)
+                  for sec in load_sections(s["load"])]
     if a.speed and "host" in s:
         parts.append(Part(host_section(s["host"])))
     if "stability" in s:

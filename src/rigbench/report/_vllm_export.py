@@ -5,7 +5,8 @@ Read from vLLM's `vllm/benchmarks/serve.py` at commit 009e6d4a1cd6ba3fb2a9fc00f4
 columns `input_lens`, `output_lens`, `ttfts`, `itls`, `latencies`, `start_times`, `queue_times`,
 `generated_texts`, `errors` (seconds; `itls` a list per request), next to summary keys such as
 `completed`, `failed`, `total_input_tokens`, `total_output_tokens`, `duration`, and
-`mean/median/std/p99_{ttft,tpot,itl,e2el}_ms`.
+`mean/median/std/p99_{ttft,tpot,itl,e2el}_ms` (p90 and p95 too, as vLLM writes them with
+`--metric-percentiles 90,95,99`).
 
 Two semantics (docs/metrics.md has the full comparison):
 - "rigbench" (default): rigbench's definitions: TTFT to the first generating chunk (None when
@@ -18,14 +19,14 @@ Two semantics (docs/metrics.md has the full comparison):
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from itertools import pairwise
 from typing import Any, Literal
 
 import numpy as np
 
 from rigbench.analysis import request_timing
-from rigbench.records import SpeedRequest
+from rigbench.records import LoadRequest, SpeedRequest
 
 __all__ = ["VLLM_DETAILED_COLUMNS", "vllm_detailed_result", "vllm_request_rows"]
 
@@ -46,11 +47,13 @@ VLLM_DETAILED_COLUMNS = {
 
 
 def vllm_request_rows(
-    records: Iterable[SpeedRequest], *, semantics: Semantics = "rigbench", include_warmup: bool = False
+    records: Iterable[SpeedRequest | LoadRequest], *, semantics: Semantics = "rigbench", include_warmup: bool = False
 ) -> list[dict[str, Any]]:
     """One dict per request with vLLM's per-request fields (singular names), plus `success` and
-    rigbench's `unit_id` so a row can be traced back to its record."""
-    recs = [r for r in records if include_warmup or not r.warmup]
+    rigbench's `unit_id` so a row can be traced back to its record. Speed requests (warm-up left out unless
+    asked for) or one load window's requests (TTFT and ITL from the send, as vLLM's client times them; its
+    `queue_time` is the client's wait past the intended start)."""
+    recs = [r for r in records if include_warmup or not getattr(r, "warmup", False)]
     t0 = min((r.result.sent_ns for r in recs), default=0)
     rows = []
     for rec in recs:
@@ -103,29 +106,26 @@ def vllm_request_rows(
 
 
 def _stats(name: str, xs: list[float]) -> dict[str, float]:
+    """vLLM's summary keys of one metric: mean, median, std, and the percentiles of its
+    `--metric-percentiles 90,95,99` (the keys vLLM writes when asked for them)."""
+    keys = [f"{k}_{name}_ms" for k in ("mean", "median", "std", "p90", "p95", "p99")]
     if not xs:
-        return {
-            f"mean_{name}_ms": 0.0,
-            f"median_{name}_ms": 0.0,
-            f"std_{name}_ms": 0.0,
-            f"p99_{name}_ms": 0.0,
-        }
+        return dict.fromkeys(keys, 0.0)
     a = np.asarray(xs) * 1000.0
-    return {
-        f"mean_{name}_ms": float(a.mean()),
-        f"median_{name}_ms": float(np.median(a)),
-        f"std_{name}_ms": float(a.std()),
-        f"p99_{name}_ms": float(np.percentile(a, 99)),
-    }
+    values = [a.mean(), np.median(a), a.std(), *np.percentile(a, [90, 95, 99])]
+    return {k: float(v) for k, v in zip(keys, values, strict=True)}
 
 
 def vllm_detailed_result(
-    records: Iterable[SpeedRequest], *, semantics: Semantics = "rigbench", include_warmup: bool = False
+    records: Iterable[SpeedRequest | LoadRequest], *, semantics: Semantics = "rigbench", include_warmup: bool = False,
+    settings: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The result JSON `vllm bench serve --save-result --save-detailed` would write for these requests.
 
     Summary statistics follow vLLM: over successful requests; TPOT = (latency - ttft) /
     (output_len - 1) for requests with more than one output token; ITL pooled over requests.
+    `settings`: keys of the benchmark's own settings vLLM writes beside them (`request_rate`, `burstiness`,
+    `max_concurrency`) and rigbench's (`rigbench_*`: which run kind and window the file holds).
     """
     rows = vllm_request_rows(records, semantics=semantics, include_warmup=include_warmup)
     ok = [r for r in rows if r["success"]]
@@ -140,6 +140,7 @@ def vllm_detailed_result(
     itls = [x for r in ok for x in r["itl"]]
     result: dict[str, Any] = {
         "rigbench_semantics": semantics,
+        **(settings or {}),
         "duration": duration,
         "completed": len(ok),
         "failed": len(rows) - len(ok),

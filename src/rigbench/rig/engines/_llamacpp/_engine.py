@@ -244,7 +244,8 @@ class LlamaCppEngine:
         found = ensure_llama_server(Path(flags.llama_server) if flags.llama_server else None, lambda: model,
                                     progress=progress, note=note)
         build = f", {found.build_variant} CPU build" if found.build_variant else ""
-        note(f"llama-server: {found.path} ({found.origin}{build}; smoke test {found.smoke_test})")
+        made = f" from {found.package}, llama.cpp {found.source_build}" if found.package else ""
+        note(f"llama-server: {found.path} ({found.origin}{build}{made}; smoke test {found.smoke_test})")
         if found.fallback != "none":
             note(f"CPU fallback in use: {found.fallback} ({found.fallback_reason}); it can lower decode speed")
         return "`rigbench run` will use these."

