@@ -187,3 +187,30 @@ def test_a_repeated_run_is_not_served_from_the_prefix_cache(tmp_path: Path) -> N
     # the chat template's opening (about 30 tokens) is common to every request and may be reused;
     # everything after the per-run opening must be prefilled again (before the fix: 1 token)
     assert req["result"]["timings"]["prompt_n"] >= 64, req["result"]["timings"]  # 89 of 128 when measured
+
+
+def test_the_readmes_full_profile_line_runs_on_the_default_rig_skipping_what_does_not_fit(tmp_path: Path) -> None:
+    """Issue 30 item 6: `rigbench run --profile full` on SmolLM2 (8,192 tokens of context) exited 1, UNTRUSTED,
+    because scenarios that do not fit were a preflight error. They are skipped, with the reason, and the rest
+    is measured and trusted. One repetition of chat_short and summarization (which does not fit): this is about
+    the verdict, not the figures, and the full profile's 8,192-token prefill and 1,024-token output would cost
+    minutes of CI."""
+    out = tmp_path / "runs"
+    res = rigbench("run", "--profile", "full", "--scenarios", "chat_short,summarization", "--repetitions", "1",
+                   "--warmup", "0", *BUSY_OK, "--out", str(out))
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    reader = RunReader(only_run(out))
+    assert reader.header.trust is not None and reader.header.trust.trusted, reader.header.trust
+    skipped = {r["scenario"]: r["reason"] for r in reader.raw_records("speed_skip")}
+    assert "summarization" in skipped and "8192 per request" in skipped["summarization"]
+    measured = {r["scenario"] for r in reader.raw_records("speed_request")}
+    assert "chat_short" in measured and not measured & set(skipped)
+    flat = " ".join(res.stdout.split())
+    assert "verdict trusted" in flat and "summarization: skipped: needs 16512 tokens of context" in flat
+    # control: nothing left to measure is still a verdict (the gate skipped, which untrusts too, to save its time:
+    # the reason asserted is the preflight's)
+    none = rigbench("run", "--profile", "full", "--scenarios", "summarization", "--no-sanity", *BUSY_OK, "--out",
+                    str(tmp_path / "n"))
+    assert none.returncode == 1
+    trust = RunReader(only_run(tmp_path / "n")).header.trust
+    assert trust is not None and any("no speed figure can be measured" in r for r in trust.reasons), trust

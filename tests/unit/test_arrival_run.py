@@ -123,7 +123,7 @@ def test_a_buffering_proxy_untrusts_latency_and_names_it(case: str, words: str, 
         assert "buffered by the server or a proxy" in text
         assert "n/m†" in text and "not measurable" in text
     assert "UNTRUSTED" in o.res.stdout and "| chat_short | 128→64 | 3 |" in o.markdown
-    md_row = next(line for line in o.markdown.splitlines() if line.startswith("| chat_short | 128→64"))
+    md_row = next(line for line in o.markdown.splitlines() if line.startswith("| chat_short | 128→64 | 3 |"))  # the speed table
     assert md_row.count("n/m†") == 3  # decode tok/s, TTFT, ITL
     assert "n/m†" in next(line for line in o.markdown.splitlines() if "| TTFT |" in line)
     # nor drawn: no TTFT/ITL plot of the buffer's timing (the plot would say "measured")

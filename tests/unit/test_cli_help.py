@@ -97,7 +97,8 @@ def test_lists_are_comma_separated_in_every_command() -> None:
     # check --scenario takes a comma list like run's --scenarios: both shapes are checked, the long one flagged
     argv = ["--", "llama-server", "-m", "x.gguf", "-c", "4096", "-np", "1"]
     res = invoke("check", "--scenario", "short:128:256,long:8192:256", *argv)
-    assert res.traceback is None and res.code == 1, res.stderr
+    # one of two over the context: a run skips it and measures the other, so a warning (exit 0), not an error
+    assert res.traceback is None and res.code == 0, res.stderr
     said = _flat(res.stdout)
     assert "long (8192+256)" in said and "short (" not in said
     control = invoke("check", "--scenario", "short:128:256", *argv)  # healthy: fits, no finding

@@ -197,6 +197,30 @@ def test_compare_prints_the_three_verdicts_and_the_margin(tmp_path: Path) -> Non
     assert bad.code == 2 and "--margin is a percentage" in bad.stderr
 
 
+def test_compare_says_when_one_side_measured_windows_on_a_busy_host(tmp_path: Path) -> None:
+    """Issue 30 item 8: `compare` said nothing when one run's windows were busy (kept by --allow-busy-host)."""
+    from rigbench.records import HostConditions
+
+    golden = Path(__file__).resolve().parents[2] / "tests" / "golden"
+    busy = tmp_path / "emulator_b"
+    shutil.copytree(golden / "emulator_b", busy)
+    win = HostConditions(unit_id="host/chat_short/c1", window="chat_short c=1", scenario="chat_short",
+                         concurrency=1, started_ns=0, ended_ns=2 * 10**9, engine="local", engine_pids=[42],
+                         cpus=[0, 1], busy_cpu_s=2.9, engine_cpu_s=0.9, rigbench_cpu_s=0.1, steal_s=0.0)
+    with (busy / "records.jsonl").open("a") as f:
+        f.write(win.model_dump_json() + "\n")
+    md = tmp_path / "c.md"
+    res = invoke("compare", str(golden / "emulator_a"), str(busy), "--markdown", str(md))
+    assert res.traceback is None and res.code == 0, res.stderr
+    said = " ".join(res.stdout.split())
+    assert ("emulator_b measured 1 window on a busy host (during chat_short c=1, other processes used 0.95 of 2 "
+            "cores while the engine used 0.45") in said and "not its rig alone" in said
+    assert "emulator_b measured 1 window on a busy host" in md.read_text()
+    # control: the two quiet (unrecorded) runs draw no such note
+    quiet = invoke("compare", str(golden / "emulator_a"), str(golden / "emulator_b"))
+    assert "busy host" not in quiet.stdout
+
+
 @pytest.mark.parametrize(("k_a", "n_a", "k_b", "n_b", "low", "high"), [
     (56, 70, 48, 80, 0.0524, 0.3339),
     (9, 10, 3, 10, 0.1705, 0.8090),

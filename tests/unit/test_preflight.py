@@ -70,6 +70,19 @@ def test_llamacpp_context_is_per_slot() -> None:
                                                         PreflightInput(scenarios=scen)))
 
 
+def test_a_scenario_over_the_context_is_skipped_with_a_note_unless_none_fits() -> None:
+    """Issue 30 item 6: `--profile full` on the embedded rig (8,192 tokens of context) skips the scenarios
+    that do not fit and measures the rest; that is a warning, not a verdict. Nothing left to measure is."""
+    full = [ScenarioLength(name="chat_short", input_tokens=128, output_tokens=256),
+            ScenarioLength(name="summarization", input_tokens=16384, output_tokens=128)]
+    [f] = [f for f in preflight(None, PreflightInput(scenarios=full, served_context_tokens=8192)).findings
+           if f.id == "scenario_over_context"]
+    assert f.severity == "warn" and "a run skips them" in f.problem and "summarization" in f.evidence
+    [g] = [f for f in preflight(None, PreflightInput(scenarios=full[1:], served_context_tokens=8192)).findings
+           if f.id == "scenario_over_context"]
+    assert g.severity == "error" and "no speed figure can be measured" in g.problem
+
+
 def test_context_from_the_live_server_wins() -> None:
     scen = [ScenarioLength(name="summarization", input_tokens=16384, output_tokens=128)]
     r = preflight("vllm serve m --generation-config auto --max-model-len 65536",

@@ -68,7 +68,8 @@ def test_a_report_of_several_runs_nests_each_run_under_one_title(tmp_path: Path)
                                   "vs llamacpp, AMD EPYC (2 threads) (3 runs)")
     assert re.search(r"^## emulator_b: emulated-model", md, re.M)
     # the emulators differ only in the port they listened on; the llama.cpp run in engine and model
-    differs = md[md.index("### What differs between the rigs (against emulator_a"):md.index("| rig | run |")]
+    differs = md[md.index("### What differs between the rigs (against emulator_a"):]
+    differs = differs[:differs.index("\n### ", 5)]
     assert "| run_v1 | engine | unknown | llamacpp | **what is measured** |" in differs
     assert "| run_v1 | model.served_name | emulated-model |" in differs and "| emulator_b |" not in differs
     assert "36151" not in md and "/root/" not in md
@@ -92,6 +93,31 @@ def test_two_runs_of_one_rig_are_labelled_by_what_differs_never_by_number(tmp_pa
     assert labels == ["run_v1 (t=off)", "run_v1 (t=2)"]
     same = rig_labels(["run_v1", "run_v1"], [h, h])  # nothing differs, not even the time: numbered, not "#1"
     assert len(set(same)) == 2 and not any("#" in x for x in same)
+
+
+def test_runs_are_labelled_by_their_flags_or_model_never_by_the_port_they_happened_to_get() -> None:
+    """Issue 30 item 5: two launched rigs on random ports read "llamacpp (port=47501)" and "(port=37947)"."""
+    h = RunReader(V1).header
+    fp = h.fingerprint
+    assert fp is not None and fp.argv is not None and "--port" in fp.argv
+
+    def run(port: str, *extra: str, model: str | None = None):  # type: ignore[no-untyped-def]
+        argv = [port if a == fp.argv[fp.argv.index("--port") + 1] else a for a in fp.argv] + list(extra)
+        model_update = {"model": fp.model.model_copy(update={"served_name": model})} if model else {}
+        return h.model_copy(update={"fingerprint": fp.model_copy(update={"argv": argv, **model_update})})
+
+    labels = rig_labels(["run_v1", "run_v1"], [run("47501", "-np", "4"), run("37947", "-np", "8")])
+    assert labels == ["run_v1 (np=4)", "run_v1 (np=8)"]
+    assert not any("port" in x or "47501" in x for x in labels)
+    by_model = rig_labels(["run_v1", "run_v1"], [run("47501", model="qwen3-0.6b"), run("37947", model="smollm2")])
+    assert by_model == ["run_v1 (qwen3-0.6b)", "run_v1 (smollm2)"]
+    only_port = rig_labels(["run_v1", "run_v1"], [run("47501"), run("37947")])  # nothing else differs: the time
+    assert not any("port" in x for x in only_port) and len(set(only_port)) == 2
+    # one launched with --port, the other on llama-server's default port: still no difference between the rigs
+    i = fp.argv.index("--port")
+    default_port = h.model_copy(update={"fingerprint": fp.model_copy(update={"argv": fp.argv[:i] + fp.argv[i + 2:]})})
+    one_port = rig_labels(["run_v1", "run_v1"], [run("47501", "-np", "4"), default_port])
+    assert not any("port" in x or "PORT" in x for x in one_port) and one_port[0] == "run_v1 (np=4)", one_port
 
 
 @pytest.mark.parametrize(("source", "basis"), [("probed on this machine: stream copy", "probed"),

@@ -82,7 +82,8 @@ Sections = dict[str, dict[str, Any]]  # title -> level, rows (header first), not
 
 def _md_text(t: str) -> str:
     t = re.sub(r"(?<!\\)\*\*", "", t.strip())  # bold markers (a literal * is escaped: \*)
-    return html.unescape(re.sub(r"\\(.)", r"\1", t))
+    # backticks: rigbench's own `code` spans, drawn as <code> in the HTML (no Markdown syntax on the page)
+    return html.unescape(re.sub(r"\\(.)", r"\1", t)).replace("`", "")
 
 
 def _md_sections(md: str) -> Sections:
@@ -157,8 +158,8 @@ class _Html(HTMLParser):
 
 
 def _html_sections(page: str, name: str) -> tuple[Sections, list[tuple[str, str]]]:
-    """The run's details and its fingerprint as sections; and its findings (class, text) from the
-    collapsed warnings."""
+    """The run's answer (the headline figures of a one-run page), its details and its fingerprint as
+    sections; and its findings (class, text) from the collapsed warnings."""
     p = _Html()
     p.feed(page)
     out: Sections = {}
@@ -169,7 +170,7 @@ def _html_sections(page: str, name: str) -> tuple[Sections, list[tuple[str, str]
     for kind, value in p.items:
         if kind == "h2":
             where, cur = value, None
-        elif kind in ("h3", "h4") and where == f"{name}: details":
+        elif kind in ("h3", "h4") and where in ("Headline figures", f"{name}: details"):
             cur = out.setdefault(value, {"level": int(kind[1]) - 2, "rows": [], "notes": []})
         elif kind == "h3" and where == "Fingerprints":
             cur = out.setdefault("Fingerprint", {"level": 1, "rows": [], "notes": []}) if value == name else None
@@ -193,7 +194,7 @@ def _terminal(a: RunAnalysis) -> str:
 
 
 def _flat(text: str) -> str:
-    return " ".join(text.split())
+    return " ".join(text.replace("`", "").split())  # backticks: as _md_text
 
 
 # -- the three agree -------------------------------------------------------------------------------
@@ -234,26 +235,38 @@ def test_terminal_markdown_and_html_show_the_same_sections_rows_and_notes(analys
 def test_the_run_level_findings_are_the_same_in_each(analysis: RunAnalysis) -> None:
     a = analysis
     assert a.warnings  # every fixture has some: attached, gate skipped, host not recorded...
-    expected = ([synth_note(a.header)] if synthetic_acceptance(a.header) is not None else []) + a.warnings
+    found = ([synth_note(a.header)] if synthetic_acceptance(a.header) is not None else []) + a.warnings
+    # the UNTRUSTED (or DAMAGED) reasons first (and a synthetic run's mark), then the other findings
+    reasons = [w for w in found if w.startswith(("UNTRUSTED", "DAMAGED"))]
+    lead = [w for w in found if w in reasons or w == synth_note(a.header)]
+    others = [w for w in found if w not in lead]
     quoted = [_md_text(line[2:]) for line in render_markdown(a, paths=True).splitlines() if line.startswith("> ")]
-    assert quoted == expected
+    assert quoted == [w.replace("`", "") for w in lead + others]
     _, findings = _html_sections(render_html(["the run"], [a], paths=True), "the run")
-    # the UNTRUSTED (or DAMAGED) reasons first, marked, then the other findings
-    reasons = [w for w in expected if w.startswith(("UNTRUSTED", "DAMAGED"))]
-    assert [t for _, t in findings] == reasons + [w for w in expected if w not in reasons]
+    assert [t for _, t in findings] == [w.replace("`", "") for w in reasons + [w for w in found if w not in reasons]]
     assert all(("bad-item" in c) == (t in reasons) for c, t in findings)
-    # the terminal's panel: every finding, but beyond four UNTRUSTED reasons the first three and a count
+    # the terminal: the panel holds the reasons (beyond four, the first three and a count); every other
+    # finding follows the answer (beyond five, the first four and a count) and, then, all of them at the end
     term = _terminal(a)
-    shown = [_flat(line.strip(" │")[2:]) for line in term.splitlines() if line.strip(" │").startswith("! ")]
+    panel = term[:term.index("╰")]
+    in_panel = [_flat(line.strip(" │")[2:]) for line in panel.splitlines() if line.strip(" │").startswith("! ")]
+    shown = lead
     if len(reasons) > 4:
         # where the rest are printed: the sanity gate's below, with the gate; any other only in the Markdown
         gate = {f"UNTRUSTED: {r}" for r in a.sections["sanity"][0].reasons} if "sanity" in a.sections else set()
         where = ("the sanity gate's, listed with it below" if set(reasons[3:]) <= gate
                  else f"every one: rigbench report {a.run_dir} --markdown FILE")
-        more = f"and {len(reasons) - 3} more UNTRUSTED reasons ({where})"
-        assert _flat(more) in shown
-        expected = [w for w in expected if w not in reasons[3:]] + [more]
-    assert sorted(_flat(w) for w in expected) == sorted(shown)
+        shown = [w for w in lead if w not in reasons[3:]] + [f"and {len(reasons) - 3} more UNTRUSTED reasons ({where})"]
+    assert sorted(_flat(w) for w in shown) == sorted(in_panel)
+    after = term[term.index("╰"):]
+    listed = [_flat(line[2:]) for line in after.splitlines() if line.startswith("! ")]
+    if len(others) <= 5:
+        assert listed == [_flat(w) for w in others]
+    else:
+        more = f"and {len(others) - 4} more, listed under \"All warnings\" at the end"
+        assert listed == [_flat(w) for w in others[:4]] + [more] + [_flat(w) for w in others]
+        fingerprint = re.search(r"^Fingerprint *$", term, re.M)
+        assert fingerprint is not None and term.rindex("All warnings (") > fingerprint.start()
 
 
 def test_every_kind_of_section_is_checked_by_some_fixture(tmp_path: Path) -> None:

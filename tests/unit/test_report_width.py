@@ -93,14 +93,22 @@ def test_telemetry_cross_check_keeps_scenario_names(width: int) -> None:
 
 @pytest.mark.parametrize("width", [80, 200])
 def test_ls_at_80_and_200_columns(width: int) -> None:
+    """Issue 30 item 8: one row per run at any width (it wrapped over three lines at 80), with its headline."""
     runs = [RunListing(f"20261129-19{i}407-h200-depth15-a05e", "2026-11-29T19:14:07+00:00", "llamacpp", "target",
-                       "speed,quality,agent", "complete", "UNTRUSTED", "781183611c45f3e6") for i in range(3)]
-    text = _text(runs_table("runs in runs", runs, width), width)
-    _fits(text, width)
-    for r in runs:
-        assert r.run in text  # whole ids, never folded
-    body = [line for line in text.splitlines() if "20261129" in line or "2026-11-29 19:14" in line]
-    assert len(body) == (3 if width >= 150 else 6)  # one line per run when wide, two when narrow
+                       "speed,quality,agent", "complete", "UNTRUSTED", "781183611c45f3e6", "chat_short 89.8 tok/s")
+            for i in range(3)]
+    long_model = [r._replace(run=r.run + "x", model="SmolLM2-135M-Instruct.Q4_1-with-a-long-name") for r in runs]
+    for rows in (runs, long_model):
+        text = _text(runs_table("runs in runs", rows, width), width)
+        _fits(text, width)
+        body = [line for line in text.splitlines() if "20261129" in line]
+        assert len(body) == 3 and all("chat_short 89.8 tok/s" in line and "UNTRUSTED" in line for line in body)
+        assert all(r.run in text for r in rows)  # whole ids, never folded
+    assert ("2026-11-29 19:14" in _text(runs_table("runs", runs, width), width)) == (width >= 150)
+    assert "target" in _text(runs_table("runs", runs, width), width)  # the model, where it fits
+    # a run that did not finish shows its status where the verdict would be
+    unfinished = _text(runs_table("runs", [runs[0]._replace(status="incomplete", verdict="–")], 80), 80)
+    assert "incomplete" in unfinished
 
 
 @pytest.mark.parametrize("width", [80, 200])
@@ -135,3 +143,81 @@ def test_the_panels_more_reasons_line_says_where_they_are() -> None:
     render_terminal(other, c)
     flat = " ".join(c.file.getvalue().split())  # type: ignore[attr-defined]
     assert "and 3 more UNTRUSTED reasons (every one: rigbench report" in flat and "--markdown FILE)" in flat
+
+
+def test_a_wide_speed_table_splits_by_columns_at_80_instead_of_cutting_the_aggregate() -> None:
+    """Issue 30 item 8: at 80 columns the speed table clipped its aggregate column when concurrency > 1 (the
+    full profile's shapes, four levels, figures of five digits with their spread)."""
+    from rigbench.analysis import Stat
+
+    speed = _analysis(GOLDEN / "emulator_a").speed
+    assert speed is not None
+    big = Stat(n=40, median=12345.6, mean=12345.6, std=1234.5, min=1.0, max=2e4, p90=1.5e4, p99=1.9e4)
+    rows = [speed.rows[0].model_copy(update={"scenario": sc, "concurrency": c, "input_tokens_target": 16384,
+                                             "output_tokens_target": 1024, "e2e_tok_s": big, "decode_tok_s": big,
+                                             "ttft_s": big, "itl_mean_s": big, "aggregate_tok_s": big,
+                                             "tokens_per_chunk": 1.5})
+            for sc in SCENARIOS for c in (1, 2, 4, 8)]
+    c = _console(80)
+    from rigbench.report._cells import section_terminal
+    from rigbench.report._speed import speed_section
+
+    section_terminal(c, speed_section(speed.model_copy(update={"rows": rows})), layout="simple")
+    text = c.file.getvalue()  # type: ignore[attr-defined]
+    _fits(text, 80)
+    # every figure whole, in every row: e2e, decode and aggregate tok/s, TTFT and ITL (ms)
+    assert "agg" in text and text.count("12346±1234") == 3 * 16
+    assert text.count("12345600±1234500") == 16 and text.count("12345600.0±1234500.0") == 16
+    figures = [line for line in text.splitlines() if "±" in line and "standard deviation" not in line]
+    assert all(line.split()[0] in SCENARIOS for line in figures)  # no row folds into a tall cell
+
+
+def test_a_trusted_multi_concurrency_answer_splits_by_columns_at_80_never_into_cards() -> None:
+    """The first screen of a trusted run at several concurrencies (the "for a user" column, the lowest level's
+    figures and the highest level's aggregate): at 80 columns the answer table splits by columns, each part
+    repeating the scenario, one line per scenario, every figure whole; it never turns into cards (a card
+    per scenario broke the two-line headers apart and took 40 lines of the first screen)."""
+    from rigbench.analysis import Stat
+    from rigbench.store import TrustVerdict
+
+    a = _analysis(GOLDEN / "emulator_a")
+    assert a.speed is not None
+
+    def stat(v: float) -> Stat:
+        return Stat(n=40, median=v, mean=v, std=v / 10, min=v, max=v, p90=v, p99=v)
+
+    rows = [a.speed.rows[0].model_copy(update={
+        "scenario": sc, "concurrency": c, "input_tokens_target": 16384, "output_tokens_target": 1024,
+        "e2e_tok_s": stat(123.4), "decode_tok_s": stat(123.4), "ttft_s": stat(12.3 if sc == "summarization" else 0.5),
+        "aggregate_tok_s": stat(12345.6), "latency_not_measurable": None, "ttft_not_comparable": None})
+        for sc in SCENARIOS for c in (1, 2, 4, 8)]
+    trusted = a.model_copy(update={"speed": a.speed.model_copy(update={"rows": rows}), "warnings": [],
+                                   "header": a.header.model_copy(update={"trust": TrustVerdict(trusted=True)})})
+    c = _console(80)
+    render_terminal(trusted, c)
+    text = c.file.getvalue()  # type: ignore[attr-defined]
+    _fits(text, 80)
+    answer = text[text.index("How fast"):text.index("For a user:")]
+    assert "too slow to wait for" in answer and "c=8: tok/s" in answer
+    assert answer.count("12346 (123 each)") == 4 and answer.count("123 tok/s") == 4  # every figure, whole
+    # one line per scenario in each part of the split table (a card would give each scenario a heading line
+    # followed by "  column  value" lines)
+    for sc in SCENARIOS:
+        lines = [line for line in answer.splitlines() if line.split()[:1] == [sc]]
+        assert lines and all("16384→1024" in line for line in lines), (sc, answer)
+    assert len(answer.splitlines()) < 25, answer
+
+
+@pytest.mark.parametrize("width", [80, 150])
+def test_ls_never_cuts_a_run_id_or_a_figure_when_the_headline_is_long(width: int) -> None:
+    """A run that measured speed and load has a two-part headline; with long run ids it cannot share one line
+    at 80 columns: the headline wraps, the ids and verdicts stay whole (they were cut to "20261129-19…" and "UN…")."""
+    runs = [RunListing(f"20261129-19{i}407-h200-depth15-a05e-long", "2026-11-29T19:14:07+00:00",
+                       "llamacpp b1234 with a long version", "SmolLM2-135M-Instruct.Q4_1-with-a-long-name",
+                       "speed,quality,agent,load", "complete", "UNTRUSTED", "781183611c45f3e6",
+                       "chat_short 89.8 tok/s; saturation 24.5 req/s") for i in range(2)]
+    text = _text(runs_table("runs", runs, width), width)
+    _fits(text, width)
+    assert all(r.run in text for r in runs) and text.count("UNTRUSTED") == 2
+    words = text.split()  # the headline may wrap between its words, never inside a figure
+    assert words.count("89.8") == 2 and words.count("24.5") == 2 and words.count("saturation") == 2

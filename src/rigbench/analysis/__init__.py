@@ -1,14 +1,22 @@
 """Statistics and derived metrics. Never touches the network; never formats output."""
 
-from rigbench.analysis._agent import AgentSummary, ProbeRow, TaskScore
+from rigbench.analysis._agent import AgentSummary, ProbeRow, TaskScore, summarize_agent
 from rigbench.analysis._arrival import ArrivalPattern, ArrivalSummary, stream_arrival, summarize_arrival
 from rigbench.analysis._bandwidth import machine_bandwidth
 from rigbench.analysis._compare import (
     Comparison,
+    busy_windows,
     check_two_runs,
     compare_runs,
     compare_stats,
     fingerprint_differences,
+)
+from rigbench.analysis._experience import (
+    ATTENTION_LIMIT_S,
+    FLOW_LIMIT_S,
+    READING_TOK_S,
+    Experience,
+    experience,
 )
 from rigbench.analysis._goodput import SLO_METRICS, RateBound, SloCheck, meets_slo, parse_slo, rate_bound
 from rigbench.analysis._host import OTHER_CORES_MAX, STEAL_CORES_MAX, HostVerdict, HostWindowRow, assess_host
@@ -41,6 +49,7 @@ from rigbench.analysis._quality import (
     PairTest,
     Proportion,
     QualitySummary,
+    summarize_quality,
 )
 from rigbench.analysis._reasoning import split_reasoning, split_tokens
 from rigbench.analysis._requests import REQUEST_COLUMNS, request_rows
@@ -61,10 +70,17 @@ from rigbench.analysis._session import hide_session_details, session_neutral
 from rigbench.analysis._speculation import SpeculationFit, fit_speculation
 from rigbench.analysis._speed import ScenarioSpeed, SpeedSummary, latency_finding, summarize_speed
 from rigbench.analysis._stability import (
+    CHANGE_Z,
     MIN_REPETITIONS,
     OUTLIER_Z,
+    QUIET_SPREAD,
+    UNSTABLE_ALPHA,
     UNSTABLE_CV,
+    Detectable,
     SeriesStability,
+    StabilityRules,
+    detectable,
+    judge_series,
     speed_stability,
     stability_warnings,
 )
@@ -76,18 +92,24 @@ from rigbench.analysis._timing import RequestTiming, arrival_ns, chunk_token_cou
 from rigbench.analysis._verdict import DEFAULT_MARGIN, MAX_NEEDED, Verdict
 
 __all__ = [
+    "ATTENTION_LIMIT_S",
+    "CHANGE_Z",
     "CPU_FRACTION_MAX",
     "DEFAULT_MARGIN",
+    "FLOW_LIMIT_S",
     "LOOP_LAG_P99_MAX_S",
     "MAX_NEEDED",
     "MIN_REPETITIONS",
     "OTHER_CORES_MAX",
     "OUTLIER_Z",
+    "QUIET_SPREAD",
+    "READING_TOK_S",
     "REQUEST_COLUMNS",
     "SCHEDULE_LAG_P99_MAX_S",
     "SCHEDULE_RATE_MIN",
     "SLO_METRICS",
     "STEAL_CORES_MAX",
+    "UNSTABLE_ALPHA",
     "UNSTABLE_CV",
     "AccuracyDiff",
     "AgentSummary",
@@ -95,7 +117,9 @@ __all__ = [
     "ArrivalSummary",
     "BlockAccounting",
     "Comparison",
+    "Detectable",
     "EffortSummary",
+    "Experience",
     "HostVerdict",
     "HostWindowRow",
     "InputLengths",
@@ -126,6 +150,7 @@ __all__ = [
     "SpeculationFit",
     "SpeedSummary",
     "SpeedupPrediction",
+    "StabilityRules",
     "StampingError",
     "Stat",
     "SteadyState",
@@ -138,6 +163,7 @@ __all__ = [
     "analyze_run",
     "arrival_ns",
     "assess_host",
+    "busy_windows",
     "check_two_runs",
     "chunk_token_counts",
     "compare_load",
@@ -145,10 +171,13 @@ __all__ = [
     "compare_stats",
     "compare_suites",
     "describe",
+    "detectable",
+    "experience",
     "find_revisions",
     "fingerprint_differences",
     "fit_speculation",
     "hide_session_details",
+    "judge_series",
     "kv_architecture_from_path",
     "kv_capacity",
     "latency_finding",
@@ -171,8 +200,10 @@ __all__ = [
     "stamping_error",
     "stamping_text",
     "stream_arrival",
+    "summarize_agent",
     "summarize_arrival",
     "summarize_load",
+    "summarize_quality",
     "summarize_speed",
     "weights_from_path",
 ]

@@ -23,12 +23,13 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from rigbench.analysis._host import assess_host
 from rigbench.analysis._session import session_neutral
 from rigbench.analysis._speed import ScenarioSpeed, summarize_speed
 from rigbench.analysis._stats import Stat
 from rigbench.analysis._verdict import DEFAULT_MARGIN, Verdict, ratio_tost, repetitions_needed, three_way
 from rigbench.errors import UsageError
-from rigbench.records import Fingerprint, Frozen
+from rigbench.records import Fingerprint, Frozen, HostConditions
 from rigbench.store import RunReader, source_data_id
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "FingerprintDifference",
     "ScenarioComparison",
     "StatComparison",
+    "busy_windows",
     "check_two_runs",
     "compare_runs",
     "compare_stats",
@@ -186,6 +188,13 @@ def check_two_runs(a: RunReader, b: RunReader) -> None:
         how = "is given twice" if same_dir else f"and {b.dir} hold the same data (source data {source_data_id(a.dir)})"
         raise UsageError(f"{a.dir} {how}: that is one run, not two. Comparing it with itself measures "
                          "nothing; re-run the rig (rigbench run) and compare the two runs.")
+
+
+def busy_windows(reader: RunReader) -> list[str]:
+    """The measured windows of a run that its host conditions judge busy, each with its cause ("during
+    chat_short c=1, other processes used 0.98 of 2 cores ..."): `rigbench compare` says so beside the ratios,
+    since a busy side's figures hold the host's load, not its rig alone. Empty: quiet, or not recorded."""
+    return assess_host(reader.records("host_conditions", HostConditions)).findings
 
 
 def _speed_rows(reader: RunReader) -> dict[tuple[str, int], ScenarioSpeed]:

@@ -58,7 +58,6 @@ def analyze_run(reader: RunReader) -> RunAnalysis:
     if speed:  # a finding the trust verdict already gives (e.g. buffered latency) is not said twice
         given = set(h.trust.reasons) if h.trust is not None else set()
         warnings.extend(w for w in speed.warnings if w not in given)
-        warnings.extend(stability_warnings(stability))
 
     sections: dict[str, Any] = honesty_sections(reader, speed)
     if stability:
@@ -82,6 +81,8 @@ def analyze_run(reader: RunReader) -> RunAnalysis:
         sections["selfcheck"] = verdict
         warnings.extend(f"self-check note: {n}" for n in verdict.notes)
         warnings.extend(_selfcheck_warnings(verdict, host))
+    # after the host and the client: a busy host or a late client explains a changed series, and is read first
+    warnings.extend(stability_warnings(stability))
 
     load = summarize_load(reader)
     if load is not None:

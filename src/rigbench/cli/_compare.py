@@ -11,6 +11,7 @@ import typer
 
 from rigbench.analysis import (
     DEFAULT_MARGIN,
+    busy_windows,
     check_two_runs,
     compare_load,
     compare_runs,
@@ -74,6 +75,9 @@ def compare(
     synthetic = {r.dir.name: synth_note(r.header) for r in readers if synthetic_acceptance(r.header) is not None}
     console = make_console()
     md = []
+    for msg in _busy_notes(readers, labels):  # said before any ratio
+        console.print(f"[yellow]{for_console(msg)}[/]")
+        md.append(f"> {msg}")
     with_speed = [r for r in readers if summarize_speed(r) is not None]
     if readers[0] in with_speed and len(with_speed) > 1:
         result = compare_runs(readers[0], with_speed[1:], metric=metric, alpha=alpha, allow_mismatch=allow_mismatch,
@@ -119,3 +123,16 @@ def compare(
             md.append(suite_comparison_markdown(suites, baseline=a, other=b))
     if markdown:
         write_output(markdown, "\n\n".join(md) + "\n", "--markdown")
+
+
+def _busy_notes(readers: list[RunReader], labels: dict[str, str]) -> list[str]:
+    """One note per side that measured windows on a busy host: its figures hold the host's load."""
+    out = []
+    for r in readers:
+        busy = busy_windows(r)
+        if busy:
+            shown = "; ".join(busy[:2]) + (f"; and {len(busy) - 2} more" if len(busy) > 2 else "")
+            out.append(f"{labels[r.dir.name]} measured {len(busy)} window{'s' if len(busy) > 1 else ''} on a busy "
+                       f"host ({shown}): its figures hold the host's load, not its rig alone, so a difference below "
+                       "may be the host's. Measure both on a quiet host to compare the rigs.")
+    return out

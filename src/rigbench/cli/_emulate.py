@@ -85,7 +85,8 @@ class EmulateArgs(BaseModel):
 def emulate(ctx: typer.Context | None, o: EmulateArgs) -> None:
     """Serve the reference emulator. GET /emulator/truth returns the true send time of every chunk
     (perf_counter_ns: the machine's monotonic clock); a request may override the script with an
-    `x_emulator` object in its body."""
+    `x_emulator` object in its body. Its replies are filler unless --answers: `rigbench run` against it
+    then fails the known-answer gate (UNTRUSTED), as it should for a server that cannot answer."""
     if not 0 <= o.port <= 65535:
         raise UsageError(f"--port {o.port}: a TCP port is 0..65535 (0: any free port).")
     dists = ("uniform", "normal", "exponential", "lognormal")

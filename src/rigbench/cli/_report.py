@@ -9,7 +9,15 @@ from typing import Annotated, NamedTuple
 import typer
 from rich.console import Console
 
-from rigbench.analysis import RunAnalysis, analyze_run, compare_suites
+from rigbench.analysis import (
+    RunAnalysis,
+    analyze_run,
+    compare_suites,
+    summarize_agent,
+    summarize_load,
+    summarize_quality,
+    summarize_speed,
+)
 from rigbench.cli._app import app
 from rigbench.cli._console import make_console
 from rigbench.cli._export import check_exports, write_request_exports, write_vllm_json
@@ -28,6 +36,7 @@ from rigbench.report import (
     rig_labels,
     runs_table,
     shift_headings,
+    short_answer,
     speedup_table,
     suite_comparison_terminal,
     summary_terminal,
@@ -171,7 +180,8 @@ def _not_written(failed: list[OutputError], runs: list[Path]) -> UsageError:
 def ls(
     out: Annotated[Path, typer.Argument(help="Directory holding run directories.")] = Path("runs"),
 ) -> None:
-    """List saved runs with model, engine, date, suites and status."""
+    """List saved runs, one row each: verdict, model and headline figure (at 150 columns: date, engine, suites,
+    status and source data too)."""
     console = make_console()
     if out.exists() and not out.is_dir():
         raise UsageError(f"{out} is a file, not a directory of runs; give the directory that holds run directories "
@@ -190,7 +200,10 @@ def ls(
         model = (fp.model.served_name or Path(fp.model.path or "?").name) if fp is not None else "?"
         verdict = ("DAMAGED" if r.damage else "–" if h.trust is None
                    else "trusted" if h.trust.trusted else "UNTRUSTED")
+        quality, agent = summarize_quality(r), summarize_agent(r)
+        headline = short_answer(summarize_speed(r), summarize_load(r), None if quality.empty else quality,
+                                None if agent.empty else agent)
         listed.append(RunListing(d.name, h.created_at, fp.engine if fp is not None else "?", model,
                                  ",".join((h.plan.get("suites") or {}).keys()), r.display_status, verdict,
-                                 r.source_data_id))
+                                 r.source_data_id, headline))
     console.print(runs_table(f"runs in {out}", listed, console.width))

@@ -134,13 +134,22 @@ def _context_checks(cmd: ServingCommand | None, engine: Engine | None, inp: Pref
     if not over:
         return []
     listing = ", ".join(f"{s.name} ({s.input_tokens}+{s.output_tokens})" for s in over)
+    note = engine.context_overrun_note if engine is not None else ""
+    fix = f"raise the served context ({', '.join(_context_fixes())}) or drop those scenarios"
+    if len(over) < len(inp.scenarios):
+        # a run skips them, with the reason, and measures the others: a note, not a verdict (issue 30 item 6)
+        return [PreflightFinding(
+            id="scenario_over_context", severity="warn",
+            problem="scenarios need more tokens than the server serves per request: a run skips them (listed "
+                    "as skipped, with the reason) and measures the others; sent, they would fail or be "
+                    "truncated, and a truncated prompt measures a different workload." + note,
+            evidence=f"served context {ctx} ({how}); over it: {listing}", fix=fix)]
     return [PreflightFinding(
         id="scenario_over_context", severity="error",
-        problem="scenarios need more tokens than the server serves per request: they would fail or be "
-                "truncated, and a truncated prompt measures a different workload."
-                + (engine.context_overrun_note if engine is not None else ""),
-        evidence=f"served context {ctx} ({how}); over it: {listing}",
-        fix=f"raise the served context ({', '.join(_context_fixes())}) or drop those scenarios")]
+        problem="every scenario needs more tokens than the server serves per request, so no speed figure can "
+                "be measured: sent, they would fail or be truncated, and a truncated prompt measures a "
+                "different workload." + note,
+        evidence=f"served context {ctx} ({how}); over it: {listing}", fix=fix)]
 
 
 def _context_fixes() -> list[str]:

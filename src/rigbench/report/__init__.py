@@ -2,6 +2,7 @@
 
 from typing import TYPE_CHECKING, Any
 
+from rigbench.report._answer import short_answer
 from rigbench.report._blog import render_blog_markdown, speedup_table
 from rigbench.report._differences import differences_terminal
 from rigbench.report._honesty import (
@@ -49,6 +50,7 @@ __all__ = [
     "roofline_terminal",
     "runs_table",
     "shift_headings",
+    "short_answer",
     "speculates",
     "speculation_markdown",
     "speculation_terminal",

@@ -12,9 +12,10 @@ from rich.text import Text
 
 from rigbench.analysis import Comparison, Revision, RunAnalysis, SuiteComparison
 from rigbench.outside import visible
+from rigbench.report._answer import answer_table_across
 from rigbench.report._cells import section_markdown
 from rigbench.report._differences import differences_section
-from rigbench.report._fmt import fmt_margin, fmt_stat, fmt_tok_s
+from rigbench.report._fmt import fmt_margin, fmt_stat, fmt_tok_s_mean
 from rigbench.report._labels import SYNTH_NOTE, synthetic_acceptance
 from rigbench.report._publish import hide_session_details, report_title
 from rigbench.report._suite_compare import suite_comparison_markdown
@@ -38,10 +39,10 @@ def _ratio(c: Comparison | None, scenario: str, conc: int) -> str:
 def _grid(names: Sequence[str], analyses: Sequence[RunAnalysis],
           comparisons: Sequence[Comparison]) -> tuple[list[str], list[list[str]]]:
     """Header and rows: scenario, in / out, baseline tok/s, then tok/s and speed-up per configuration."""
-    head = ["scenario", "in / out", f"{names[0]} tok/s"]
+    head = ["scenario", "in / out", f"{names[0]} mean tok/s"]
     synth = [synthetic_acceptance(a.header) for a in analyses]
     for n, L in zip(names[1:], synth[1:], strict=True):
-        head += [f"{n} tok/s", f"{n} speed-up" + ("" if L is None else f" (synthetic L={L:g})")]
+        head += [f"{n} mean tok/s", f"{n} speed-up" + ("" if L is None else f" (synthetic L={L:g})")]
     rows: list[list[str]] = []
     base = analyses[0].speed
     if base is None:
@@ -50,18 +51,19 @@ def _grid(names: Sequence[str], analyses: Sequence[RunAnalysis],
     multi_conc = len({r.concurrency for r in base.rows}) > 1
     for r in base.rows:
         label = r.scenario + (f" (c={r.concurrency})" if multi_conc else "")
-        cells = [label, f"{r.input_tokens_target} / {r.output_tokens_target}", fmt_tok_s(r.e2e_tok_s)]
+        cells = [label, f"{r.input_tokens_target} / {r.output_tokens_target}", fmt_tok_s_mean(r.e2e_tok_s)]
         comps: list[Comparison | None] = [*comparisons, *[None] * (len(others) - len(comparisons))]
         for other, comp, L in zip(others, comps, synth[1:], strict=True):
             o = other.get((r.scenario, r.concurrency))
             ratio = _ratio(comp, r.scenario, r.concurrency)
-            cells += [fmt_tok_s(o.e2e_tok_s) if o else "–", ratio + (" synthetic" if L is not None else "")]
+            cells += [fmt_tok_s_mean(o.e2e_tok_s) if o else "–", ratio + (" synthetic" if L is not None else "")]
         rows.append(cells)
     return head, rows
 
 
-_NOTE = ("End-to-end throughput per request, median ± standard deviation over requests (warm-up "
-         "excluded). Speed-up: ratio of means ± propagated standard error; no mark: a difference by Welch's "
+_NOTE = ("End-to-end throughput per request, mean ± standard deviation over requests (warm-up excluded): the "
+         "means the speed-up and its tests are made of (the speed tables show medians). Speed-up: ratio of these "
+         "means ± propagated standard error; no mark: a difference by Welch's "
          "t-test at α = 0.05; (same ±M%): two one-sided tests put the ratio within ±M% of 1; (inconclusive, "
          "~N/side): neither test decides, and about N repetitions per side would tell ±M% (80% power at "
          "the observed spread).")
@@ -83,7 +85,7 @@ def speedup_table(names: Sequence[str], analyses: Sequence[RunAnalysis],
                   comparisons: Sequence[Comparison]) -> Table:
     head, rows = _grid(names, analyses, comparisons)
     # the title as text, not markup: a run label is outside text (rigbench.outside)
-    t = Table(title=Text(visible(f"Speed-up vs {names[0]} (e2e tok/s, median ± std; ratio of means ± error)")),
+    t = Table(title=Text(visible(f"Speed-up vs {names[0]} (e2e tok/s, mean ± std; ratio of means ± error)")),
               title_justify="left", caption=_NOTE, caption_justify="left")
     for i, h in enumerate(head):
         t.add_column(h, justify="left" if i < 2 else "right", overflow="fold",
@@ -142,7 +144,10 @@ def render_blog_markdown(names: Sequence[str], analyses: Sequence[RunAnalysis],
             out += [_findings_markdown(n, a.warnings), ""]
     if len(analyses) > 1:
         out += [section_markdown(differences_section(names, [a.header for a in analyses]), heading="###"), ""]
-    out += [speedup_markdown(names, analyses, comparisons), ""]
+    # each run's answer (how fast, the load figures, how good, how agent-ready), a run column per table
+    out += [x for sec in answer_table_across(names, analyses) for x in (section_markdown(sec, heading="###"), "")]
+    if any(a.speed is not None and a.speed.rows for a in analyses):
+        out += [speedup_markdown(names, analyses, comparisons), ""]
     for name, sc in zip(names[1:], suites, strict=False):
         if not sc.empty:
             out += [suite_comparison_markdown(sc, baseline=names[0], other=name, heading="###"), ""]

@@ -26,6 +26,7 @@ in HTML, a nested list item in Markdown. A section with no rows is its title and
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -38,8 +39,8 @@ from rich.text import Text
 from rigbench.outside import for_html, for_markdown, visible
 from rigbench.report._layout import fitted_table
 
-__all__ = ["Cell", "Note", "Section", "Severity", "html_table", "markdown_table", "rich_cell", "section_html", "section_markdown",
-           "section_terminal", "simple_table", "text"]
+__all__ = ["Cell", "Note", "Section", "Severity", "html_table", "html_text", "markdown_table", "rich_cell", "section_html", "section_markdown",
+           "section_terminal", "simple_table", "simple_tables", "text"]
 
 Severity = Literal["ok", "muted", "notable", "warn", "error", "critical"]
 
@@ -141,7 +142,8 @@ def section_terminal(console: Console, sec: Section,
                                    title_style=_RICH_STYLE[sec.title_severity] if sec.title_severity else None,
                                    cards=layout == "cards"))
     elif layout == "simple":
-        console.print(simple_table(sec, title=name is not None))
+        for table in simple_tables(console, sec, title=name is not None):
+            console.print(table)
     else:
         t = Table(title=shown, show_header=False, title_justify="left",
                   title_style=_RICH_STYLE[sec.title_severity] if sec.title_severity else None)
@@ -155,20 +157,45 @@ def section_terminal(console: Console, sec: Section,
                       highlight=False, markup=False)
 
 
-def simple_table(sec: Section, *, title: bool = True) -> Table:
-    """The short headers with the key as the caption, the first column never wrapped, no figure cut."""
+def simple_table(sec: Section, *, title: bool = True, columns: Sequence[int] | None = None,
+                 caption: bool = True) -> Table:
+    """The short headers with the key as the caption, the first column never wrapped, no figure cut.
+    `columns`: only these columns (indexes), for a table split to fit the terminal."""
     name = (sec.short_title or sec.title) if title else None
+    cols = list(range(len(sec.head))) if columns is None else list(columns)
+    heads = sec.short_head or sec.head
     t = Table(title=Text(visible(name)) if name else None, title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1),
-              collapse_padding=True, pad_edge=False, caption=sec.key, caption_justify="left",
+              collapse_padding=True, pad_edge=False, caption=sec.key if caption else None, caption_justify="left",
               title_style=_RICH_STYLE[sec.title_severity] if sec.title_severity else None)
-    for i, h in enumerate(sec.short_head or sec.head):
+    for i in cols:
         # a figure is never cut: its column keeps the width of its longest cell (up to 12, then it folds)
         figure = min(12, max([len(text(r[i])) for r in sec.rows] + [1])) if i >= sec.left_cols else None
-        t.add_column(h, justify="left" if i < sec.left_cols else "right", no_wrap=i == 0, min_width=figure,
+        t.add_column(heads[i], justify="left" if i < sec.left_cols else "right", no_wrap=i == 0, min_width=figure,
                      overflow="fold")
     for r in sec.rows:
-        t.add_row(*(rich_cell(c) for c in r))
+        t.add_row(*(rich_cell(r[i]) for i in cols))
     return t
+
+
+def simple_tables(console: Console, sec: Section, *, title: bool = True) -> list[Table]:
+    """`simple_table`, or, when its figures would not fit the console, the same table split by columns into
+    tables that fit, each repeating the leading text columns (the title on the first, the key under the
+    last): a figure is never cut, and a row never folds into a tall cell."""
+    def wide(t: Table) -> bool:
+        return console.measure(t, options=console.options.update(max_width=10_000)).maximum > console.width
+
+    whole = simple_table(sec, title=title)
+    if not wide(whole):
+        return [whole]
+    lead = list(range(sec.left_cols))
+    groups: list[list[int]] = [[]]
+    for i in range(sec.left_cols, len(sec.head)):
+        trial = simple_table(sec, title=False, columns=[*lead, *groups[-1], i], caption=False)
+        if groups[-1] and wide(trial):
+            groups.append([])
+        groups[-1].append(i)
+    return [simple_table(sec, title=title and k == 0, columns=[*lead, *g], caption=k == len(groups) - 1)
+            for k, g in enumerate(groups)]
 
 
 # -- Markdown ------------------------------------------------------------------------------------
@@ -211,8 +238,17 @@ def markdown_table(sec: Section, *, align: bool = True) -> list[str]:
 # -- HTML ----------------------------------------------------------------------------------------
 
 
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+
+
+def html_text(s: object) -> str:
+    """Text for an HTML element: escaped (rigbench.outside), and a `code span` (the Markdown that rigbench's own
+    messages use for a command or a flag) drawn as <code>, so no Markdown syntax shows on the page."""
+    return _CODE_SPAN.sub(r"<code>\1</code>", for_html(s))
+
+
 def _e(s: object) -> str:
-    return for_html(s)
+    return html_text(s)
 
 
 def html_table(head: Sequence[str], rows: Sequence[Sequence[str | Cell]], *, numeric_from: int = 2, cls: str = "",

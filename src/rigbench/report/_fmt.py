@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rigbench.analysis import MAX_NEEDED, Stat
 
-__all__ = ["fmt_bytes", "fmt_itl_ms", "fmt_margin", "fmt_stat", "fmt_tok_s", "fmt_ttft_ms", "verdict_cell",
+__all__ = ["fmt_bytes", "fmt_itl_ms", "fmt_margin", "fmt_stat", "fmt_tok_s", "fmt_tok_s_mean", "fmt_tok_s_median", "fmt_ttft_ms", "verdict_cell",
            "verdict_sentence"]
 
 
@@ -25,6 +25,21 @@ def fmt_tok_s(s: Stat | None) -> str:
     if s is None or s.n == 0:
         return "–"
     return fmt_stat(s, digits=0 if abs(s.median) >= 100 else 1 if abs(s.median) >= 10 else 2)
+
+
+def fmt_tok_s_mean(s: Stat | None) -> str:
+    """Mean ± standard deviation, to the digits `fmt_tok_s` gives a median: beside a ratio of means."""
+    if s is None or s.n == 0:
+        return "–"
+    d = 0 if abs(s.mean) >= 100 else 1 if abs(s.mean) >= 10 else 2
+    return f"{s.mean:.{d}f}±{s.std:.{d}f}"
+
+
+def fmt_tok_s_median(s: Stat | None) -> str:
+    """The median alone, to the digits `fmt_tok_s` gives it: 65.4, 121, 1663."""
+    if s is None or s.n == 0:
+        return "–"
+    return f"{s.median:.{0 if abs(s.median) >= 100 else 1 if abs(s.median) >= 10 else 2}f}"
 
 
 def fmt_ttft_ms(s: Stat | None) -> str:

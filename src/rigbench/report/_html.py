@@ -14,8 +14,9 @@ from rigbench.analysis import Comparison, Revision, RunAnalysis, SuiteComparison
 from rigbench.errors import RigbenchError
 from rigbench.outside import for_html
 from rigbench.records import SpeedRequest
+from rigbench.report._answer import answer_sections, answer_table_across
 from rigbench.report._blog import _NOTE, _grid, _revision_note
-from rigbench.report._cells import Cell, html_table, section_html
+from rigbench.report._cells import Cell, html_table, html_text, section_html
 from rigbench.report._differences import differences_section
 from rigbench.report._fingerprint import fingerprint_section
 from rigbench.report._fmt import fmt_itl_ms, fmt_tok_s, fmt_ttft_ms
@@ -60,7 +61,7 @@ span.bad{color:#b0281a;font-weight:600;background:none;border:0}
 
 
 def _e(text: object) -> str:
-    return for_html(text)
+    return html_text(text)
 
 
 def _findings(name: str, a: RunAnalysis) -> str:
@@ -94,7 +95,12 @@ def _suites_html(names: Sequence[str], suites: Sequence[SuiteComparison]) -> lis
 
 
 def _clip(text: str, n: int) -> str:
-    return text if len(text) <= n else text[: n - 1] + "…"
+    """`text` cut to `n` characters; a `code span` cut open is closed after the ellipsis (else its backtick
+    would show on the page instead of a <code>)."""
+    if len(text) <= n:
+        return text
+    cut = text[: n - 1] + "…"
+    return cut + "`" if cut.count("`") % 2 else cut
 
 
 def _plot(title: str, svg: str | None, missing: str) -> str:
@@ -103,29 +109,11 @@ def _plot(title: str, svg: str | None, missing: str) -> str:
 
 
 def _headline(names: Sequence[str], analyses: Sequence[RunAnalysis]) -> str:
-    """Per run and scenario: decode tok/s, TTFT and ITL at the lowest concurrency, aggregate tok/s at
-    the highest, and decode efficiency against the roofline (all medians over requests)."""
-    rows: list[list[str | Cell]] = []
-    for n, a in zip(names, analyses, strict=True):
-        if a.speed is None or not a.speed.rows:
-            rows.append([n, Cell("no speed results", "muted"), "", "", "", "", ""])
-            continue
-        rl = a.sections.get("roofline")
-        eff = {(r.scenario, r.concurrency): r.efficiency for r in (getattr(rl, "rows", None) or [])}
-        for sc in dict.fromkeys(r.scenario for r in a.speed.rows):
-            rs = sorted((r for r in a.speed.rows if r.scenario == sc), key=lambda r: r.concurrency)
-            lo, hi = rs[0], rs[-1]
-            e = eff.get((lo.scenario, lo.concurrency))
-            rows.append([n, sc, fmt_tok_s(lo.decode_tok_s), "n/c" if lo.ttft_not_comparable
-                         else fmt_ttft_ms(lo.ttft_s), fmt_itl_ms(lo.itl_mean_s),
-                         f"{fmt_tok_s(hi.aggregate_tok_s)} (c={hi.concurrency})",
-                         "–" if e is None else f"{e:.0%}"])
-    head = ["run", "scenario", "decode tok/s", "TTFT ms", "ITL ms", "aggregate tok/s at top c",
-            "of roofline"]
-    return ("<h2>Headline figures</h2>" + html_table(head, rows, numeric_from=2)
-            + '<p class="note">Measured by rigbench\'s client; median ± standard deviation over requests (warm-up '
-              "excluded). Decode tok/s, TTFT and ITL at the lowest concurrency; aggregate = a batch\'s tokens / "
-              "its wall time; of roofline = median decode tok/s / the estimated decode ceiling.</p>")
+    """Each run's answer (report/_answer.py: how fast and what it means for a user, the load figures, how
+    good, how agent-ready), as the terminal and the Markdown lead with it; several runs: one table per kind
+    with a run column."""
+    secs = answer_sections(analyses[0]) if len(analyses) == 1 else answer_table_across(names, analyses)
+    return "<h2>Headline figures</h2>" + "".join(section_html(sec, level=3) for sec in secs)
 
 
 def _summary(names: Sequence[str], analyses: Sequence[RunAnalysis]) -> str:
@@ -217,7 +205,7 @@ def render_html(names: Sequence[str], analyses: Sequence[RunAnalysis], compariso
     was measured, the verdict and why, the headline figures), then plots, tables side by side, every
     section of the terminal report, the warnings per run (collapsed) and the fingerprints."""
     title = report_title([a.header for a in analyses])
-    parts = [f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title>'
+    parts = [f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{for_html(title)}</title>'
              '<meta name="viewport" content="width=device-width,initial-scale=1">'
              f"<style>{_CSS}</style></head><body><h1>{_e(title)}</h1>"]
     parts.append(_summary(names, analyses))

@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from rigbench.analysis import hide_session_details
+from rigbench.analysis import session_neutral
 from rigbench.store import RunHeader
 
 __all__ = ["SYNTH_NOTE", "rig_labels", "speculates", "speculation_unknown", "synth_mark", "synth_note",
@@ -94,23 +94,33 @@ def _derived(h: RunHeader) -> str:
 
 
 def _flags(h: RunHeader) -> dict[str, str]:
-    """The launch command's flags and their values (a bare flag: 'on'), session details hidden."""
-    argv = [hide_session_details(str(x)) for x in (h.fingerprint.argv if h.fingerprint else None) or []]
+    """The launch command's flags and their values (a bare flag: 'on'), session details hidden: the port and
+    temporary paths a run happened to get are no difference between rigs (`session_neutral`)."""
+    argv = [str(x) for x in session_neutral(list((h.fingerprint.argv if h.fingerprint else None) or []))]
     out: dict[str, str] = {}
     for i, arg in enumerate(argv):
         if arg.startswith("-"):
             name, _, value = arg.partition("=")
             nxt = argv[i + 1] if i + 1 < len(argv) else ""
             out[name] = value or (nxt if nxt and not nxt.startswith("-") else "on")
-    return out
+    return {k: v for k, v in out.items() if v != "PORT"}
+
+
+def _model(h: RunHeader) -> str:
+    fp = h.fingerprint
+    if fp is None:
+        return "?"
+    name = fp.model.served_name or fp.model.path or "?"
+    return str(session_neutral(str(name))).rsplit("/", 1)[-1]
 
 
 def _what_differs(headers: Sequence[RunHeader]) -> list[str]:
-    """Per run, what sets it apart from the others that share its label: engine version, the flags
-    whose values differ, else its start time."""
-    versions = [str((h.fingerprint.engine_version if h.fingerprint else None) or "?") for h in headers]
-    if len(set(versions)) == len(versions):
-        return versions
+    """Per run, what sets it apart from the others that share its label: the engine version, the model, the
+    flags whose values differ (a port never does), else its start time."""
+    for values in ([str((h.fingerprint.engine_version if h.fingerprint else None) or "?") for h in headers],
+                   [_model(h) for h in headers]):
+        if len(set(values)) == len(values):
+            return values
     flags = [_flags(h) for h in headers]
     names = sorted({k for f in flags for k in f if len({g.get(k, "off") for g in flags}) > 1})
     labels = [" ".join(f"{k.lstrip('-')}={f.get(k, 'off')}" for k in names) for f in flags]

@@ -64,7 +64,8 @@ def _n(r: ScenarioSpeed) -> str:
 
 
 def speed_cells(summary: SpeedSummary) -> list[list[str]]:
-    """One row per scenario and concurrency (then the skipped scenarios), in `SPEED_HEAD` order."""
+    """One row per scenario and concurrency, in `SPEED_HEAD` order (a skipped scenario is a note:
+    `speed_section`)."""
     rows = []
     for r in summary.rows:
         ttft = fmt_ttft_ms(r.ttft_s) if r.ttft_not_comparable is None else "n/c*"
@@ -75,8 +76,6 @@ def speed_cells(summary: SpeedSummary) -> list[list[str]]:
                      fmt_tok_s(r.e2e_tok_s), decode, ttft, itl, fmt_tok_s(r.aggregate_tok_s),
                      f"{r.tokens_per_chunk:.2f}" if r.tokens_per_chunk is not None else "–",
                      r.provenance.label if r.provenance is not None else "–"])
-    for name, reason in summary.skipped.items():
-        rows.append([name, "", "", "skipped", reason, "", "", "", "", "", ""])
     return rows
 
 
@@ -111,6 +110,7 @@ def speed_section(summary: SpeedSummary) -> Section:
     notes += [Note(n, "warn") for n in not_measurable_notes(summary)]
     notes += [Note(f"{r.scenario} (c={r.concurrency}): {r.provenance.flag}", "warn")
               for r in summary.rows if r.provenance is not None and r.provenance.flag]
+    notes += [Note(f"Skipped: {name}: {reason}.", "notable") for name, reason in summary.skipped.items()]
     return Section("Speed", [SPEED_HEAD[i] for i in keep], [[row[i] for i in keep] for row in speed_cells(summary)],
                    notes, left_cols=2, short_head=[_COLS[i].short for i in keep],
                    lead="Median ± standard deviation over requests (warm-up excluded).")
