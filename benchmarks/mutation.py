@@ -600,7 +600,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     shard = _parse_shard(ap, args.shard)
 
     modules = _select(args.module)
-    signal.signal(signal.SIGTERM, _interrupt)  # a kill ends the run as Ctrl-C does: results kept, copy removed
+    # a kill ends the run as Ctrl-C does: results kept, copy removed
+    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, _interrupt)
     state: Path = args.state
     state.mkdir(parents=True, exist_ok=True)
     results_path = state / "results.jsonl"
@@ -749,6 +751,10 @@ def _run_workers(args: argparse.Namespace, state: Path) -> int:
 
 
 def _interrupt(signum: int, frame: object) -> None:
+    # once: a second signal (Ctrl-C reaches the workers and the parent, which then stops them too) must not
+    # break the cleanup the first one started
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     raise KeyboardInterrupt
 
 
