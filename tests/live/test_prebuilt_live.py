@@ -105,6 +105,7 @@ def _props_and_metrics(binary: Path, model: Path, log: Path) -> tuple[dict[str, 
 
 
 @pytest.mark.timeout(1800)  # a cache without the build compiles it here: about 10 minutes on 2 cores
+@pytest.mark.proof
 def test_the_sdist_build_stays_the_fallback_and_serves_the_same_server(tmp_path: Path, live_rig: LiveRig) -> None:
     tools = [t for t in ("c++", "cmake") if shutil.which(t) is None]
     if cached_build() is None and tools:

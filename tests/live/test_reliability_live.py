@@ -84,6 +84,7 @@ def _engines_of(run_dir: Path) -> list[int]:
     return found
 
 
+@pytest.mark.proof
 def test_sigterm_during_the_gate_of_a_launched_engine_stops_it_and_the_run_resumes(tmp_path: Path) -> None:
     out = tmp_path / "runs"
     with spawned([sys.executable, "-m", "rigbench", "run", "--scenarios", "chat_short", "--repetitions", "2",

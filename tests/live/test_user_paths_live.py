@@ -32,7 +32,7 @@ from tests.needs import requires
 
 from .test_html_live import CHROMIUM, load_in_browser
 
-pytestmark = [pytest.mark.live, pytest.mark.timeout(1800)]
+pytestmark = [pytest.mark.live, pytest.mark.proof, pytest.mark.timeout(1800)]
 
 ENV = {**os.environ, "COLUMNS": "200"}
 BUSY_OK = ["--allow-busy-host"]

@@ -28,7 +28,7 @@ from rigbench.scale._loopback import LoopbackCluster
 
 from ..conftest import LiveRig
 
-pytestmark = [pytest.mark.live, pytest.mark.timeout(1200)]
+pytestmark = [pytest.mark.live, pytest.mark.proof, pytest.mark.timeout(1200)]
 
 
 def test_two_client_actors_measure_the_real_llama_server(cluster: LoopbackCluster, ray_driver: Any,
