@@ -11,8 +11,8 @@ model would produce. Findings carry a severity:
   natural end (``ignore_eos``): block repetition and a low compression ratio. Reported, never
   gating on its own.
 
-Thresholds are module constants, written in docs/honesty.md; the unit tests pin each one with a
-text on either side of it.
+Thresholds are module constants, written in docs/honesty.md; tests/unit/test_gibberish_thresholds.py puts a
+text on either side of each one.
 """
 
 from __future__ import annotations
