@@ -130,13 +130,16 @@ def test_two_sessions_resend_their_history_and_a_twenty_line_trace_replays(tmp_p
     assert int(rows[0]["input_tokens"]) > 5 and rows[0]["input_tokens"] == rows[0]["input_tokens_server"]
 
 
+@pytest.mark.proof  # 96 s of load, and its verdict depends on what the host's 2 cores sustain
 def test_two_rates_measured_in_steady_state_with_exact_prompts(tmp_path: Path) -> None:
     """A rate list against llama-server: each window long enough for a steady interval, sustained at the low
     rates SmolLM2 serves on a CPU, the prompts exact (llama-server's /tokenize and template), the knee a bound,
     and vLLM's result file written per window."""
-    # each rate offered long enough for STEADY_MIN_REQUESTS arrivals after its ramp (16 and 32 requests)
-    res = rigbench("run", *ARGS, "--rate", "1,2", "--arrival",
-                   "constant", "--duration", "16", "--input-tokens", "64", "--output-tokens", "8", "--slo", "ttft=20s",
+    # each rate offered long enough for STEADY_MIN_REQUESTS arrivals after its ramp (12 and 24 requests), at
+    # rates the embedded rig sustains on 2 cores beside other work (seen: 2 req/s not sustained, the first
+    # requests 17 s; 1 req/s at the edge, 1.65 s each with the unit suite running beside it)
+    res = rigbench("run", *ARGS, "--rate", "0.25,0.5", "--arrival",
+                   "constant", "--duration", "48", "--input-tokens", "64", "--output-tokens", "8", "--slo", "ttft=20s",
                    "--out", str(tmp_path / "runs"))
     assert res.returncode == 0, res.stdout + res.stderr
     reader = RunReader(only_run(tmp_path / "runs"))
@@ -144,18 +147,20 @@ def test_two_rates_measured_in_steady_state_with_exact_prompts(tmp_path: Path) -
     assert s is not None and len(s.rates) == 2
     for w in s.rates:
         assert w.steady is not None and w.steady.state == "steady", w.steady
-        assert w.throughput_rps == pytest.approx(w.offered_rate_rps, rel=0.15)
+        # a count of 12-24 ends over the steady interval: within 3 requests of the offer (the emulator's tests
+        # hold the sweep to 5% of `--rate` with ground truth; here a request's edge is 4-8% of the count)
+        assert abs(w.throughput_rps - w.offered_rate_rps) * w.steady.measured_s <= 3, (w.throughput_rps, w.steady)
         assert w.input_lengths is not None and w.input_lengths.exact == w.input_lengths.requests
-    assert s.knee is not None and s.knee.low_rps == 2.0 and s.knee.high_rps is None
-    assert "Knee: ≥ 2 req/s: no tested rate missed the SLO" in " ".join(res.stdout.split())
+    assert s.knee is not None and s.knee.low_rps == 0.5 and s.knee.high_rps is None
+    assert "Knee: ≥ 0.5 req/s: no tested rate missed the SLO" in " ".join(res.stdout.split())
     assert not [w for w in analyze_run(reader).warnings if "input lengths" in w or "steady" in w]
     out, html = tmp_path / "v.json", tmp_path / "rates.html"
     assert rigbench("report", str(reader.dir), "--vllm-json", str(out), "--html", str(html)).returncode == 0
     page = html.read_text()  # both rates steady: the curves are drawn, the knee marked as the bound it is
     assert "<h3>Latency by offered rate</h3><div class=\"plot\"><svg" in page
     goodput = page.split("<h3>Goodput by offered rate</h3>")[1].split("<h3>")[0]
-    assert goodput.startswith("<div class=\"plot\"><svg") and "knee ≥ 2 req/s" in goodput
-    for window, rate in (("r0", 1.0), ("r1", 2.0)):
+    assert goodput.startswith("<div class=\"plot\"><svg") and "knee ≥ 0.5 req/s" in goodput
+    for window, rate in (("r0", 0.25), ("r1", 0.5)):
         data = json.loads((tmp_path / f"v.{window}.json").read_text())
         assert data["request_rate"] == rate and data["completed"] == len(data["ttfts"]) >= 6
         assert data["mean_ttft_ms"] > 0 and data["total_input_tokens"] == 64 * data["completed"]
