@@ -182,7 +182,7 @@ def test_every_suite_setting_round_trips_from_a_plan_and_from_set(section: str, 
 @pytest.mark.parametrize(("body", "where"), [
     ("agent: {tool_trials: 0}", r"plan\.yaml:3: agent\.tool_trials: Input should be greater than or equal to 1"),
     ("agent: {tool_trial: 3}", r"plan\.yaml:3: agent\.tool_trial: unknown key"),
-    ("mmlu_pro: {shots: many}", r"plan\.yaml:3: mmlu_pro\.shots: Input should be a valid integer"),
+    ("mmlu_pro: {shots: many}", r"plan\.yaml:3: mmlu_pro\.shots: takes a whole number, not text; got .many."),
     ("speed: {concurrency: [2, 0]}", r"plan\.yaml:3: speed\.concurrency: concurrency levels must be positive"),
     ("speed: {profile: huge}", r"plan\.yaml:3: speed\.profile: unknown speed profile 'huge'"),
     ("sanity_max_tokens: 2", r"plan\.yaml:3: sanity_max_tokens: Input should be greater than or equal to 8"),
@@ -205,7 +205,7 @@ def test_set_is_refused_with_a_plan_whose_file_holds_the_settings(tmp_path: Path
 @pytest.mark.parametrize(("args", "message"), [
     (["--tool-trials", "0"], "--tool-trials: Input should be greater than or equal to 1; got 0."),
     (["--set", "agent.nope=1"], "--set agent.nope: no such setting"),
-    (["--set", "agent.max_turns=lots"], "--set agent.max_turns: Input should be a valid integer"),
+    (["--set", "agent.max_turns=lots"], "--set agent.max_turns: takes a whole number, not text; got 'lots'"),
     (["--set", "rig.port=1"], "--set rig.port: only suite settings are set this way"),
     (["--set", "agent"], "give SECTION.KEY=VALUE"),
     (["--repetitions", "0"], "Invalid value for '--repetitions'"),  # typer's own range check, as before
