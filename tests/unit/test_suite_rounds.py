@@ -10,18 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.unit.test_ci_record import CONFTEST  # the record plugin, registered as tests/conftest.py does
+
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "benchmarks" / "suite_rounds.py"
-CONFTEST = """
-import os
-from tests.ci_record import RECORD_ENV, plugin_from_env
-
-def pytest_configure(config):
-    record = plugin_from_env(config.rootpath)
-    os.environ.pop(RECORD_ENV, None)
-    if record is not None:
-        config.pluginmanager.register(record, "rigbench-ci-record")
-"""
 # Green the first time; the first round leaves a file behind in the clone, so the second is red.
 TESTS = """
 from pathlib import Path
