@@ -108,7 +108,7 @@ def export_faults(path: Path) -> list[str]:
     if path.suffix == ".csv":
         for row in csv.reader(text.splitlines()):
             for cell in row:
-                if cell.startswith(FORMULA_START) and not _number(cell):
+                if cell.startswith(FORMULA_START) and not is_number(cell):
                     faults.append(f"{path.name}: a cell a spreadsheet evaluates: {cell[:80]!r}")
     elif path.suffix in (".jsonl", ".json"):
         docs = text.splitlines() if path.suffix == ".jsonl" else [text]
@@ -124,7 +124,7 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is no JSON")
 
 
-def _number(cell: str) -> bool:
+def is_number(cell: str) -> bool:
     try:
         float(cell)
     except ValueError:

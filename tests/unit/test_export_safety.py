@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import csv
 import json
-import re
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,7 @@ from rigbench.outside import for_csv
 from rigbench.store import RunReader
 from rigbench.testing import Delay, EmulatorProcess, EmulatorScript, Fault
 from tests.unit.cli_inproc import invoke
+from tests.unit.fuzz_support import FORMULA_START, RAW_CONTROL, is_number
 
 FORMULA = '=HYPERLINK("http://x","y")\x1b[2J'
 SERVER = EmulatorScript(ttft=Delay(mean_ms=2), itl=Delay(mean_ms=1), output_tokens=8, finish_reason=FORMULA,
@@ -28,10 +28,6 @@ SERVER = EmulatorScript(ttft=Delay(mean_ms=2), itl=Delay(mean_ms=1), output_toke
                                 Fault(kind="error_event", message="+cmd|' /C calc'!A0", every=5, offset=1,
                                       at_token=1)])
 ARGS = ["--no-sanity", "--allow-untrusted"]
-# What a terminal, an editor or a spreadsheet acts on: C0 controls but tab and newline, DEL, C1 controls,
-# bidi overrides (they reorder what a reader sees).
-RAW_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def _only_run(out: Path) -> Path:
@@ -62,9 +58,9 @@ def test_every_export_of_a_hostile_server_opens_safely(tmp_path: Path) -> None:
     assert messages == {"'@SUM(1+1)\\x1b]0;pwned\\x07", "'+cmd|' /C calc'!A0"}
     for row in rows:
         for column, cell in row.items():
-            assert not (cell.startswith(FORMULA_START) and not _number(cell)), (column, cell)
+            assert not (cell.startswith(FORMULA_START) and not is_number(cell)), (column, cell)
     # numbers stay numbers: a spreadsheet reads them as written (no quote), and the JSON keeps their type
-    assert all(_number(r["ttft_s"]) and _number(r["sent_at_s"]) for r in rows if r["ttft_s"])
+    assert all(is_number(r["ttft_s"]) and is_number(r["sent_at_s"]) for r in rows if r["ttft_s"])
     lines = [json.loads(line) for line in files["jsonl"].read_text().splitlines()]
     assert {ln["finish_reason"] for ln in lines if ln["finish_reason"]} == {FORMULA}  # JSON escapes, not rewrites
     assert all(isinstance(ln["ttft_s"], float) for ln in lines if ln["error_kind"] is None)
@@ -82,14 +78,6 @@ def test_the_json_report_of_a_server_writing_bidi_overrides_escapes_them(tmp_pat
     text = out.read_text(encoding="utf-8")
     assert RAW_CONTROL.search(text) is None and "\\u202e" in text  # escaped, so still there for a reader
     assert "\u202e" in json.dumps(json.loads(text), ensure_ascii=False)  # the same value once parsed
-
-
-def _number(cell: str) -> bool:
-    try:
-        float(cell)
-    except ValueError:
-        return False
-    return True
 
 
 @pytest.mark.parametrize(("cell", "written"), [
