@@ -62,7 +62,6 @@ from rigbench.analysis import (
     speed_stability,
     stability_warnings,
 )
-from rigbench.analysis._stability import FAST_ONE_OFF_MAX
 from rigbench.records import HostConditions, SpeedBatch, SpeedRequest
 from rigbench.store import RunReader
 
@@ -191,13 +190,12 @@ def _noise(rng: np.random.Generator, kind: str, size: int, resid: Sequence[float
 
 
 def _found(values: np.ndarray, rules: StabilityRules) -> tuple[bool, bool, bool]:
-    """(change, outlier, unstable) as a report warns of them: outliers that are all faster than the median, up
-    to FAST_ONE_OFF_MAX times it, are shown, not warned (`SeriesStability.fast_one_off`)."""
+    """(change, outlier, unstable) as a report warns of them: outliers that are all faster than the median are
+    shown, not warned (`SeriesStability.fast_one_off`)."""
     x = [float(v) for v in values]
     f = judge_series(x, rules=rules)
     med = float(np.median(x))
-    fast = f.outliers and all(med < x[i] <= FAST_ONE_OFF_MAX * med for i in f.outliers)
-    return f.change is not None, bool(f.outliers) and not fast, f.unstable
+    return f.change is not None, any(x[i] < med for i in f.outliers), f.unstable
 
 
 def simulate(runs: int, seed: int, cvs: list[float], resid: list[float], rho: float,
