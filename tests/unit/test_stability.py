@@ -94,13 +94,6 @@ def test_one_fast_repetition_is_shown_not_warned_and_a_slow_one_still_warns() ->
     sec = stability_section([fast])
     assert sec.title == "Stability over repetitions: every series judged is steady"
     assert sec.rows[0][-1] == "fast: rep 5"
-    # more than twice the median is not a host's variance: the engine did less work there, and that warns
-    cached = _series([44.1, 42.5, 95.0, 42.5, 48.7])
-    assert cached.outliers == [2] and not cached.fast_one_off and cached.warns
-    [w] = stability_warnings([cached])
-    assert w.startswith("Outlier: chat_short (c=1) decode tok/s: repetition 3 of 5 is 115% above the median")
-    assert "over 2 times as fast as the median is more than a host's variance" in w
-    assert _series([44.1, 42.5, 88.2, 42.5, 48.7]).fast_one_off  # exactly 2x: still a host's variance
     # the same size below the median is an interruption: warned, and marked in the table
     slow = _series([44.1, 42.5, 42.5, 48.7, 22.0])
     assert slow.outliers == [4] and not slow.fast_one_off and slow.warns

@@ -51,10 +51,6 @@ __all__ = ["CHANGE_Z", "MIN_REPETITIONS", "OUTLIER_Z", "QUIET_SPREAD", "UNSTABLE
 # on 2 and 16 CPU cores and of llama.cpp on an H200 had per-series CVs of 0.1% to 10.4% (root mean square
 # 5.8%; benchmarks/stability_calibration.py, docs/benchmarks.md "Stability calibration").
 QUIET_SPREAD = 0.10
-# A repetition faster than the rest is shown, not warned, up to this many times the median: a host's clock,
-# caches and scheduling move a rig's speed by tens of percent (+40-51% seen on quiet lanes); past 2x the same
-# engine on the same work did not run faster, it did less (a cached or cut-short answer), and that warns.
-FAST_ONE_OFF_MAX = 2.0
 OUTLIER_Z = 4.0
 CHANGE_Z = 3.5
 UNSTABLE_CV = 0.10  # pyperf warns at a standard deviation of 10% of the mean
@@ -117,7 +113,7 @@ class SeriesStability(Frozen):
         if not self.outliers:  # judge_series names one finding: outliers come without a change or unstable
             return False
         med = float(np.median(self.values))
-        return all(med < self.values[self.repetitions.index(r)] <= FAST_ONE_OFF_MAX * med for r in self.outliers)
+        return all(self.values[self.repetitions.index(r)] > med for r in self.outliers)
 
     @property
     def warns(self) -> bool:
@@ -289,12 +285,8 @@ def stability_warnings(stab: list[SeriesStability]) -> list[str]:
             size = ", ".join(f"{abs(d):.0%} {'below' if d < 0 else 'above'}" for d in devs)
             warming = first.outliers == [first.repetitions[0]] and devs[0] < 0
             cause = ("the first measured repetition alone was slow: the engine was still warming up; raise "
-                     "--warmup" if warming else
-                     f"over {FAST_ONE_OFF_MAX:g} times as fast as the median is more than a host's variance: the "
-                     "engine did less work there (a cached or cut-short answer?): check the output tokens of "
-                     "that repetition's requests" if all(d > 0 for d in devs) else
-                     "a one-off interruption is likely: repeat the run, or raise --repetitions so one value weighs "
-                     "less")
+                     "--warmup" if warming else "a one-off interruption is likely: repeat the run, or raise "
+                     "--repetitions so one value weighs less")
             # the spread the rule judged against (judge_series): the series' own, or a quiet host's if wider
             own = 1.4826 * float(np.median([abs(v - med) for v in first.values]))
             spread = ("the series' own spread" if own > QUIET_SPREAD * med else
