@@ -76,36 +76,13 @@ def test_one_interrupted_repetition_is_an_outlier_past_the_size_five_repetitions
     assert "a one-off interruption is likely" in w
     assert "over 4 times the spread of a quiet host's repetitions (10% of the median)" in w
     # a series spread wider than a quiet host's is judged against its own spread, and the warning says so
-    wide = _series([100.0, 130.0, 75.0, 120.0, 85.0, 110.0, 90.0, 105.0, 95.0, 5.0])
+    wide = _series([100.0, 130.0, 75.0, 120.0, 85.0, 110.0, 90.0, 105.0, 95.0, 300.0])
     [w] = stability_warnings([wide])
     assert wide.outliers == [9] and "over 4 times the series' own spread: " in w
     assert _series([100.0, 101.0, 65.0, 100.4, 100.2]).outliers == []  # 35% off: within what 5 cannot tell
     # the first repetition alone slow: the engine was still warming up
     [w] = stability_warnings([_series([55.0, 100.0, 101.0, 99.0, 100.0])])
     assert "repetition 1 of 5" in w and "still warming up; raise --warmup" in w
-
-
-def test_one_fast_repetition_is_shown_not_warned_and_a_slow_one_still_warns() -> None:
-    # quiet runs on the lent host: chat_short decode jumped from about 75 to 105 tok/s for one repetition; an
-    # interruption slows a repetition, and the median the report quotes did not move (docs/benchmarks.md)
-    fast = _series([44.1, 42.5, 42.5, 48.7, 64.9])
-    assert fast.outliers == [4] and fast.fast_one_off and not fast.warns
-    assert stability_warnings([fast]) == []
-    sec = stability_section([fast])
-    assert sec.title == "Stability over repetitions: every series judged is steady"
-    assert sec.rows[0][-1] == "fast: rep 5"
-    # the same size below the median is an interruption: warned, and marked in the table
-    slow = _series([44.1, 42.5, 42.5, 48.7, 22.0])
-    assert slow.outliers == [4] and not slow.fast_one_off and slow.warns
-    [w] = stability_warnings([slow])
-    assert w.startswith("Outlier: chat_short (c=1) decode tok/s: repetition 5 of 5 is 48% below the median")
-    assert stability_section([slow]).title.startswith("Stability over repetitions: 1 series changed")
-    # one fast and one slow value: the slow one is an interruption, so the series warns
-    both = _series([100.0, 101.0, 160.0, 100.4, 40.0, 100.2])
-    assert sorted(both.outliers) == [2, 4] and both.warns and len(stability_warnings([both])) == 1
-    # a rise that stays is a change, warned whatever its direction (a neighbour leaving, a warm-up ending)
-    rose = _series([50.0, 51.0, 49.0, 100.0, 101.0])
-    assert rose.change is not None and rose.change > 0 and rose.warns and stability_warnings([rose])
 
 
 def test_a_wide_spread_is_unstable_only_when_n_can_tell_it_from_ten_percent() -> None:

@@ -104,21 +104,6 @@ class SeriesStability(Frozen):
     def flagged(self) -> bool:
         return self.change is not None or bool(self.outliers) or self.unstable
 
-    @property
-    def fast_one_off(self) -> bool:
-        """Outliers only, every one faster than the median: shown, not warned. Every judged series is a
-        throughput, and what the outlier rule is for (an interruption, a neighbour, a throttle) slows a
-        repetition; a repetition faster than the rest leaves the median the report quotes where it was. Quiet
-        runs showed such values (docs/benchmarks.md, "Stability calibration")."""
-        if not self.outliers:  # judge_series names one finding: outliers come without a change or unstable
-            return False
-        med = float(np.median(self.values))
-        return all(self.values[self.repetitions.index(r)] > med for r in self.outliers)
-
-    @property
-    def warns(self) -> bool:
-        return self.flagged and not self.fast_one_off
-
     # A reader counts repetitions from 1; records number the measured ones from 0 (the warm-up is -1), so
     # "repetition 0 of 5" in a warning would name the first one as none of the five.
     @property
@@ -264,7 +249,7 @@ def stability_warnings(stab: list[SeriesStability]) -> list[str]:
     that found the same thing share one warning)."""
     groups: dict[tuple[str, int, str, object], list[SeriesStability]] = defaultdict(list)
     for s in stab:
-        if not s.judged or not s.warns:
+        if not s.judged or not s.flagged:
             continue
         kind, detail = (("change", (s.change_at, s.change > 0)) if s.change is not None
                         else ("outliers", tuple(s.outliers)) if s.outliers else ("unstable", None))

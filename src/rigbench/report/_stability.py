@@ -17,8 +17,7 @@ def _found(s: SeriesStability) -> str | Cell:
     if s.change is not None:
         return Cell(f"{'rose' if s.change > 0 else 'fell'} {abs(s.change):.0%} from rep {s.shown_change_at}", "warn")
     if s.outliers:
-        reps = ", ".join(str(r) for r in s.shown_outliers)
-        return f"fast: rep {reps}" if s.fast_one_off else Cell(f"outlier: rep {reps}", "warn")
+        return Cell(f"outlier: rep {', '.join(str(r) for r in s.shown_outliers)}", "warn")
     if s.unstable:
         return Cell("unstable", "warn")
     return "steady"
@@ -47,7 +46,7 @@ def stability_section(stab: list[SeriesStability]) -> Section:
         cv = "–" if s.cv is None else f"{s.cv:.1%}"
         rows.append([f"{s.scenario} c={s.concurrency}", _NAMES.get(s.series, s.series), str(len(s.values)),
                      Cell(cv, "warn") if s.unstable else cv, _found(s)])
-    bad = sum(1 for s in stab if s.judged and s.warns)
+    bad = sum(1 for s in stab if s.judged and s.flagged)
     judgeable = [s for s in stab if s.series != "ttft_s"]
     few = [s for s in judgeable if len(s.values) < MIN_REPETITIONS]
     title = (f"Stability over repetitions: {bad} series changed, with an outlier, or unstable" if bad
@@ -56,8 +55,7 @@ def stability_section(stab: list[SeriesStability]) -> Section:
     notes = [Note(f"One value per repetition (the median of its requests). Each series is judged against its own "
                   f"spread or a quiet host's ({QUIET_SPREAD:.0%} of the median), whichever is wider: a change is "
                   "a step between two runs of repetitions, every value of one beyond every value of the other; an "
-                  "outlier is one value far from the median (one far above it, \"fast\", is shown, not warned: an "
-                  "interruption slows a repetition); unstable is a CV above 10% beyond chance. TTFT is "
+                  "outlier is one value far from the median; unstable is a CV above 10% beyond chance. TTFT is "
                   "shown, not judged (a fast server's TTFT spread is mostly timer jitter). Rules and calibration: "
                   "docs/honesty.md, \"Stability over repetitions\".")]
     tell = _can_tell([len(s.values) for s in stab if s.judged])
