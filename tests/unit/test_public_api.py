@@ -104,7 +104,7 @@ PUBLIC: dict[str, list[str]] = {
         "parse_prometheus", "register_engine", "speculative_from_argv", "unregister_engine",
     ],
     "rigbench.runner": [
-        "RunConfig", "check_concurrency", "execute_run",
+        "BusyHostPolicy", "RunConfig", "check_concurrency", "execute_run",
     ],
     "rigbench.sandbox": [
         "CaseOutcome", "Confinement", "FunctionResult", "GRADER_NEVER_COPIES", "GradedTests", "Limits",
@@ -127,7 +127,7 @@ PUBLIC: dict[str, list[str]] = {
         "slots_for",
     ],
     "rigbench.store": [
-        "FORMAT_VERSION", "HEADER_FILE", "LOCK_FILE", "RECORDS_FILE", "RunHeader", "RunLock", "RunReader", "RunStatus",
+        "FORMAT_VERSION", "Finding", "FindingKind", "HEADER_FILE", "LOCK_FILE", "RECORDS_FILE", "RunHeader", "RunLock", "RunReader", "RunStatus",
         "RunWriter", "TrustVerdict", "new_run_id", "now_utc", "source_data_id",
     ],
     "rigbench.suites": [

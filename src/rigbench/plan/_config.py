@@ -22,7 +22,7 @@ from rigbench.plan._load import ResolvedRig, expand_rigs
 from rigbench.plan._models import Plan
 from rigbench.plan._options import RunOptions
 from rigbench.rig import check_rig, check_rig_flags, rig_from_flags, size_flag_rig, size_rig
-from rigbench.runner import RunConfig
+from rigbench.runner import BusyHostPolicy, RunConfig
 from rigbench.sandbox import require_confinement
 from rigbench.suites.load import load_options, load_suites
 
@@ -36,10 +36,12 @@ def _shapes(plan: Plan, suites: list[str]) -> list[tuple[int, int]]:
 
 def run_config_for(plan: Plan, rig: ResolvedRig, out_dir: Path, *, run_id: str | None = None,
                    resume: Path | None = None, label: str | None = None, allow_untrusted: bool = True,
-                   cli_options: dict[str, Any] | None = None) -> RunConfig:
+                   cli_options: dict[str, Any] | None = None, measure_untrusted: bool = False) -> RunConfig:
     """The `RunConfig` that measures `rig` of `plan` (for `rigbench run` flags: `plan_from_options`).
 
-    Plans keep going past an untrusted rig (`allow_untrusted`) and report it in their index.
+    Plans keep going past an untrusted rig (`allow_untrusted`) and report it in their index; at a busy
+    window their rigs stop, unless the plan allows a busy host. `measure_untrusted`: a single run asked for
+    whatever its verdict (`--allow-untrusted`) measures on at a busy window (`BusyHostPolicy.decide`).
     """
     settings = plan.suite_settings()
     api_key = None
@@ -53,9 +55,9 @@ def run_config_for(plan: Plan, rig: ResolvedRig, out_dir: Path, *, run_id: str |
         rig=spec, suite_names=list(rig.suites), settings=settings, out_dir=out_dir, sanity=plan.sanity,
         sanity_max_tokens=plan.sanity_max_tokens, sanity_seed=plan.sanity_seed,
         bandwidth_gb_s=plan.bandwidth_gb_s, seed=plan.seed, label=label or rig.name, resume=resume,
-        run_id=run_id, api_key=api_key, allow_untrusted=allow_untrusted, allow_busy_host=plan.allow_busy_host,
-        deadlines=plan.deadlines, retries=plan.retries, allow_long_run=plan.allow_long_run,
-        cli_options=cli_options, stop_on_busy_host=True)  # a plan's rig stops at a busy window (the CLI may relax it)
+        run_id=run_id, api_key=api_key, allow_untrusted=allow_untrusted, deadlines=plan.deadlines,
+        retries=plan.retries, allow_long_run=plan.allow_long_run, cli_options=cli_options,
+        busy_host=BusyHostPolicy.decide(allow_busy_host=plan.allow_busy_host, measure_untrusted=measure_untrusted))
     if "tasks" in run.suite_settings.get("agent", {}).get("parts", []):
         require_confinement(settings.agent.allow_unconfined)  # before the engine starts
     return run
