@@ -131,8 +131,8 @@ PUBLIC: dict[str, list[str]] = {
         "RunWriter", "TrustVerdict", "new_run_id", "now_utc", "source_data_id",
     ],
     "rigbench.suites": [
-        "BuiltSuites", "NullProgress", "Progress", "SUITE_NAMES", "Suite", "SuiteContext",
-        "SuiteSettings", "build_suites",
+        "BuiltSuites", "NullProgress", "Progress", "SUITES", "SUITE_NAMES", "Suite", "SuiteContext", "SuiteFlag",
+        "SuiteSettings", "SuiteSpec", "build_suites", "suite_help", "suite_spec",
     ],
     "rigbench.suites.agent": [
         "AgentSettings", "AgentSuite", "BFCLSuite", "BFCL_CATEGORIES", "BFCL_VERSION", "PROBES",
@@ -145,7 +145,7 @@ PUBLIC: dict[str, list[str]] = {
     ],
     "rigbench.suites.load": [
         "Dispatched", "LengthDist", "LoadSettings", "LoadSuite", "TRACE_LAYOUTS", "TraceRequest", "arrival_offsets_s",
-        "load_options", "load_suites", "no_full_collection", "read_trace", "sleep_until_ns", "sweep_rates",
+        "load_suites", "no_full_collection", "read_trace", "sleep_until_ns", "sweep_rates",
     ],
     "rigbench.suites.quality": [
         "EffortSettings", "EffortSweepSuite", "MMLUProData", "MMLUProSettings", "MMLUProSuite",
