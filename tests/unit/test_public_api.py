@@ -104,7 +104,7 @@ PUBLIC: dict[str, list[str]] = {
         "parse_prometheus", "register_engine", "speculative_from_argv", "unregister_engine",
     ],
     "rigbench.runner": [
-        "RunConfig", "check_concurrency", "execute_run",
+        "BusyHostPolicy", "RunConfig", "check_concurrency", "execute_run",
     ],
     "rigbench.sandbox": [
         "CaseOutcome", "Confinement", "FunctionResult", "GRADER_NEVER_COPIES", "GradedTests", "Limits",
@@ -127,12 +127,12 @@ PUBLIC: dict[str, list[str]] = {
         "slots_for",
     ],
     "rigbench.store": [
-        "FORMAT_VERSION", "HEADER_FILE", "LOCK_FILE", "RECORDS_FILE", "RunHeader", "RunLock", "RunReader", "RunStatus",
+        "FORMAT_VERSION", "Finding", "FindingKind", "HEADER_FILE", "LOCK_FILE", "RECORDS_FILE", "RunHeader", "RunLock", "RunReader", "RunStatus",
         "RunWriter", "TrustVerdict", "new_run_id", "now_utc", "source_data_id",
     ],
     "rigbench.suites": [
-        "BuiltSuites", "NullProgress", "Progress", "SUITE_NAMES", "Suite", "SuiteContext",
-        "SuiteSettings", "build_suites",
+        "BuiltSuites", "NullProgress", "Progress", "SUITES", "SUITE_NAMES", "Suite", "SuiteContext", "SuiteFlag",
+        "SuiteSettings", "SuiteSpec", "build_suites", "suite_help", "suite_spec",
     ],
     "rigbench.suites.agent": [
         "AgentSettings", "AgentSuite", "BFCLSuite", "BFCL_CATEGORIES", "BFCL_VERSION", "PROBES",
@@ -145,7 +145,7 @@ PUBLIC: dict[str, list[str]] = {
     ],
     "rigbench.suites.load": [
         "Dispatched", "LengthDist", "LoadSettings", "LoadSuite", "TRACE_LAYOUTS", "TraceRequest", "arrival_offsets_s",
-        "load_options", "load_suites", "no_full_collection", "read_trace", "sleep_until_ns", "sweep_rates",
+        "load_suites", "no_full_collection", "read_trace", "sleep_until_ns", "sweep_rates",
     ],
     "rigbench.suites.quality": [
         "EffortSettings", "EffortSweepSuite", "MMLUProData", "MMLUProSettings", "MMLUProSuite",

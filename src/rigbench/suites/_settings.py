@@ -1,5 +1,6 @@
 """Every suite's settings in one typed model: what a plan file's suite keys and `rigbench run`'s
-flags resolve to, validated once, before any rig starts."""
+flags resolve to, validated once, before any rig starts. One field per registered suite (its spec's
+`key` and `settings`: suites/_registry.py checks the two agree), so code reads `settings.speed` typed."""
 
 from __future__ import annotations
 
@@ -29,7 +30,6 @@ class SuiteSettings(Input):
     def unconfined(self) -> SuiteSettings:
         """The same settings with model-written code allowed to run unconfined (`--allow-unconfined`,
         a plan's top-level `allow_unconfined: true`), for every suite that runs such code."""
-        on: dict[str, Any] = {"allow_unconfined": True}
-        return self.model_copy(update={"packs": self.packs.model_copy(update=on),
-                                       "effort": self.effort.model_copy(update=on),
-                                       "agent": self.agent.model_copy(update=on)})
+        on: dict[str, Any] = {"allow_unconfined": True}  # the settings of a suite that runs such code have it
+        return self.model_copy(update={key: value.model_copy(update=on) for key, value in self
+                                       if "allow_unconfined" in type(value).model_fields})
