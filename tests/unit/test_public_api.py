@@ -77,6 +77,7 @@ PUBLIC: dict[str, list[str]] = {
         "ServingCommand", "SloTargets", "Speculation", "SpeedBatch", "SpeedRequest", "SpeedSkip", "StartupTiming",
         "StreamResult", "TaskStopReason", "TaskTrialRecord", "TelemetryRecord", "TelemetrySample",
         "TokenSplitMethod", "ToolTrialRecord", "TrafficCheck", "TurnObservation", "older_fingerprint", "record_adapter",
+        "send_lag_ns",
     ],
     "rigbench.report": [
         "RunListing", "comparison_markdown", "comparison_terminal", "differences_terminal", "kv_terminal", "load_comparison_markdown",
