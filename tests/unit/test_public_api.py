@@ -80,7 +80,7 @@ PUBLIC: dict[str, list[str]] = {
         "send_lag_ns",
     ],
     "rigbench.report": [
-        "RunListing", "comparison_markdown", "comparison_terminal", "differences_terminal", "kv_terminal", "load_comparison_markdown",
+        "NOT_COMPARABLE", "RunListing", "comparison_markdown", "comparison_terminal", "differences_terminal", "kv_terminal", "load_comparison_markdown",
         "load_comparison_terminal", "preflight_terminal", "render_blog_markdown", "render_html",
         "render_json", "render_markdown", "render_terminal", "report_title", "rig_labels", "roofline_terminal", "runs_table", "shift_headings", "short_answer",
         "speculates", "speculation_markdown", "speculation_terminal", "speculation_unknown", "speed_markdown", "speed_table", "speedup_table",

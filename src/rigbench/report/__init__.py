@@ -26,12 +26,13 @@ from rigbench.report._load import load_comparison_markdown, load_comparison_term
 from rigbench.report._ls import RunListing, runs_table
 from rigbench.report._publish import report_title
 from rigbench.report._run import render_json, render_markdown, render_terminal, shift_headings
-from rigbench.report._speed import speed_markdown, speed_table
+from rigbench.report._speed import NOT_COMPARABLE, speed_markdown, speed_table
 from rigbench.report._suite_compare import suite_comparison_markdown, suite_comparison_terminal
 from rigbench.report._summary import summary_terminal
 from rigbench.report._vllm_export import vllm_detailed_result
 
 __all__ = [
+    "NOT_COMPARABLE",
     "RunListing",
     "comparison_markdown",
     "comparison_terminal",
