@@ -4,12 +4,11 @@ from typing import TYPE_CHECKING, Any
 
 from rigbench.report._answer import short_answer
 from rigbench.report._blog import render_blog_markdown, speedup_table
+from rigbench.report._checks import preflight_terminal
+from rigbench.report._comparison import comparison_markdown, comparison_terminal
 from rigbench.report._differences import differences_terminal
-from rigbench.report._honesty import (
-    comparison_markdown,
-    comparison_terminal,
+from rigbench.report._hardware import (
     kv_terminal,
-    preflight_terminal,
     roofline_terminal,
     speculation_markdown,
     speculation_terminal,
