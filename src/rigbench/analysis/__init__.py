@@ -30,16 +30,11 @@ from rigbench.analysis._load import (
     summarize_load,
 )
 from rigbench.analysis._load_compare import LoadComparison, compare_load
-from rigbench.analysis._quality import (
-    EffortSummary,
-    MMLUProComparison,
-    MMLUProSummary,
-    PackSummary,
-    PairTest,
-    Proportion,
-    QualitySummary,
-    summarize_quality,
-)
+from rigbench.analysis._mmlu import MMLUProSummary
+from rigbench.analysis._packs import EffortSummary, PackSummary
+from rigbench.analysis._proportion import Proportion
+from rigbench.analysis._quality import QualitySummary, summarize_quality
+from rigbench.analysis._quality_compare import MMLUProComparison, PairTest
 from rigbench.analysis._reasoning import split_reasoning, split_tokens
 from rigbench.analysis._requests import REQUEST_COLUMNS, request_rows
 from rigbench.analysis._retries import RetrySummary

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 from rigbench.records import send_lag_ns
 
@@ -100,9 +100,17 @@ def wall_s(s: Stream) -> float | None:
     return _since_sent(s, s.arrivals_ns[-1]) if s.arrivals_ns else None
 
 
+class _Ends(Protocol):
+    @property
+    def sent_ns(self) -> int: ...
+    @property
+    def done_ns(self) -> int | None: ...
+
+
 @metric("e2e_latency_s", "e2e latency", "s", "done_ns - sent_ns")
-def e2e_latency_s(s: Stream) -> float | None:
-    return _since_sent(s, s.done_ns)
+def e2e_latency_s(s: _Ends) -> float | None:
+    """Of a `Stream`, or of a `StreamResult` as it is (the quality suites time each answer so)."""
+    return (s.done_ns - s.sent_ns) / 1e9 if s.done_ns is not None else None
 
 
 @metric("e2e_tok_s", "e2e tok/s", "tok/s", "N / (last chunk - sent_ns)")

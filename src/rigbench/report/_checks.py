@@ -6,14 +6,7 @@ from __future__ import annotations
 from rich.console import Console
 
 from rigbench.records import OutputScreen, PreflightReport, SanityVerdict, TrafficCheck
-from rigbench.report._cells import (
-    Cell,
-    Note,
-    Section,
-    Severity,
-    section_markdown,
-    section_terminal,
-)
+from rigbench.report._cells import Cell, Note, Section, Severity, section_markdown, section_terminal
 
 __all__ = ["preflight_markdown", "preflight_section", "preflight_terminal", "sanity_markdown", "sanity_section",
            "sanity_terminal", "traffic_text"]

@@ -9,18 +9,8 @@ from typing import Any
 
 from rich.console import Console
 
-from rigbench.analysis import (
-    Comparison,
-    session_neutral,
-)
-from rigbench.report._cells import (
-    Cell,
-    Note,
-    Section,
-    Severity,
-    section_markdown,
-    section_terminal,
-)
+from rigbench.analysis import Comparison, session_neutral
+from rigbench.report._cells import Cell, Note, Section, Severity, section_markdown, section_terminal
 from rigbench.report._fmt import fmt_margin, verdict_cell, verdict_sentence
 
 __all__ = ["argv_diff", "comparison_markdown", "comparison_section", "comparison_terminal"]

@@ -7,19 +7,8 @@ from collections.abc import Sequence
 
 from rich.console import Console
 
-from rigbench.analysis import (
-    KVCapacity,
-    Roofline,
-    SpeculationFit,
-    SpeedupPrediction,
-)
-from rigbench.report._cells import (
-    Note,
-    Section,
-    markdown_table,
-    section_markdown,
-    section_terminal,
-)
+from rigbench.analysis import KVCapacity, Roofline, SpeculationFit, SpeedupPrediction
+from rigbench.report._cells import Note, Section, markdown_table, section_markdown, section_terminal
 from rigbench.report._fmt import fmt_fixed, fmt_pct
 
 __all__ = ["decode_efficiency_text", "kv_markdown", "kv_section", "kv_terminal", "roofline_markdown",

@@ -7,15 +7,8 @@ from collections.abc import Sequence
 
 from rich.console import Console
 
-from rigbench.analysis import (
-    ScenarioTelemetry,
-    TimingCrossCheck,
-)
-from rigbench.report._cells import (
-    Section,
-    section_markdown,
-    section_terminal,
-)
+from rigbench.analysis import ScenarioTelemetry, TimingCrossCheck
+from rigbench.report._cells import Section, section_markdown, section_terminal
 from rigbench.report._fmt import fmt_fixed, fmt_pct
 
 __all__ = ["telemetry_markdown", "telemetry_sections", "telemetry_terminal"]
