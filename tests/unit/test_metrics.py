@@ -181,3 +181,25 @@ def test_a_heading_that_names_a_metric_names_its_code() -> None:
                 checked += 1
                 assert x.code.split(":")[0] in h, f"docs/metrics.md heading {h!r} names {x.title} but not {x.code}"
     assert checked >= 1
+
+
+def test_the_speed_and_load_exports_write_the_one_send_lag(tmp_path: Path) -> None:
+    """A request meant to go at 0 that opened a connection from 2 ms and was written at 5 ms: its send lag is 2 ms
+    (the opening is the network's) in a speed row as in a load row. The speed row once wrote 5 ms."""
+    from rigbench.analysis import request_rows
+    from rigbench.records import LoadRequest, SpeedRequest
+    from rigbench.store import RunHeader, RunReader, RunWriter
+
+    res = StreamResult(scheduled_ns=0, connect_ns=2 * MS, sent_ns=5 * MS, done_ns=50 * MS, chunk_ns=[20 * MS],
+                       chunk_chars=[3], chunk_kind="c", http_status=200)
+    w = RunWriter(tmp_path / "run", RunHeader(run_id="s", created_at="2026-01-01T00:00:00+00:00",
+                                              rigbench_version="0"))
+    w.append(SpeedRequest(unit_id="speed/s/c1/r0/i0", scenario="s", concurrency=1, repetition=0, warmup=False,
+                          index=0, input_tokens_target=8, output_tokens_target=1, input_tokens_measured=8,
+                          result=res))
+    w.append(LoadRequest(unit_id="load/r0/i0", window="r0", index=0, input_tokens_target=8, output_tokens_target=1,
+                         input_tokens_measured=8, result=res))
+    w.finish("complete")
+    rows = request_rows(RunReader(tmp_path / "run"))
+    assert [(r["suite"], r["send_lag_s"]) for r in rows] == [("speed", pytest.approx(0.002)),
+                                                             ("load", pytest.approx(0.002))]
