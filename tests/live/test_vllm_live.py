@@ -24,7 +24,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from rigbench.analysis import arrival_ns, assess_host, load_timing, stream_arrival, summarize_load
+from rigbench.analysis import arrival_ns, assess_host, load_timing, summarize_load
+from rigbench.analysis._arrival import stream_arrival
 from rigbench.analysis._timing import request_timing
 from rigbench.client import ChatClient
 from rigbench.records import HostConditions, LoadRequest
