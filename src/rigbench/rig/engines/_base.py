@@ -178,7 +178,8 @@ class Engine(Protocol):
              build_progress: Any) -> LaunchedRig:
         """The rig `spec` (its launch spec, or another spec it owns: llama.cpp's embedded rig) starts, ready
         to `start()`, its log at `log_path`: what it needs found, built or fetched first. An engine with
-        nothing of its own to prepare returns `rigbench.rig.launched_rig(spec, log_path, engine=self, api_key=api_key)`."""
+        nothing of its own to prepare returns `rigbench.rig.launched_rig(spec, log_path, engine=self, api_key=api_key)`
+        (`BaseEngine.open`)."""
         ...
 
     def setup(self, flags: RigFlags, note: Callable[[str], None],

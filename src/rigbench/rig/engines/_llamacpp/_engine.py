@@ -11,7 +11,6 @@ from rigbench.client import ChatClient
 from rigbench.errors import UsageError
 from rigbench.records import PreflightFinding, ServingCommand
 from rigbench.rig._http import fetch_json, probe_json
-from rigbench.rig._launcher import launched_rig
 from rigbench.rig._models import EMBEDDED_MODEL
 from rigbench.rig._rig import LaunchedRig
 from rigbench.rig._spec import LaunchCommand
@@ -208,7 +207,7 @@ class LlamaCppEngine(BaseEngine):
         """The embedded rig (llama-server found or built and smoke-tested, the model fetched), or a launch spec."""
         if isinstance(spec, EmbeddedRig):
             return prepare_llamacpp_rig(spec.config(), log_path, llamacpp=self, build_progress=build_progress, note=note)
-        return launched_rig(spec, log_path, engine=self, api_key=api_key)
+        return super().open(spec, log_path, api_key=api_key, note=note, build_progress=build_progress)
 
     def setup(self, flags: RigFlags, note: Callable[[str], None],
               progress: Callable[[int, int | None, str], None]) -> str:
