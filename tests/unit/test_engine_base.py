@@ -1,4 +1,6 @@
-"""BaseEngine / BaseAdapter: an engine writes only what differs, and the rest works (issue 29 item 4)."""
+"""BaseEngine / BaseAdapter: an engine writes only what differs, and the rest works (issue 29 item 4).
+
+`MiniEngine` is the whole engine docs/engines.md ("Adding an engine") shows."""
 
 from __future__ import annotations
 
@@ -47,8 +49,9 @@ class MiniEngine(BaseEngine):
     def adapter(self) -> MiniAdapter:
         return MiniAdapter()
 
-    async def identify(self, client: ChatClient) -> bool:
-        return False
+    async def identify(self, client: ChatClient) -> bool:  # an endpoint only it has
+        status, _ = await client.get_json(client.server_root + "/mini/version", timeout_s=5)
+        return status == 200
 
     def command(self, spec: MiniLaunch) -> LaunchCommand:
         return LaunchCommand(["mini-server", spec.model, "--port", str(spec.port)], {})
@@ -92,6 +95,7 @@ async def test_the_default_server_info_reads_the_model_from_v1_models_and_no_ver
         info = await mini.adapter().server_info(client)
         assert (info["engine"], info["version"], info["model"]) == ("mini", None, "mini-model")
         assert await mini.adapter().tokenize(client, "one two") is None  # no endpoint assumed
+        assert not await mini.identify(client)  # the emulator is not it
 
 
 def test_the_default_command_line_rules_are_the_generic_ones_only(mini: MiniEngine) -> None:
