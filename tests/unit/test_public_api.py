@@ -93,7 +93,7 @@ PUBLIC: dict[str, list[str]] = {
         "size_flag_rig", "size_rig",
     ],
     "rigbench.rig.engines": [
-        "ENGINE_NAMES", "ENTRY_POINT_GROUP", "EmbeddedRig", "Engine", "EngineAdapter", "EngineName", "EngineSpec", "FlagReading",
+        "BaseAdapter", "BaseEngine", "ENGINE_NAMES", "ENTRY_POINT_GROUP", "EmbeddedRig", "Engine", "EngineAdapter", "EngineName", "EngineSpec", "FlagReading",
         "FlagSyntax", "LaunchCommand", "LlamaCppAdapter", "MetricSample", "OllamaAdapter",
         "PreflightInput", "SGLangAdapter", "ScenarioLength", "VLLMAdapter", "builtin_engines", "canonical_values",
         "detect_engine", "engine_problem", "engine_problems", "engine_source", "get_adapter", "get_engine", "int_flag", "known_engines", "parse_flags",
