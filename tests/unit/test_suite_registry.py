@@ -90,3 +90,27 @@ def test_the_set_sections_and_the_plans_suite_sections_are_the_registry(tmp_path
             plan_from_options({"suite": "speed", "set_": [f"{spec.key}.no_such_key=1"]})
     with pytest.raises(UsageError, match="only suite settings are set this way"):
         plan_from_options({"suite": "speed", "set_": ["seed.x=1"]})
+
+
+def test_a_suite_is_registered_by_its_settings_field_and_a_mismatch_stops_the_import() -> None:
+    """Every suite package's `_spec.py` is found by looking, and SuiteSettings' field is the one registration:
+    a spec written without its field (or a field without a spec, or typed by other settings) is refused when
+    rigbench is imported, never a suite silently missing from the CLI, --set or plans."""
+    from rigbench.suites import _registry
+    from rigbench.suites.speed._settings import SpeedSettings
+
+    written = _registry._written()
+    assert sorted(s.key for s in written) == sorted(SuiteSettings.model_fields)  # each package found, once
+    assert tuple(s.key for s in SUITES) == tuple(SuiteSettings.model_fields)  # in the fields' order
+    speed = next(s for s in written if s.key == "speed")
+    extra = type(speed)(key="tokens", settings=SpeedSettings, names=("tokens",), flags=(), build=speed.build)
+    with pytest.raises(TypeError, match=r"specs without a field \['tokens'\]"):
+        _registry._registered([*written, extra])
+    with pytest.raises(TypeError, match=r"fields without a spec \['speed'\]"):
+        _registry._registered([s for s in written if s.key != "speed"])
+    load = next(s for s in written if s.key == "load")
+    with pytest.raises(TypeError, match=r"mistyped \['load'\]"):
+        _registry._registered([*(s for s in written if s.key != "load"), type(load)(
+            key="load", settings=SpeedSettings, names=load.names, flags=(), build=load.build)])
+    with pytest.raises(TypeError, match="specs"):
+        _registry._registered([*written, speed])  # one suite's spec twice

@@ -1,31 +1,60 @@
-"""The suites, registered once: `SUITES` is the one list of them. The CLI's options and `--suite` help,
-`--set`, the plan's suite sections and `build_suites` read it; `SuiteSettings` holds one typed field per
-spec (checked against this list at import)."""
+"""The suites, registered once. A suite is a package under suites/ whose `_spec.py` defines its `SuiteSpec`
+(found here by looking, not by a list); `SuiteSettings` (suites/_settings.py) holds one typed field per suite,
+and that field is the registration: its order is `SUITES`' order. The CLI's options and `--suite` help,
+`--set`, the plan's suite sections and `build_suites` read `SUITES`. A spec with no field, or a field with no
+spec, is an error at import."""
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from rigbench.errors import UsageError
 from rigbench.suites._context import Suite
 from rigbench.suites._settings import SuiteSettings
 from rigbench.suites._spec import SuiteSpec
-from rigbench.suites.agent._spec import AGENT
-from rigbench.suites.load._spec import LOAD
-from rigbench.suites.quality._spec import EFFORT, MMLU_PRO, PACKS
-from rigbench.suites.speed._spec import SPEED
 
 __all__ = ["SUITES", "SUITE_NAMES", "BuiltSuites", "build_suites", "suite_help", "suite_spec"]
 
-# In the order `--suite`'s help and an unknown name's message list them.
-SUITES: tuple[SuiteSpec, ...] = (SPEED, LOAD, MMLU_PRO, PACKS, EFFORT, AGENT)
+
+
+def _written() -> list[SuiteSpec]:
+    """Every SuiteSpec the suite packages define in their `_spec.py`."""
+    found = []
+    for sub in pkgutil.iter_modules([str(Path(__file__).parent)]):
+        if sub.ispkg:
+            try:
+                mod = importlib.import_module(f"{__package__}.{sub.name}._spec")
+            except ModuleNotFoundError as e:
+                if e.name != f"{__package__}.{sub.name}._spec":
+                    raise
+                continue  # a package of shared code, not a suite
+            found += [v for v in vars(mod).values() if isinstance(v, SuiteSpec)]
+    return found
+
+
+def _registered(written: list[SuiteSpec]) -> tuple[SuiteSpec, ...]:
+    """The specs in SuiteSettings' field order; a spec and its field must agree on key and settings type."""
+    by_key = {spec.key: spec for spec in written}
+    fields = SuiteSettings.model_fields
+    unregistered = sorted(set(by_key) - set(fields))
+    unwritten = sorted(set(fields) - set(by_key))
+    wrong = sorted(k for k in set(by_key) & set(fields) if fields[k].annotation is not by_key[k].settings)
+    if unregistered or unwritten or wrong or len(by_key) != len(written):
+        raise TypeError(f"SuiteSettings must hold one field per suite spec, typed by its settings: specs without a "
+                        f"field {unregistered}, fields without a spec {unwritten}, mistyped {wrong}, specs "
+                        f"{[s.key for s in written]}")
+    return tuple(by_key[k] for k in fields)
+
+
+# In the order `--suite`'s help and an unknown name's message list them: SuiteSettings' fields.
+SUITES: tuple[SuiteSpec, ...] = _registered(_written())
 
 SUITE_NAMES = tuple(n for s in SUITES for n in s.all_names)
 
 _BY_NAME = {n: s for s in SUITES for n in s.all_names}
-
-if {s.key: s.settings for s in SUITES} != {k: f.annotation for k, f in SuiteSettings.model_fields.items()}:
-    raise TypeError("SuiteSettings must hold one field per registered suite, typed by its spec's settings")
 
 
 def suite_spec(name: str) -> SuiteSpec:
