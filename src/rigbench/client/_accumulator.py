@@ -135,12 +135,8 @@ class Accumulator:
                 self.comments += 1
                 continue
             if isinstance(ev, Malformed):
-                self.error = RequestError(
-                    kind="malformed_sse",
-                    message="a line of the stream is not a `data:` field, a comment or another SSE field",
-                    body=ev.line[:2048].decode(errors="replace"),
-                )
-                self.done_ns = now
+                self._malformed("a line of the stream is not a `data:` field, a comment or another SSE field",
+                                ev.line, now)
                 return
             assert isinstance(ev, bytes)
             if ev == b"[DONE]":
@@ -150,25 +146,20 @@ class Accumulator:
             try:
                 obj = decode_json(ev)
             except ValueError:
-                self.error = RequestError(
-                    kind="malformed_sse",
-                    message="a data line is not JSON",
-                    body=ev[:2048].decode(errors="replace"),
-                )
-                self.done_ns = now
+                self._malformed("a data line is not JSON", ev, now)
                 return
             if not isinstance(obj, dict):
-                self.error = RequestError(
-                    kind="malformed_sse",
-                    message="a data line is not a JSON object",
-                    body=ev[:2048].decode(errors="replace"),
-                )
-                self.done_ns = now
+                self._malformed("a data line is not a JSON object", ev, now)
                 return
             self._on_object(obj, now)
             if self.error is not None:
                 self.done_ns = now
                 return
+
+    def _malformed(self, message: str, line: bytes, now: int) -> None:
+        """The stream broke the SSE or JSON framing: the request fails there, with the line as evidence."""
+        self.error = RequestError(kind="malformed_sse", message=message, body=line[:2048].decode(errors="replace"))
+        self.done_ns = now
 
     def _on_object(self, obj: dict[str, Any], now: int) -> None:
         if "error" in obj and "choices" not in obj:
