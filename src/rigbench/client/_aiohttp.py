@@ -12,7 +12,7 @@ import aiohttp
 
 from rigbench.client._accumulator import Accumulator
 from rigbench.client._sse import SSEParser
-from rigbench.client._transport import StreamRequest, StreamTransport, deadline_error, not_sse
+from rigbench.client._transport import BoundClient, StreamRequest, StreamTransport, deadline_error, not_sse
 from rigbench.records import ArrivalStamps, RequestError
 
 __all__ = ["AiohttpTransport"]
@@ -30,6 +30,18 @@ class AiohttpTransport(StreamTransport):
     async def handle_stream(self, request: StreamRequest) -> Accumulator:
         client = self.client
         assert client is not None, "AiohttpTransport.handle_stream before ChatClient bound it"
+        acc, unanswered = await self._once(client, request)
+        if unanswered:
+            # A kept-alive connection the server had already closed (llama-server closes each after a
+            # stream: docs/engines.md) fails the write or disconnects before any answer: the server never
+            # took the request, so it is sent once more, as the plain JSON calls are. A second loss is
+            # the server's.
+            acc, _ = await self._once(client, request)
+        return acc
+
+    async def _once(self, client: BoundClient, request: StreamRequest) -> tuple[Accumulator, bool]:
+        """One send: what it produced, and whether the connection was lost before any answer."""
+        unanswered = False
         acc = Accumulator()
         acc.arrival = _ARRIVAL
         sent_ns = _perf_ns()
@@ -44,12 +56,12 @@ class AiohttpTransport(StreamTransport):
                     acc.error = RequestError(
                         kind="http_status", message=f"HTTP {resp.status}", http_status=resp.status, body=text
                     )
-                    return acc
+                    return acc, False
                 ctype = resp.headers.get("Content-Type", "")
                 if "text/event-stream" not in ctype:
                     text = (await resp.text(errors="replace"))[:2048]
                     acc.error = not_sse(ctype, resp.status, text)
-                    return acc
+                    return acc, False
                 parser = SSEParser()
                 reader = resp.content
                 loop = asyncio.get_running_loop()
@@ -86,9 +98,10 @@ class AiohttpTransport(StreamTransport):
         except aiohttp.ClientConnectorError as e:
             acc.error = RequestError(kind="connect", message=f"cannot connect to {client.base_url}: {e}")
         except (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as e:
+            unanswered = acc.headers_ns is None and not isinstance(e, aiohttp.ClientPayloadError)
             acc.error = acc.error or RequestError(kind="disconnect", message=f"stream broken: {e}")
         except aiohttp.ClientError as e:
             acc.error = acc.error or RequestError(kind="connect", message=f"{type(e).__name__}: {e}")
         acc.end_check()
-        return acc
+        return acc, unanswered
 
