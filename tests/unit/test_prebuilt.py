@@ -118,6 +118,25 @@ def test_a_prebuilt_that_crashes_here_is_replaced_by_the_build_and_the_choice_is
     assert again == eng and s.built == ["isa"]  # remembered: straight to the build, no second smoke test
 
 
+@pytest.mark.parametrize("prebuilt_mode", ["ok", "sigill_always"])
+def test_a_smoke_record_from_an_older_rigbench_still_gives_the_binarys_provenance(
+        tmp_path: Path, isolated: Path, prebuilt_mode: str) -> None:
+    # a record written before the fingerprint named the package: `rigbench setup` then said only "(built, isa CPU
+    # build; smoke test passed)" and a run's fingerprint lost where its llama-server came from
+    s = Stand(tmp_path, prebuilt_mode)
+    eng = s.ensure(isolated)
+    assert eng.package is not None and eng.source_build is not None
+    records = [p for p in (isolated.parent / "cache" / "llama-server" / "smoke").rglob("*.json")
+               if json.loads(p.read_text()).get("path") == eng.path]
+    assert records  # the prebuilt's record, and after its crash the build's, both name the binary that serves
+    for record in records:
+        record.write_text(json.dumps({k: v for k, v in json.loads(record.read_text()).items()
+                                      if k not in ("package", "package_sha256", "source_build")}))
+    again = s.ensure(isolated, smoke=lambda *a, **k: pytest.fail("smoke-tested again"))
+    assert again.package == eng.package and again.package_sha256 == eng.package_sha256
+    assert again.source_build == eng.source_build and again.origin == eng.origin and again.fallback == eng.fallback
+
+
 def test_a_prebuilt_that_crashes_unless_no_repack_keeps_serving_with_it(tmp_path: Path, isolated: Path) -> None:
     s = Stand(tmp_path, "segv_unless_no_repack")
     eng = s.ensure(isolated)

@@ -46,7 +46,7 @@ def test_a_neighbour_starting_mid_series_is_a_change_from_that_repetition() -> N
     s = _series([100.0, 101.0, 99.0, 13.0, 14.0])
     assert (s.change_at, s.outliers, s.unstable) == (3, [], False) and s.change is not None and s.change < -0.8
     [w] = stability_warnings([s])
-    assert w.startswith("Changed during the run: chat_short (c=1) decode tok/s fell 86% from repetition 3 of 5 on")
+    assert w.startswith("Changed during the run: chat_short (c=1) decode tok/s fell 86% from repetition 4 of 5 on")
     # control: the same values out of order are no change (not every later value beyond every earlier one)
     assert _series([100.0, 13.0, 101.0, 14.0, 99.0]).change is None
 
@@ -64,7 +64,7 @@ def test_a_throttled_engine_is_a_change_and_both_series_of_the_window_share_one_
     assert dec.change_at == agg.change_at == 2
     [w] = stability_warnings([dec, agg])
     assert w.startswith("Changed during the run: code_generation (c=2) decode tok/s and aggregate tok/s fell 49% "
-                        "and 49% from repetition 2 of 5 on")
+                        "and 49% from repetition 3 of 5 on")
 
 
 def test_one_interrupted_repetition_is_an_outlier_past_the_size_five_repetitions_can_tell() -> None:
@@ -72,7 +72,7 @@ def test_one_interrupted_repetition_is_an_outlier_past_the_size_five_repetitions
     s = _series([100.0, 101.0, 55.0, 100.4, 100.2])  # 45% off
     assert s.outliers == [2]
     [w] = stability_warnings([s])
-    assert w.startswith("Outlier: chat_short (c=1) decode tok/s: repetition 2 of 5 is 45% below the median")
+    assert w.startswith("Outlier: chat_short (c=1) decode tok/s: repetition 3 of 5 is 45% below the median")
     assert "a one-off interruption is likely" in w
     assert "over 4 times the spread of a quiet host's repetitions (10% of the median)" in w
     # a series spread wider than a quiet host's is judged against its own spread, and the warning says so
@@ -82,7 +82,7 @@ def test_one_interrupted_repetition_is_an_outlier_past_the_size_five_repetitions
     assert _series([100.0, 101.0, 65.0, 100.4, 100.2]).outliers == []  # 35% off: within what 5 cannot tell
     # the first repetition alone slow: the engine was still warming up
     [w] = stability_warnings([_series([55.0, 100.0, 101.0, 99.0, 100.0])])
-    assert "repetition 0 of 5" in w and "still warming up; raise --warmup" in w
+    assert "repetition 1 of 5" in w and "still warming up; raise --warmup" in w
 
 
 def test_a_wide_spread_is_unstable_only_when_n_can_tell_it_from_ten_percent() -> None:
@@ -165,6 +165,6 @@ def test_every_report_format_shows_the_stability_table_and_warning(tmp_path: Pat
     buf = StringIO()
     render_terminal(a, Console(file=buf, width=200))
     for text in (buf.getvalue(), render_markdown(a), render_html(["r"], [a])):
-        assert "Changed during the run: chat_short (c=1) decode tok/s fell 86% from repetition 3 of 5 on" in text
+        assert "Changed during the run: chat_short (c=1) decode tok/s fell 86% from repetition 4 of 5 on" in text
         assert "Stability over repetitions: 1 series changed, with an outlier, or unstable" in text
-        assert "fell 86% from rep 3" in text
+        assert "fell 86% from rep 4" in text

@@ -104,6 +104,16 @@ class SeriesStability(Frozen):
     def flagged(self) -> bool:
         return self.change is not None or bool(self.outliers) or self.unstable
 
+    # A reader counts repetitions from 1; records number the measured ones from 0 (the warm-up is -1), so
+    # "repetition 0 of 5" in a warning would name the first one as none of the five.
+    @property
+    def shown_change_at(self) -> int | None:
+        return None if self.change_at is None else self.change_at + 1
+
+    @property
+    def shown_outliers(self) -> list[int]:
+        return [r + 1 for r in self.outliers]
+
 
 @functools.lru_cache(maxsize=256)
 def _cv_bar(n: int, rules: StabilityRules) -> float:
@@ -251,7 +261,7 @@ def stability_warnings(stab: list[SeriesStability]) -> list[str]:
         if kind == "change" and first.change is not None:
             size = " and ".join(f"{abs(s.change):.0%}" for s in group if s.change is not None)
             out.append(f"Changed during the run: {where} {'rose' if first.change > 0 else 'fell'} {size} from "
-                       f"repetition {first.change_at} of {n} on, every later value beyond every earlier one: "
+                       f"repetition {first.shown_change_at} of {n} on, every later value beyond every earlier one: "
                        "something changed on the machine mid-series (another process, throttling, warming): "
                        "measure on a quiet host, with more warm-up (--warmup) if it rose")
         elif kind == "outliers":
@@ -266,7 +276,7 @@ def stability_warnings(stab: list[SeriesStability]) -> list[str]:
             own = 1.4826 * float(np.median([abs(v - med) for v in first.values]))
             spread = ("the series' own spread" if own > QUIET_SPREAD * med else
                       f"the spread of a quiet host's repetitions ({QUIET_SPREAD:.0%} of the median)")
-            out.append(f"Outlier: {where}: {_reps(first.outliers)} of {n} {'is' if len(devs) == 1 else 'are'} "
+            out.append(f"Outlier: {where}: {_reps(first.shown_outliers)} of {n} {'is' if len(devs) == 1 else 'are'} "
                        f"{size} the median, over {OUTLIER_Z:g} times {spread}: {cause}")
         else:
             cvs = " and ".join(f"{s.cv:.0%}" for s in group if s.cv is not None)

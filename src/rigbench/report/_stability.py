@@ -15,9 +15,9 @@ def _found(s: SeriesStability) -> str | Cell:
     if not s.judged:
         return "not judged"
     if s.change is not None:
-        return Cell(f"{'rose' if s.change > 0 else 'fell'} {abs(s.change):.0%} from rep {s.change_at}", "warn")
+        return Cell(f"{'rose' if s.change > 0 else 'fell'} {abs(s.change):.0%} from rep {s.shown_change_at}", "warn")
     if s.outliers:
-        return Cell(f"outlier: rep {', '.join(str(r) for r in s.outliers)}", "warn")
+        return Cell(f"outlier: rep {', '.join(str(r) for r in s.shown_outliers)}", "warn")
     if s.unstable:
         return Cell("unstable", "warn")
     return "steady"

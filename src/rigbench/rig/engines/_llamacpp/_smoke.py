@@ -206,7 +206,7 @@ def ensure_llama_server(
     record = None
     if launcher is not None:
         record = _smoke_record(launcher, cpu, base)
-        known = _load(record)
+        known = _load(record, cpu)
         if known is not None and Path(known.path).is_file():
             return known  # the prebuilt, or the build its failure here led to
         result, refused = _try_prebuilt(launcher, cpu, base, model, smoke, note, record)
@@ -221,21 +221,31 @@ def ensure_llama_server(
     return result
 
 
-def _load(record: Path) -> EngineBinary | None:
+# What a binary was made from is read from its own files (build-info.json, prebuilt-info.json) on every load:
+# a smoke record keeps the outcome of the smoke test, and one written by an older rigbench lacks the
+# provenance the fingerprint records now (package, its sha256, llama.cpp release).
+_PROVENANCE = ("build_variant", "build_flags", "package", "package_sha256", "source_build")
+
+
+def _load(record: Path, cpu: CpuFeatures) -> EngineBinary | None:
     if not record.is_file():
         return None
     try:
-        return EngineBinary.model_validate_json(record.read_text())
+        known = EngineBinary.model_validate_json(record.read_text())
     except ValueError:
         record.unlink(missing_ok=True)
         return None
+    if known.origin not in ("built", "prebuilt") or not Path(known.path).is_file():
+        return known
+    now = _binary_info(Path(known.path), known.origin, cpu)
+    return known.model_copy(update={k: getattr(now, k) for k in _PROVENANCE if getattr(now, k) is not None})
 
 
 def _users(binary: Path, origin: str, cpu: CpuFeatures, base: list[str], model: Callable[[], Path],
            smoke: Callable[..., SmokeResult], note: Callable[[str], None]) -> EngineBinary:
     """A user's binary: smoke-tested once; a crash is reported with its cause and flag, never patched."""
     record = _smoke_record(binary, cpu, base)  # a pass with the user's --no-repack says nothing without it
-    known = _load(record)
+    known = _load(record, cpu)
     if known is not None:
         return known
     logs = cache_dir("llama-server", "smoke")
@@ -306,7 +316,7 @@ def _built(cpu: CpuFeatures, base: list[str], model: Callable[[], Path], smoke: 
                          f"which cannot serve here: {not_prebuilt}.\nThe fallback, a build from the pinned sdist, "
                          f"failed too: {e}") from e
     record = _smoke_record(binary, cpu, base)
-    known = _load(record)
+    known = _load(record, cpu)
     if known is not None:
         return known.model_copy(update={"not_prebuilt": not_prebuilt})
     logs = cache_dir("llama-server", "smoke")
