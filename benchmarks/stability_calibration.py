@@ -52,16 +52,8 @@ from typing import Any
 import numpy as np
 import psutil
 
-from rigbench.analysis import (
-    MIN_REPETITIONS,
-    SeriesStability,
-    StabilityRules,
-    assess_host,
-    detectable,
-    judge_series,
-    speed_stability,
-    stability_warnings,
-)
+from rigbench.analysis import MIN_REPETITIONS, SeriesStability, assess_host, detectable
+from rigbench.analysis._stability import StabilityRules, judge_series, speed_stability, stability_warnings
 from rigbench.records import HostConditions, SpeedBatch, SpeedRequest
 from rigbench.store import RunReader
 

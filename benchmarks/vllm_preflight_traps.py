@@ -29,7 +29,7 @@ from typing import Any
 from rigbench.client import ChatClient
 from rigbench.honesty._preflight import preflight
 from rigbench.rig.engines import VLLMAdapter, canonical_values
-from rigbench.rig.engines._vllm import VLLMLaunch
+from rigbench.rig.engines._vllm import VLLM, VLLMLaunch
 from rigbench.rig.engines._vllm._rig import VLLMRig
 
 NGRAM = {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4, "prompt_lookup_min": 2}
@@ -63,7 +63,7 @@ async def serve_trap(log: Path, budget: int) -> dict[str, Any]:
     spec = VLLMLaunch(model="embedded", dtype="bfloat16", max_model_len=512, max_num_seqs=8,
                       max_num_batched_tokens=budget, speculative_config=NGRAM, cpu_kvcache_space_gib=1,
                       enforce_eager=True, generation_config="auto")
-    rig = VLLMRig(spec, log)
+    rig = VLLMRig(spec, log, engine=VLLM)
     result: dict[str, Any] = {"config": f"ngram k=4, max_num_seqs 8, max_num_batched_tokens {budget} "
                                         f"(rigbench's rule needs 8 x 5 = 40), max_model_len 512, no tool parser"}
     result["preflight"] = [f"{f.id}: {f.severity}" for f in preflight(rig.argv).findings]

@@ -19,7 +19,7 @@ from rigbench.analysis import assess_host, summarize_speed
 from rigbench.analysis._roofline import roofline
 from rigbench.analysis._speculation import fit_speculation
 from rigbench.records import HostConditions
-from rigbench.report._honesty import speculation_markdown
+from rigbench.report._hardware import speculation_markdown
 from rigbench.store import RunReader
 
 

@@ -24,13 +24,14 @@ from pathlib import Path
 import psutil
 import pytest
 
-from rigbench.analysis import arrival_ns, assess_host, load_timing, stream_arrival, summarize_load
+from rigbench.analysis import arrival_ns, assess_host, load_timing, summarize_load
+from rigbench.analysis._arrival import stream_arrival
 from rigbench.analysis._timing import request_timing
 from rigbench.client import ChatClient
 from rigbench.records import HostConditions, LoadRequest
 from rigbench.report._fingerprint import fingerprint_rows
 from rigbench.rig.engines import VLLMAdapter, canonical_values, detect_engine, parse_prometheus
-from rigbench.rig.engines._vllm import VLLMLaunch
+from rigbench.rig.engines._vllm import VLLM, VLLMLaunch
 from rigbench.rig.engines._vllm._env import find_vllm
 from rigbench.rig.engines._vllm._rig import VLLMRig
 from rigbench.store import RunReader
@@ -73,7 +74,7 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VLLMRig]:
                       generation_config="auto", enforce_eager=True)
     # the rig adds --enable-prompt-tokens-details itself (cached prompt tokens per request, which the
     # prefix-cache check of load windows reads): the sessions test below needs it
-    r = VLLMRig(spec, log)
+    r = VLLMRig(spec, log, engine=VLLM)
     try:
         asyncio.run(_start(r))
         yield r

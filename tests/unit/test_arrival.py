@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from rigbench.analysis import ArrivalPattern, analyze_run, stream_arrival, summarize_arrival
+from rigbench.analysis import analyze_run
+from rigbench.analysis._arrival import ArrivalPattern, stream_arrival, summarize_arrival
 from rigbench.client import ChatClient
 from rigbench.records import SpeedBatch, SpeedRequest, StreamResult
 from rigbench.report import render_markdown

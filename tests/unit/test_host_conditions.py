@@ -447,14 +447,14 @@ async def test_a_window_that_crawls_on_a_busy_host_is_stopped_while_it_runs() ->
     resumed window of the same level must not supersede them); the next window is then refused before it
     measures. Control: under --allow-busy-host the same window runs to its end, the finding said once."""
     from rigbench.errors import BusyHostError
-    from rigbench.runner._busy import BusyHostGuard
+    from rigbench.runner._busy import BusyHostGuard, BusyHostPolicy
 
     written: list[HostConditions] = []
     notes: list[str] = []
     engine = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     nb = _neighbour(os.sched_getaffinity(0))
     try:
-        guard = BusyHostGuard(Path("/runs/r1"), keep=False, note=notes.append, write=written.append)
+        guard = BusyHostGuard(Path("/runs/r1"), BusyHostPolicy.STOP, note=notes.append, write=written.append)
         watch = HostWatch(locate_engine(pid=engine.pid), judge=guard, judge_after_s=0.5, judge_every_s=0.25)
         t0 = time.monotonic()
         with pytest.raises(BusyHostError) as stopped:
@@ -466,7 +466,7 @@ async def test_a_window_that_crawls_on_a_busy_host_is_stopped_while_it_runs() ->
                 raise AssertionError("a window after a busy one must not measure")
 
         kept_notes: list[str] = []
-        keep = BusyHostGuard(Path("/runs/r2"), keep=True, note=kept_notes.append, write=written.append)
+        keep = BusyHostGuard(Path("/runs/r2"), BusyHostPolicy.MEASURE_TRUSTED, note=kept_notes.append, write=written.append)
         watch = HostWatch(locate_engine(pid=engine.pid), judge=keep, judge_after_s=0.5, judge_every_s=0.25)
         async with watch.window("chat_short", concurrency=1) as w:
             await asyncio.sleep(1.5)
@@ -525,18 +525,18 @@ def test_a_run_configured_in_code_to_allow_untrusted_measures_on_and_a_plans_rig
     # busy window, unlike `rigbench run --allow-untrusted`; a plan's rig (allow_untrusted always on) must stop
     from rigbench.plan import load_plan, run_config_for
     from rigbench.rig import EndpointSpec
-    from rigbench.runner import RunConfig
+    from rigbench.runner import BusyHostPolicy, RunConfig
     from rigbench.suites import SuiteSettings
 
-    def cfg(**kw: bool) -> RunConfig:
-        return RunConfig(suite_names=["speed"], settings=SuiteSettings(), out_dir=tmp_path,
+    def cfg(**kw: object) -> RunConfig:
+        return RunConfig(suite_names=["speed"], settings=SuiteSettings(), out_dir=tmp_path,  # type: ignore[arg-type]
                          rig=EndpointSpec(base_url="http://127.0.0.1:9/v1"), **kw)
 
-    assert not cfg(allow_untrusted=True).stops_on_busy_host
-    assert cfg(allow_untrusted=False).stops_on_busy_host
-    assert cfg(allow_untrusted=True, stop_on_busy_host=True).stops_on_busy_host
+    assert cfg(allow_untrusted=True).busy_host is BusyHostPolicy.MEASURE_UNTRUSTED
+    assert cfg(allow_untrusted=False).busy_host is BusyHostPolicy.STOP
+    assert cfg(allow_untrusted=True, busy_host=BusyHostPolicy.STOP).busy_host is BusyHostPolicy.STOP
     plan_file = tmp_path / "p.yaml"
     plan_file.write_text("name: p\nsuites: [speed]\nrigs:\n  - name: a\n    endpoint: {base_url: 'http://127.0.0.1:9/v1'}\n")
     plan = load_plan(plan_file)
     run = run_config_for(plan.plan, plan.rigs[0], tmp_path)
-    assert run.allow_untrusted and run.stops_on_busy_host
+    assert run.allow_untrusted and run.busy_host is BusyHostPolicy.STOP

@@ -328,13 +328,7 @@ def test_each_peer_tool_format_exemption_is_still_used() -> None:
 # Packages (dotted under rigbench) inside which a circle among their own modules is known and left, with
 # why. Each must still have one (test_each_circle_exemption_is_still_needed): remove the entry when its
 # circle is broken. A circle that reaches outside the package is never exempt.
-CIRCLES_LEFT: dict[str, str] = {
-    "rig.engines._vllm": "vLLM's Engine object (`_engine.VLLMEngine`) opens its rig (`_rig.VLLMRig`) and reads the "
-                         "run flags (`_run_flags`) function-level, and both import the launch spec and log readers "
-                         "from `_engine`. Untie as llama.cpp's was (the spec and readers below the Engine object, "
-                         "_llamacpp/_launch.py); left when the rig circle was untied because branch i24-vllmfp was "
-                         "editing these modules then (it has landed since)",
-}
+CIRCLES_LEFT: dict[str, str] = {}
 
 
 def _module_graph(src: Path) -> dict[str, set[str]]:

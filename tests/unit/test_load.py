@@ -15,7 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rigbench.analysis import analyze_run, parse_slo, rate_bound, summarize_load
+from rigbench.analysis import analyze_run, parse_slo, summarize_load
+from rigbench.analysis._goodput import rate_bound
 from rigbench.records import HostConditions, LoadRequest, LoadWindow, RequestError, SloTargets, StreamResult
 from rigbench.store import RunHeader, RunReader, RunWriter
 from rigbench.suites.load import arrival_offsets_s, sweep_rates

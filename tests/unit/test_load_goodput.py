@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from rigbench.analysis import meets_slo, request_rows, summarize_load
+from rigbench.analysis import request_rows, summarize_load
+from rigbench.analysis._goodput import meets_slo
 from rigbench.records import LoadRequest, LoadWindow, RequestError, SloTargets, StreamResult
 from rigbench.store import RunHeader, RunReader, RunWriter
 

@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from rigbench.analysis import analyze_run, describe, load_timing, summarize_load
+from rigbench.analysis import analyze_run, load_timing, summarize_load
+from rigbench.analysis._stats import describe
 from rigbench.records import LoadRequest
 from rigbench.report import render_html, render_json, render_markdown, render_terminal
 from rigbench.store import RunReader

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from rigbench.analysis._quality import proportion, summarize_quality
+from rigbench.analysis._proportion import proportion
+from rigbench.analysis._quality import summarize_quality
 from rigbench.client import Accumulator, ChatClient, StreamRequest, StreamTransport
 from rigbench.errors import SetupError, UsageError
 from rigbench.records import MMLUProAnswer, StreamResult

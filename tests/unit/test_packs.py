@@ -178,7 +178,7 @@ async def test_pack_suite_end_to_end_and_user_pack(tmp_path: Path) -> None:
 
 
 async def test_unconfined_code_grades_are_flagged_in_the_pack_report() -> None:
-    from rigbench.analysis._quality import summarize_packs
+    from rigbench.analysis._packs import summarize_packs
     from rigbench.report._quality import _pack
     from rigbench.suites.quality._pack_suite import grade_task
 

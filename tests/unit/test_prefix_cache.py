@@ -26,7 +26,7 @@ from rigbench.records import (
 from rigbench.report import render_markdown
 from rigbench.rig import EndpointSpec
 from rigbench.rig.engines import SGLangAdapter, VLLMAdapter, canonical_values
-from rigbench.runner import RunConfig, execute_run
+from rigbench.runner import BusyHostPolicy, RunConfig, execute_run
 from rigbench.store import RunReader
 from rigbench.suites import SuiteContext, SuiteSettings
 from rigbench.suites.speed import SpeedSettings
@@ -153,10 +153,10 @@ CACHING = EmulatorScript(persona="healthy", prefix_cache=True, ttft=Delay(mean_m
 
 def _run(url: str, out: Path) -> tuple[dict[str, object], Path]:
     speed = SpeedSettings(scenarios=["chat_short"], repetitions=3, warmup=0)
-    # allow_busy_host: this judges the prefix cache alone, on whatever host runs the tests (the busy-host
+    # MEASURE_TRUSTED: this judges the prefix cache alone, on whatever host runs the tests (the busy-host
     # check has its own adversary and control: test_host_conditions.py, tests/live/test_host_live.py)
     cfg = RunConfig(suite_names=["speed"], settings=SuiteSettings(speed=speed), out_dir=out, rig=EndpointSpec(base_url=url),
-                    allow_untrusted=True, allow_busy_host=True)
+                    allow_untrusted=True, busy_host=BusyHostPolicy.MEASURE_TRUSTED)
     header = asyncio.run(execute_run(cfg))
     run_dir = out / header.run_id
     return json.loads((run_dir / "run.json").read_text()), run_dir

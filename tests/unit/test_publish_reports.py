@@ -18,7 +18,7 @@ import pytest
 
 from rigbench.analysis import analyze_run, fingerprint_differences, roofline
 from rigbench.report import render_markdown, rig_labels
-from rigbench.report._honesty import roofline_markdown
+from rigbench.report._hardware import roofline_markdown
 from rigbench.store import RunReader
 
 ROOT = Path(__file__).resolve().parents[2]

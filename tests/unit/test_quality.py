@@ -7,13 +7,10 @@ from __future__ import annotations
 import pytest
 from rich.console import Console
 
-from rigbench.analysis._quality import (
-    QualitySummary,
-    compare_mmlu_pro,
-    pair_test,
-    summarize_effort,
-    summarize_mmlu_pro,
-)
+from rigbench.analysis._mmlu import summarize_mmlu_pro
+from rigbench.analysis._packs import summarize_effort
+from rigbench.analysis._quality import QualitySummary
+from rigbench.analysis._quality_compare import compare_mmlu_pro, pair_test
 from rigbench.analysis._reasoning import split_reasoning, split_tokens
 from rigbench.records import GradeResult, MMLUProAnswer, PackAnswer, PackConfig, StreamResult
 from rigbench.report._quality import (

@@ -117,7 +117,7 @@ NODRAFT, DEPTH4 = H200 / "20261129-191407-h200-nodraft-5101", H200 / "20261129-1
 
 def _speculation() -> Section:
     from rigbench.analysis import fit_speculation
-    from rigbench.report._honesty import speculation_section
+    from rigbench.report._hardware import speculation_section
 
     fit = fit_speculation(RunReader(NODRAFT), RunReader(DEPTH4))
     assert fit is not None
@@ -127,7 +127,7 @@ def _speculation() -> Section:
 def _comparison() -> Section:
     from rigbench.analysis import compare_runs
     from rigbench.report import synth_note
-    from rigbench.report._honesty import comparison_section
+    from rigbench.report._comparison import comparison_section
 
     [c] = compare_runs(RunReader(NODRAFT), [RunReader(DEPTH4)])
     return comparison_section(c, {NODRAFT.name: "nodraft", DEPTH4.name: "depth4"},
@@ -135,14 +135,14 @@ def _comparison() -> Section:
 
 
 def _sanity() -> Section:
-    from rigbench.report._honesty import sanity_section
+    from rigbench.report._checks import sanity_section
 
     return sanity_section(*analyze_run(RunReader(NODRAFT)).sections["sanity"])
 
 
 def _preflight() -> Section:
     from rigbench.records import PreflightFinding, PreflightReport, ServingCommand
-    from rigbench.report._honesty import preflight_section
+    from rigbench.report._checks import preflight_section
 
     return preflight_section(PreflightReport(
         command=ServingCommand(engine="vllm", argv=["vllm", "serve", "m"], model="m"),
@@ -225,7 +225,7 @@ def test_preflight_names_the_command_and_marks_errors_in_every_output() -> None:
 
 def test_a_clean_preflight_is_a_title_and_a_note() -> None:
     from rigbench.records import PreflightReport
-    from rigbench.report._honesty import preflight_section
+    from rigbench.report._checks import preflight_section
 
     sec = preflight_section(PreflightReport(command=None))
     assert section_markdown(sec, heading=None) == "**Preflight**\n\n- no configuration traps found"

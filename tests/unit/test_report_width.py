@@ -13,9 +13,9 @@ from rich.console import Console, RenderableType
 
 from rigbench.analysis import RunAnalysis, analyze_run
 from rigbench.report import render_terminal
-from rigbench.report._honesty import telemetry_terminal
 from rigbench.report._ls import RunListing, runs_table
 from rigbench.report._speed import latency_table, speed_table
+from rigbench.report._telemetry import telemetry_terminal
 from rigbench.store import RunReader
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from rigbench.analysis import analyze_run, detectable, judge_series, stability_warnings
-from rigbench.analysis._stability import _one
+from rigbench.analysis import analyze_run, detectable
+from rigbench.analysis._stability import _one, judge_series, stability_warnings
 from rigbench.report import render_html, render_markdown, render_terminal
 from rigbench.report._stability import stability_section
 from rigbench.store import RunReader

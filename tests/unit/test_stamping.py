@@ -11,7 +11,8 @@ import sys
 
 import pytest
 
-from rigbench.analysis import arrival_ns, request_timing, stamping_error, stamping_text
+from rigbench.analysis import arrival_ns, request_timing, stamping_text
+from rigbench.analysis._stamping import stamping_error
 from rigbench.client import Accumulator, AiohttpTransport, ChatClient, _arrival, _http
 from rigbench.records import SpeedRequest, StreamResult
 from rigbench.testing import Delay, Emulator, EmulatorScript

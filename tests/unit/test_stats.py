@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from rigbench.analysis import Stat, describe
+from rigbench.analysis import Stat
+from rigbench.analysis._stats import describe
 
 
 def test_every_figure_has_n_median_mean_spread_and_tails() -> None:

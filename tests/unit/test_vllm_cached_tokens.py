@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from rigbench.rig.engines._vllm import VLLMLaunch
+from rigbench.rig.engines._vllm import VLLM, VLLMLaunch
 from rigbench.rig.engines._vllm import _rig as vllm_rig
 from rigbench.rig.engines._vllm._env import VLLMInstall
 from rigbench.rig.engines._vllm._rig import VLLMRig
@@ -25,7 +25,8 @@ def _prepared(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: str, **s
     model = tmp_path / "hf-model"
     model.mkdir(exist_ok=True)
     notes: list[str] = []
-    rig = VLLMRig(VLLMLaunch(model=str(model), port=8123, **spec), tmp_path / "engine.log", note=notes.append)
+    rig = VLLMRig(VLLMLaunch(model=str(model), port=8123, **spec), tmp_path / "engine.log", engine=VLLM,
+                  note=notes.append)
     rig.prepare()
     assert rig.process.argv == rig.argv  # what runs is what the fingerprint records (its argv)
     return rig.argv, "\n".join(notes)

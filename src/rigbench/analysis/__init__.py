@@ -1,25 +1,17 @@
 """Statistics and derived metrics. Never touches the network; never formats output."""
 
 from rigbench.analysis._agent import AgentSummary, ProbeRow, TaskScore, summarize_agent
-from rigbench.analysis._arrival import ArrivalPattern, ArrivalSummary, stream_arrival, summarize_arrival
 from rigbench.analysis._bandwidth import machine_bandwidth
 from rigbench.analysis._compare import (
     Comparison,
     busy_windows,
     check_two_runs,
     compare_runs,
-    compare_stats,
     fingerprint_differences,
 )
-from rigbench.analysis._experience import (
-    ATTENTION_LIMIT_S,
-    FLOW_LIMIT_S,
-    READING_TOK_S,
-    Experience,
-    experience,
-)
-from rigbench.analysis._goodput import SLO_METRICS, RateBound, SloCheck, meets_slo, parse_slo, rate_bound
-from rigbench.analysis._host import OTHER_CORES_MAX, STEAL_CORES_MAX, HostVerdict, HostWindowRow, assess_host
+from rigbench.analysis._experience import READING_TOK_S, experience
+from rigbench.analysis._goodput import RateBound, parse_slo
+from rigbench.analysis._host import OTHER_CORES_MAX, STEAL_CORES_MAX, HostVerdict, assess_host
 from rigbench.analysis._kvcache import (
     BlockAccounting,
     KVArchitecture,
@@ -32,25 +24,17 @@ from rigbench.analysis._kvcache import (
 from rigbench.analysis._load import (
     SCHEDULE_LAG_P99_MAX_S,
     SCHEDULE_RATE_MIN,
-    InputLengths,
     LoadSummary,
     LoadWindowSummary,
-    SteadyState,
-    TurnSummary,
     load_timing,
     summarize_load,
 )
-from rigbench.analysis._load_compare import LoadComparison, LoadRateComparison, compare_load
-from rigbench.analysis._quality import (
-    EffortSummary,
-    MMLUProComparison,
-    MMLUProSummary,
-    PackSummary,
-    PairTest,
-    Proportion,
-    QualitySummary,
-    summarize_quality,
-)
+from rigbench.analysis._load_compare import LoadComparison, compare_load
+from rigbench.analysis._mmlu import MMLUProSummary
+from rigbench.analysis._packs import EffortSummary, PackSummary
+from rigbench.analysis._proportion import Proportion
+from rigbench.analysis._quality import QualitySummary, summarize_quality
+from rigbench.analysis._quality_compare import MMLUProComparison, PairTest
 from rigbench.analysis._reasoning import split_reasoning, split_tokens
 from rigbench.analysis._requests import REQUEST_COLUMNS, request_rows
 from rigbench.analysis._retries import RetrySummary
@@ -69,65 +53,37 @@ from rigbench.analysis._selfcheck import CPU_FRACTION_MAX, LOOP_LAG_P99_MAX_S
 from rigbench.analysis._session import hide_session_details, session_neutral
 from rigbench.analysis._speculation import SpeculationFit, fit_speculation
 from rigbench.analysis._speed import ScenarioSpeed, SpeedSummary, latency_finding, summarize_speed
-from rigbench.analysis._stability import (
-    CHANGE_Z,
-    MIN_REPETITIONS,
-    OUTLIER_Z,
-    QUIET_SPREAD,
-    UNSTABLE_ALPHA,
-    UNSTABLE_CV,
-    Detectable,
-    SeriesStability,
-    StabilityRules,
-    detectable,
-    judge_series,
-    speed_stability,
-    stability_warnings,
-)
-from rigbench.analysis._stamping import StampingError, stamping_error, stamping_text
-from rigbench.analysis._stats import Stat, describe
+from rigbench.analysis._stability import MIN_REPETITIONS, QUIET_SPREAD, SeriesStability, detectable
+from rigbench.analysis._stamping import stamping_text
+from rigbench.analysis._stats import Stat
 from rigbench.analysis._suite_compare import AccuracyDiff, SuiteComparison, compare_suites
 from rigbench.analysis._telemetry import ScenarioTelemetry, TimingCrossCheck
-from rigbench.analysis._timing import RequestTiming, arrival_ns, chunk_token_counts, request_timing
-from rigbench.analysis._verdict import DEFAULT_MARGIN, MAX_NEEDED, Verdict
+from rigbench.analysis._timing import arrival_ns, chunk_token_counts, request_timing
+from rigbench.analysis._verdict import DEFAULT_MARGIN, MAX_NEEDED
 
 __all__ = [
-    "ATTENTION_LIMIT_S",
-    "CHANGE_Z",
     "CPU_FRACTION_MAX",
     "DEFAULT_MARGIN",
-    "FLOW_LIMIT_S",
     "LOOP_LAG_P99_MAX_S",
     "MAX_NEEDED",
     "MIN_REPETITIONS",
     "OTHER_CORES_MAX",
-    "OUTLIER_Z",
     "QUIET_SPREAD",
     "READING_TOK_S",
     "REQUEST_COLUMNS",
     "SCHEDULE_LAG_P99_MAX_S",
     "SCHEDULE_RATE_MIN",
-    "SLO_METRICS",
     "STEAL_CORES_MAX",
-    "UNSTABLE_ALPHA",
-    "UNSTABLE_CV",
     "AccuracyDiff",
     "AgentSummary",
-    "ArrivalPattern",
-    "ArrivalSummary",
     "BlockAccounting",
     "Comparison",
-    "Detectable",
     "EffortSummary",
-    "Experience",
     "HostVerdict",
-    "HostWindowRow",
-    "InputLengths",
     "KVArchitecture",
     "KVBlocks",
     "KVCapacity",
     "LoadComparison",
-    "LoadRateComparison",
     "LoadSummary",
     "LoadWindowSummary",
     "MMLUProComparison",
@@ -138,7 +94,6 @@ __all__ = [
     "Proportion",
     "QualitySummary",
     "RateBound",
-    "RequestTiming",
     "RetrySummary",
     "Revision",
     "Roofline",
@@ -146,19 +101,13 @@ __all__ = [
     "ScenarioSpeed",
     "ScenarioTelemetry",
     "SeriesStability",
-    "SloCheck",
     "SpeculationFit",
     "SpeedSummary",
     "SpeedupPrediction",
-    "StabilityRules",
-    "StampingError",
     "Stat",
-    "SteadyState",
     "SuiteComparison",
     "TaskScore",
     "TimingCrossCheck",
-    "TurnSummary",
-    "Verdict",
     "WeightsInfo",
     "analyze_run",
     "arrival_ns",
@@ -168,40 +117,30 @@ __all__ = [
     "chunk_token_counts",
     "compare_load",
     "compare_runs",
-    "compare_stats",
     "compare_suites",
-    "describe",
     "detectable",
     "experience",
     "find_revisions",
     "fingerprint_differences",
     "fit_speculation",
     "hide_session_details",
-    "judge_series",
     "kv_architecture_from_path",
     "kv_capacity",
     "latency_finding",
     "load_timing",
     "lookup_device",
     "machine_bandwidth",
-    "meets_slo",
     "parse_slo",
     "predict_speedup",
-    "rate_bound",
     "request_rows",
     "request_timing",
     "roofline",
     "session_neutral",
     "sessions_from_pool",
-    "speed_stability",
     "split_reasoning",
     "split_tokens",
-    "stability_warnings",
-    "stamping_error",
     "stamping_text",
-    "stream_arrival",
     "summarize_agent",
-    "summarize_arrival",
     "summarize_load",
     "summarize_quality",
     "summarize_speed",

@@ -10,7 +10,7 @@ from typing import TypeVar
 
 from pydantic import Field
 
-from rigbench.analysis._quality import Proportion, proportion
+from rigbench.analysis._proportion import Proportion, proportion
 from rigbench.analysis._stats import Stat, describe
 from rigbench.records import (
     BFCLItemRecord,

@@ -3,8 +3,8 @@
 - A request *meets the SLO* when it succeeded and every target set holds: TTFT and end-to-end
   latency are measured from the request's intended start (response time: what a user waiting in
   the queue sees), ITL is the request's mean inter-token latency.
-- **Goodput** (DistServe): requests that met the SLO per second of the window (first intended
-  start to last end).
+- **Goodput** (DistServe): requests that met the SLO per second of the window's steady interval; counted by
+  analysis/_load.py with `meets_slo` below, its formula is analysis/_metrics.py's `goodput_rps`.
 - **Knee**: the highest offered rate at which at least `attainment` (default 99%) of the requests
   met the SLO, bounded above by the lowest tested rate over it that did not. A sweep where every tested
   rate met the SLO has found no knee, only a lower bound ("≥ 162 req/s"); one where none did, an upper

@@ -24,6 +24,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from rigbench.analysis import _metrics as m
 from rigbench.analysis._goodput import RateBound, meets_slo, rate_bound
 from rigbench.analysis._host import assess_host
 from rigbench.analysis._stats import Stat, describe
@@ -74,19 +75,16 @@ def load_timing(q: LoadRequest) -> LoadTiming:
     res = q.result
     t = request_timing(res, output_tokens_target=q.output_tokens_target)
     intended = res.scheduled_ns if res.scheduled_ns is not None else res.sent_ns
-    ready = max(intended, q.slot_ns) if q.slot_ns is not None else intended
-    # from the intended start to the send of the attempt that was answered: retry waits (--retry-on) and
-    # the refused attempts count in the response time; the service time is the last attempt's alone
-    behind = (res.sent_ns - intended) / 1e9
-    # the client's part of the delay, at the first attempt: opening a connection (when one was opened) is the
-    # network's, as in the self-check's send lag; it still counts in the response time
+    # the client's part of the delay is judged at the first attempt; retry waits (--retry-on) and the refused
+    # attempts count in the response time, the service time is the answered attempt's alone
     first = res.retries[0] if res.retries else res
-    acted = first.connect_ns if first.connect_ns is not None else first.sent_ns
+    place = m.Schedule(intended_ns=intended, ready_ns=max(intended, q.slot_ns) if q.slot_ns is not None else intended,
+                       sent_ns=res.sent_ns, first_sent_ns=first.sent_ns, first_connect_ns=first.connect_ns)
     return LoadTiming(
-        timing=t, send_lag_s=max(0.0, (acted - ready) / 1e9),
+        timing=t, send_lag_s=m.send_lag_s(place),
         slot_wait_s=(q.slot_ns - intended) / 1e9 if q.slot_ns is not None else None,
-        ttft_response_s=t.first_chunk_s + behind if t.first_chunk_s is not None else None,
-        e2e_response_s=t.e2e_latency_s + behind if t.e2e_latency_s is not None else None)
+        ttft_response_s=m.ttft_response_s(place, t.first_chunk_s),
+        e2e_response_s=m.e2e_response_s(place, t.e2e_latency_s))
 
 
 class SloResult(Frozen):
@@ -401,11 +399,11 @@ def _window(w: LoadWindow, qs: list[LoadRequest]) -> LoadWindowSummary:
             if check.met:
                 met_ids.add(i)
             elif i in picked:
-                for m in check.missed:
-                    missed[m] += 1
+                for missed_metric in check.missed:
+                    missed[missed_metric] += 1
         met = sum(1 for i in picked if i in met_ids)
         slo = SloResult(met=met, fraction=met / len(picked) if picked else 0.0,
-                        goodput_rps=sum(1 for i in done_in if i in met_ids) / per_s, missed=dict(missed),
+                        goodput_rps=m.goodput_rps(sum(1 for i in done_in if i in met_ids), per_s), missed=dict(missed),
                         requests=len(picked))
     completed = [q for q in qs if q.result.ok]
     sessions = _sessions(w, qs, lts, window_s)
@@ -413,8 +411,9 @@ def _window(w: LoadWindow, qs: list[LoadRequest]) -> LoadWindowSummary:
         window=w.window, mode=w.mode, arrival=w.arrival, burstiness=w.burstiness, offered_rate_rps=w.offered_rate_rps,
         max_concurrency=w.max_concurrency, requests=n, failed=sum(1 for q in qs if not q.result.ok),
         window_s=window_s, scheduled_rate_rps=sched_rate, achieved_send_rate_rps=send_rate,
-        throughput_rps=len(done_in) / per_s, output_tok_s=sum(lts[i].timing.output_tokens for i in done_in) / per_s,
-        throughput_window_rps=len(completed) / window_s,
+        throughput_rps=m.throughput_rps(len(done_in), per_s),
+        output_tok_s=m.output_tok_s(sum(lts[i].timing.output_tokens for i in done_in), per_s),
+        throughput_window_rps=m.throughput_rps(len(completed), window_s),
         send_lag_s=lag, slot_wait_s=describe(waits), slot_waits=len(waits),
         ttft_s=describe([lt.timing.ttft_s for lt in ok if lt.timing.ttft_s is not None]),
         ttft_response_s=describe([lt.ttft_response_s for lt in ok if lt.ttft_response_s is not None]),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rigbench.analysis import _metrics as m
 from rigbench.analysis._goodput import meets_slo
 from rigbench.analysis._load import load_timing
 from rigbench.analysis._timing import arrival_ns, request_timing
@@ -51,12 +52,15 @@ def request_rows(reader: RunReader) -> list[dict[str, Any]]:
         zero = b.started_ns if b is not None else (res.scheduled_ns or res.sent_ns)
         t = request_timing(res, output_tokens_target=q.output_tokens_target)
         intended = res.scheduled_ns if res.scheduled_ns is not None else res.sent_ns
+        first = res.retries[0] if res.retries else res  # the send lag is the first attempt's
         rows.append({"run_id": run_id, "suite": "speed", "unit_id": q.unit_id,
                      "group": f"{q.scenario}/c{q.concurrency}/r{q.repetition}" + ("/warmup" if q.warmup else ""),
                      "offered_rate_rps": None, "index": q.index, "session": None, "turn": None,
                      "intended_start_at_s": _at(intended, zero),
                      "slot_free_at_s": None, **_common(res, zero),
-                     "send_lag_s": ((res.retries[0].sent_ns if res.retries else res.sent_ns) - intended) / 1e9,
+                     "send_lag_s": m.send_lag_s(m.Schedule(intended_ns=intended, ready_ns=intended, sent_ns=res.sent_ns,
+                                                           first_sent_ns=first.sent_ns,
+                                                           first_connect_ns=first.connect_ns)),
                      "input_tokens": q.input_tokens_measured if q.input_tokens_measured is not None else res.prompt_tokens,
                      "input_tokens_target": q.input_tokens_target, "input_tokens_server": res.prompt_tokens,
                      "output_tokens": t.output_tokens, "output_tokens_target": q.output_tokens_target,

@@ -16,8 +16,8 @@ from rigbench.analysis._selfcheck import OUTSIDE_LOAD_REMEDY, ClientVerdict, ass
 from rigbench.analysis._speed import SpeedSummary, summarize_speed
 from rigbench.analysis._stability import speed_stability, stability_warnings
 from rigbench.analysis._stamping import stamping_error
-from rigbench.records import HostConditions, SelfCheck, SpeedBatch, SpeedRequest
-from rigbench.store import RunHeader, RunReader
+from rigbench.records import HostConditions, SanityVerdict, SelfCheck, SpeedBatch, SpeedRequest, TrafficCheck
+from rigbench.store import Finding, FindingKind, RunHeader, RunReader
 
 __all__ = ["RunAnalysis", "analyze_run"]
 
@@ -73,7 +73,7 @@ def analyze_run(reader: RunReader) -> RunAnalysis:
             r.result for r in reader.records("speed_request", SpeedRequest) if not r.warmup)
     host = assess_host(reader.records("host_conditions", HostConditions))
     sections["host"] = host
-    warnings.extend(_host_warnings(host, h))
+    warnings.extend(_host_warnings(host, run_findings(reader)))
     checks = reader.records("selfcheck", SelfCheck)
     if checks:
         ttft_sd = [r.ttft_s.std for r in (speed.rows if speed else []) if r.ttft_s and r.ttft_s.n > 1]
@@ -111,11 +111,22 @@ def analyze_run(reader: RunReader) -> RunAnalysis:
     )
 
 
-def _host_warnings(host: HostVerdict, h: RunHeader) -> list[str]:
+def run_findings(reader: RunReader) -> list[Finding]:
+    """What untrusted the run, typed: the header keeps each finding's text; the gate's and the traffic
+    check's own records name theirs, the other checks' texts are told by their lead (`Finding.read`)."""
+    trust = reader.header.trust
+    if trust is None:
+        return []
+    named = {r: FindingKind.SANITY for v in reader.records("sanity", SanityVerdict) for r in v.reasons}
+    named.update({r: FindingKind.TRAFFIC for v in reader.records("traffic_check", TrafficCheck) for r in v.reasons})
+    return trust.findings(named)
+
+
+def _host_warnings(host: HostVerdict, found: list[Finding]) -> list[str]:
     """A busy host kept by --allow-busy-host (otherwise its finding leads as an UNTRUSTED reason), and
     what could not be measured."""
     out: list[str] = []
-    kept = host.busy and not (h.trust is not None and any(r.startswith("host busy") for r in h.trust.reasons))
+    kept = host.busy and not any(f.kind is FindingKind.HOST_BUSY for f in found)
     if kept:
         out.append(f"{host.reason} (kept by --allow-busy-host: these speed figures are not the rig's alone)")
     return out + host.notes

@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from rigbench.analysis import _metrics as m
 from rigbench.analysis._arrival import ArrivalSummary, stream_arrival, summarize_arrival
 from rigbench.analysis._reasoning import split_tokens
 from rigbench.analysis._stats import Stat, describe
@@ -172,7 +173,7 @@ def _row(key: tuple[str, int], items: list[tuple[SpeedRequest, RequestTiming]], 
         by_batch[r.unit_id.rsplit("/", 1)[0]] += t.output_tokens
     # a batch whose wall time holds a retry wait (--retry-on) measured the server's refusal, not its speed
     retried = {r.unit_id.rsplit("/", 1)[0] for r, _ in items if r.result.retries}
-    agg = [by_batch[b.unit_id] / ((b.ended_ns - b.started_ns) / 1e9) for b in batches
+    agg = [m.aggregate_tok_s(by_batch[b.unit_id], b.started_ns, b.ended_ns) for b in batches
            if b.ended_ns > b.started_ns and b.unit_id in by_batch and b.unit_id not in retried]
     if retried:
         warnings.append(f"{scenario} (c={conc}): {len(retried)} batch(es) had a request the server turned away "
@@ -201,8 +202,8 @@ def _row(key: tuple[str, int], items: list[tuple[SpeedRequest, RequestTiming]], 
     wall = describe([t.wall_s for t in every if t.wall_s is not None])
     prefill_share = None
     ttft_any = describe([t.first_chunk_s for t in timings if t.first_chunk_s is not None])
-    if ttft_any and wall and wall.median > 0:
-        prefill_share = ttft_any.median / wall.median
+    if ttft_any and wall:
+        prefill_share = m.prefill_share(ttft_any.median, wall.median)
     tpc = [t.tokens_per_chunk for t in every if t.tokens_per_chunk is not None]
     reached = _concurrency_reached([r for r, _ in items])
     if reached is not None and reached < conc:

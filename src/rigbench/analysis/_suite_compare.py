@@ -13,14 +13,8 @@ from __future__ import annotations
 from pydantic import Field
 
 from rigbench.analysis._agent import summarize_agent
-from rigbench.analysis._quality import (
-    MMLUProComparison,
-    PairTest,
-    Proportion,
-    compare_mmlu_pro,
-    pair_test,
-    proportion,
-)
+from rigbench.analysis._proportion import Proportion, proportion
+from rigbench.analysis._quality_compare import MMLUProComparison, PairTest, compare_mmlu_pro, pair_test
 from rigbench.analysis._verdict import DEFAULT_MARGIN
 from rigbench.records import BFCLItemRecord, Frozen, MMLUProAnswer, PackAnswer, ToolTrialRecord
 from rigbench.store import RunReader

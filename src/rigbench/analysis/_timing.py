@@ -1,4 +1,5 @@
-"""Per-request timing metrics, derived from one StreamResult exactly as docs/metrics.md defines them.
+"""Per-request timing, derived from one StreamResult exactly as docs/metrics.md defines it: this module reduces the
+stamps to arrivals and tokens (below); each figure is then the metric of that name in analysis/_metrics.py.
 
 Used by analysis/_speed.py (keep these field names: they are the speed report's vocabulary).
 
@@ -27,10 +28,12 @@ from typing import Literal
 
 from pydantic import Field
 
+from rigbench.analysis import _metrics as m
+from rigbench.analysis._metrics import Stream
 from rigbench.records import Frozen, StreamResult
 
 __all__ = ["MULTI_TOKEN_CHUNK_THRESHOLD", "ArrivalSource", "RequestTiming", "arrival_ns", "chunk_token_counts",
-           "mean_itl_s", "request_timing", "token_gaps_s"]
+           "request_timing"]
 
 # Above this mean, chunks carry several tokens (speculative decoding on vLLM/SGLang, batching
 # proxies): the first chunk is then not the first token. A little above 1.0 so that one token
@@ -115,25 +118,6 @@ def chunk_token_counts(
     return counts, "by_chars"
 
 
-def mean_itl_s(stamps: Sequence[int], tokens: Sequence[int], output_tokens: int) -> float | None:
-    """Per-request mean ITL: decode time over the tokens after the first arrival's. None when there
-    is no decode phase (one arrival, or no token after the first arrival)."""
-    if len(stamps) < 2:
-        return None
-    span = (stamps[-1] - stamps[0]) / 1e9
-    decode_tokens = output_tokens - tokens[0]
-    return span / decode_tokens if decode_tokens > 0 and span > 0 else None
-
-
-def token_gaps_s(stamps: Sequence[int], tokens: Sequence[int]) -> list[float]:
-    """Per-token gaps: each arrival's gap to the one before, divided evenly over its tokens."""
-    gaps: list[float] = []
-    for i in range(1, len(stamps)):
-        k = tokens[i]
-        gaps.extend([(stamps[i] - stamps[i - 1]) / 1e9 / k] * k)
-    return gaps
-
-
 def request_timing(
     res: StreamResult,
     *,
@@ -165,38 +149,23 @@ def request_timing(
         else:
             stamps.append(t)
             tokens.append(k)
-    ttft = ttft_content = first_event = first_chunk = wall = e2e = decode = itl_mean = None
     reason = None
-    itl: list[float] = []
-    if stamps:
-        t0 = stamps[0]
-        first_chunk = (t0 - res.sent_ns) / 1e9
-        if multi:
-            reason = (
-                f"chunks carry {tpc:.2f} tokens on average (speculative decoding?): the first chunk "
-                "arrives after more than one token was generated, so it is not time to first token"
-            )
-        else:
-            ttft = first_chunk
-        wall = (stamps[-1] - res.sent_ns) / 1e9
-        e2e = out / wall if wall > 0 else None
-        itl_mean = mean_itl_s(stamps, tokens, out)
-        decode = 1 / itl_mean if itl_mean else None
-        itl = token_gaps_s(stamps, tokens)
+    if stamps and multi:
+        reason = (
+            f"chunks carry {tpc:.2f} tokens on average (speculative decoding?): the first chunk "
+            "arrives after more than one token was generated, so it is not time to first token"
+        )
+    content_ns = None
     if res.first_content_ns is not None:
         # the arrival of the read whose own stamp is first_content_ns
         at = res.chunk_ns.index(res.first_content_ns) if res.first_content_ns in res.chunk_ns else None
         content_ns = arrived[at] if at is not None else res.first_content_ns
-        ttft_content = (content_ns - res.sent_ns) / 1e9
     else:  # records written before first_content_ns existed
-        for i, kind in enumerate(res.chunk_kind):
-            if kind == "c":
-                ttft_content = (arrived[i] - res.sent_ns) / 1e9
-                break
+        content_ns = next((arrived[i] for i, kind in enumerate(res.chunk_kind) if kind == "c"), None)
     first_event_ns = res.first_event_kernel_ns if arrival_source == "kernel" else None
-    first_event_ns = first_event_ns or res.first_event_ns
-    if first_event_ns is not None:
-        first_event = (first_event_ns - res.sent_ns) / 1e9
+    s = Stream(sent_ns=res.sent_ns, done_ns=res.done_ns, arrivals_ns=stamps, arrival_tokens=tokens, output_tokens=out,
+               multi_token_chunks=multi, content_ns=content_ns, first_event_ns=first_event_ns or res.first_event_ns,
+               output_tokens_target=output_tokens_target)
     return RequestTiming(
         output_tokens=out,
         output_tokens_source=source,
@@ -208,16 +177,16 @@ def request_timing(
         tokens_per_chunk_max=max(counts) if counts else None,
         chunk_tokens_source=counts_source,
         multi_token_chunks=multi,
-        ttft_s=ttft,
+        ttft_s=m.ttft_s(s),
         ttft_not_comparable=reason,
-        first_chunk_s=first_chunk,
-        ttft_content_s=ttft_content,
-        first_event_s=first_event,
-        wall_s=wall,
-        e2e_latency_s=(res.done_ns - res.sent_ns) / 1e9 if res.done_ns is not None else None,
-        e2e_tok_s=e2e,
-        decode_tok_s=decode,
-        itl_mean_s=itl_mean,
-        itl_s=itl,
-        attainment=(out / output_tokens_target) if output_tokens_target else None,
+        first_chunk_s=m.first_chunk_s(s),
+        ttft_content_s=m.ttft_content_s(s),
+        first_event_s=m.first_event_s(s),
+        wall_s=m.wall_s(s),
+        e2e_latency_s=m.e2e_latency_s(s),
+        e2e_tok_s=m.e2e_tok_s(s),
+        decode_tok_s=m.decode_tok_s(s),
+        itl_mean_s=m.itl_mean_s(s),
+        itl_s=m.itl_s(s),
+        attainment=m.attainment(s),
     )

@@ -3,7 +3,7 @@
 Not finding a difference is not evidence of none. So:
 
 - **differs**: a significance test rejects equality at α (Welch's t-test for speed; exact McNemar
-  or Fisher for accuracies, `analysis/_quality.py`).
+  or Fisher for accuracies, `analysis/_quality_compare.py`).
 - **same within ±M**: an equivalence test rejects "the difference is at least M" at α (two
   one-sided tests, TOST). For speed, on the ratio of means: bounds 1 − M and 1 + M, each tested
   with Welch's statistic for a ratio (`ratio_tost`). For accuracies, the 1 − 2α confidence interval

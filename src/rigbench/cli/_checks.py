@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from rigbench.cli._paths import check_output_dir, check_output_file
 from rigbench.errors import RigbenchError, UsageError
+from rigbench.suites import suite_spec
 
 if TYPE_CHECKING:
     from rigbench.cli._run_args import RunArgs
@@ -57,15 +58,12 @@ def _positive_int(value: int | None, option: str, *, high: int | None = None) ->
         raise UsageError(f"{option} must be {rng}; got {value}.")
 
 
-_LOAD_FLAGS = ("rate", "arrival", "burstiness", "duration", "requests", "max_concurrency", "sweep_points", "slo",
-               "slo_attainment", "input_tokens", "output_tokens", "trace", "sessions",
-               "turns")
-
-
 def check_load_options(o: RunArgs) -> None:
     """The load flags where they cannot apply: a plan (its `load:` key); with client actors, a concurrency
     cap and sessions (the actors split one schedule, but share no count and no session's replies)."""
-    given = [f"--{k.replace('_', '-')}" for k in _LOAD_FLAGS if getattr(o, k) is not None] + (["--sweep"] if o.sweep else [])
+    load = suite_spec("load")  # the load flags are listed once, in the load suite's spec
+    settings = load.options(o)
+    given = [f.flag for f in load.flags if f.setting in settings]
     if not given:
         return
     if o.plan is not None:

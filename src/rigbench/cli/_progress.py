@@ -26,6 +26,7 @@ from rich.text import Text
 from rigbench.analysis import request_timing
 from rigbench.outside import for_console
 from rigbench.records import StreamResult
+from rigbench.report import NOT_COMPARABLE
 
 __all__ = ["RichProgress", "live_figures"]
 
@@ -47,7 +48,7 @@ def live_figures(result: StreamResult) -> str:
     tok_s = "– tok/s" if t.decode_tok_s is None else (
         f"{t.decode_tok_s:.1f} tok/s" if t.decode_tok_s < 100 else f"{t.decode_tok_s:.0f} tok/s")
     if t.ttft_s is None:
-        ttft = "TTFT n/c" if t.ttft_not_comparable else "TTFT –"
+        ttft = f"TTFT {NOT_COMPARABLE}" if t.ttft_not_comparable else "TTFT –"
     else:
         ttft = f"TTFT {t.ttft_s * 1e3:.0f} ms" if t.ttft_s < 1 else f"TTFT {t.ttft_s:.2f} s"
     return f"{tok_s}, {ttft}"

@@ -84,10 +84,10 @@ def _run_one(o: RunArgs) -> None:
     # the flags are a plan of one rig, typed (RunOptions): the same models validate them as a plan file's
     flags = plan_from_options(o)
     check_export_suites(flags.plan.suites, csv=o.csv, jsonl=o.jsonl)  # before the run, not after it
+    # asked for the whole run whatever its verdict (--allow-untrusted): a busy window measures on
     cfg = run_config_for(flags.plan, flags.rig, out, label=label, resume=resume, allow_untrusted=o.allow_untrusted,
-                         cli_options=recorded_options(o))
+                         cli_options=recorded_options(o), measure_untrusted=o.allow_untrusted)
     cfg.retry_failed = o.retry_failed
-    cfg.stop_on_busy_host = not o.allow_untrusted  # asked for the whole run whatever its verdict: measure on
     cfg.run_id = cfg.run_id or (None if resume else new_run_id(label))  # chosen now: an interrupt names the dir
     run_dir = resume or out / str(cfg.run_id)
     with RichProgress(console) as prog:

@@ -3,7 +3,7 @@
 A streamed request goes through the client's one `StreamTransport` (`_transport.py`), chosen when the
 client is built: `StampedTransport` by default (stamps each socket read in the first Python code that
 sees it, see `_http.py` for why not aiohttp there). The client encodes the body, retries what its
-`RetryPolicy` covers and notes the send lag; the transport fills an `Accumulator` per attempt.
+`RetryPolicy` covers and notes the send lag (`records.send_lag_ns`, the one formula); the transport fills an `Accumulator` per attempt.
 Plain JSON calls (/models, /tokenize, /metrics...) go through aiohttp.
 """
 
@@ -21,7 +21,7 @@ from rigbench.client._retry import RetryPolicy
 from rigbench.client._selfcheck import current_monitor
 from rigbench.client._stamped import StampedTransport
 from rigbench.client._transport import StreamRequest, StreamTransport
-from rigbench.records import RetryAttempt, StreamResult
+from rigbench.records import RetryAttempt, StreamResult, send_lag_ns
 
 __all__ = ["ChatClient", "EncodedBody", "JsonReply"]
 
@@ -226,8 +226,7 @@ class ChatClient:
             acc = await transport.handle_stream(request)
             mon = current_monitor()
             if mon is not None and acc.sent_ns and not retries:  # a retry goes out when its wait ends, by design
-                opening = (acc.sent_ns - acc.connect_ns) if acc.connect_ns is not None else 0
-                mon.note_send_lag(acc.sent_ns - scheduled_ns - opening)
+                mon.note_send_lag(send_lag_ns(scheduled_ns, acc.sent_ns, acc.connect_ns))
             again, acc.retry_stopped = await self.retries.after_attempt(acc.http_status, acc.retry_after, acc.sent_ns,
                                                                         acc.connect_ns, acc.done_ns, retries)
             if not again:

@@ -22,9 +22,10 @@ from rigbench.plan._load import ResolvedRig, expand_rigs
 from rigbench.plan._models import Plan
 from rigbench.plan._options import RunOptions
 from rigbench.rig import check_rig, check_rig_flags, rig_from_flags, size_flag_rig, size_rig
-from rigbench.runner import RunConfig
+from rigbench.runner import BusyHostPolicy, RunConfig
 from rigbench.sandbox import require_confinement
-from rigbench.suites.load import load_options, load_suites
+from rigbench.suites import SUITES
+from rigbench.suites.load import load_suites
 
 __all__ = ["CliPlan", "plan_from_options", "run_config_for"]
 
@@ -36,10 +37,12 @@ def _shapes(plan: Plan, suites: list[str]) -> list[tuple[int, int]]:
 
 def run_config_for(plan: Plan, rig: ResolvedRig, out_dir: Path, *, run_id: str | None = None,
                    resume: Path | None = None, label: str | None = None, allow_untrusted: bool = True,
-                   cli_options: dict[str, Any] | None = None) -> RunConfig:
+                   cli_options: dict[str, Any] | None = None, measure_untrusted: bool = False) -> RunConfig:
     """The `RunConfig` that measures `rig` of `plan` (for `rigbench run` flags: `plan_from_options`).
 
-    Plans keep going past an untrusted rig (`allow_untrusted`) and report it in their index.
+    Plans keep going past an untrusted rig (`allow_untrusted`) and report it in their index; at a busy
+    window their rigs stop, unless the plan allows a busy host. `measure_untrusted`: a single run asked for
+    whatever its verdict (`--allow-untrusted`) measures on at a busy window (`BusyHostPolicy.decide`).
     """
     settings = plan.suite_settings()
     api_key = None
@@ -53,9 +56,9 @@ def run_config_for(plan: Plan, rig: ResolvedRig, out_dir: Path, *, run_id: str |
         rig=spec, suite_names=list(rig.suites), settings=settings, out_dir=out_dir, sanity=plan.sanity,
         sanity_max_tokens=plan.sanity_max_tokens, sanity_seed=plan.sanity_seed,
         bandwidth_gb_s=plan.bandwidth_gb_s, seed=plan.seed, label=label or rig.name, resume=resume,
-        run_id=run_id, api_key=api_key, allow_untrusted=allow_untrusted, allow_busy_host=plan.allow_busy_host,
-        deadlines=plan.deadlines, retries=plan.retries, allow_long_run=plan.allow_long_run,
-        cli_options=cli_options, stop_on_busy_host=True)  # a plan's rig stops at a busy window (the CLI may relax it)
+        run_id=run_id, api_key=api_key, allow_untrusted=allow_untrusted, deadlines=plan.deadlines,
+        retries=plan.retries, allow_long_run=plan.allow_long_run, cli_options=cli_options,
+        busy_host=BusyHostPolicy.decide(allow_busy_host=plan.allow_busy_host, measure_untrusted=measure_untrusted))
     if "tasks" in run.suite_settings.get("agent", {}).get("parts", []):
         require_confinement(settings.agent.allow_unconfined)  # before the engine starts
     return run
@@ -81,18 +84,15 @@ def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-# Plan keys whose flag is not the key's own name.
+# Plan keys whose flag is not the key's own name: each suite's settings from its spec's flags, then the rest.
 _FLAG_OF: dict[tuple[str | int, ...], str] = {
-    ("speed",): "--scenarios", ("speed", "scenarios"): "--scenarios", ("suites",): "--suite",
-    ("mmlu_pro", "data"): "--mmlu-data", ("mmlu_pro", "questions_per_subject"): "--mmlu-questions",
-    ("mmlu_pro", "subjects"): "--mmlu-subjects", ("packs", "packs"): "--pack", ("effort", "pack"): "--pack",
-    ("effort", "levels"): "--effort-levels", ("agent", "bfcl_data_dir"): "--bfcl-data",
+    **{(spec.key, f.setting): f.flag for spec in SUITES for f in spec.flags},
+    ("speed",): "--scenarios", ("suites",): "--suite", ("load",): "load",
     ("bandwidth_gb_s",): "--bandwidth-gbs", ("deadlines", "idle_s"): "--idle-timeout",
     ("deadlines", "total_s"): "--request-timeout", ("rigs", 0, "embedded", "model"): "--model-file",
     ("retries", "statuses"): "--retry-on", ("retries", "max_retries"): "--max-retries",
     ("retries", "max_wait_s"): "--max-retry-wait",
     ("rigs", 0, "embedded", "extra_args"): "--engine-arg", ("rigs", 0, "endpoint", "base_url"): "--endpoint",
-    ("load", "rate_rps"): "--rate", ("load", "duration_s"): "--duration", ("load",): "load",
 }
 
 
@@ -143,7 +143,7 @@ def _nested(sets: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 # Sections `--set` may change: the suites' settings (the rig and run-level options have their own flags).
-_SET_SECTIONS = ("speed", "mmlu_pro", "packs", "effort", "agent", "load")
+_SET_SECTIONS = tuple(spec.key for spec in SUITES)
 
 
 def plan_from_options(options: RunOptions | Mapping[str, Any]) -> CliPlan:
@@ -158,19 +158,7 @@ def plan_from_options(options: RunOptions | Mapping[str, Any]) -> CliPlan:
         if key.split(".", 1)[0] not in _SET_SECTIONS:
             raise UsageError(f"--set {key}: only suite settings are set this way ({', '.join(_SET_SECTIONS)}); "
                              "the rig and the run have their own flags (`rigbench run --help`).")
-    pack = o.pack
-    sections: dict[str, dict[str, Any]] = {
-        "speed": _given(profile=o.profile, scenarios=_names(o.scenarios), repetitions=o.repetitions,
-                        warmup=o.warmup, concurrency=o.concurrency, max_requests=o.max_requests),
-        "mmlu_pro": _given(data=o.mmlu_data, questions_per_subject=o.mmlu_questions,
-                           subjects=_names(o.mmlu_subjects)),
-        "packs": _given(packs=pack or None),
-        "effort": _given(pack=pack[0] if pack else None, levels=_names(o.effort_levels)),
-        "agent": _given(tool_trials=o.tool_trials, bfcl_per_category=o.bfcl_per_category,
-                        bfcl_trials=o.bfcl_trials, bfcl_data_dir=o.bfcl_data, agent_tasks=_names(o.agent_tasks),
-                        task_trials=o.task_trials, max_turns=o.max_turns, task_max_tokens=o.task_max_tokens),
-        "load": load_options(o),
-    }
+    sections = {spec.key: spec.options(o) for spec in SUITES}  # each suite's settings its flags give
     for section, values in _nested(sets).items():
         sections[section].update(values)
     data: dict[str, Any] = {

@@ -15,9 +15,6 @@ from rigbench.client import Deadlines, RetryPolicy
 from rigbench.records import Input
 from rigbench.rig import EmbeddedRig, EndpointSpec, LaunchSpec, RigSpec
 from rigbench.suites import SuiteSettings
-from rigbench.suites.agent import AgentSettings
-from rigbench.suites.load import LoadSettings
-from rigbench.suites.quality import EffortSettings, MMLUProSettings, PackSettings
 from rigbench.suites.speed import SpeedSettings
 
 __all__ = ["EmbeddedRig", "Plan", "PlanRig", "RigResources", "SpeedPlan"]
@@ -98,16 +95,16 @@ class PlanRig(_Model):
         return cast(RigSpec, spec)  # LaunchSpec holds an engine's spec or a command (its validator's check)
 
 
-class Plan(_Model):
+class _PlanHead(_Model):
     name: str = Field(min_length=1, max_length=60)
     description: str | None = None
     suites: list[str] = Field(default_factory=lambda: ["speed"], min_length=1)
-    speed: SpeedSettings = Field(default_factory=SpeedSettings)
-    mmlu_pro: MMLUProSettings = Field(default_factory=MMLUProSettings)
-    packs: PackSettings = Field(default_factory=PackSettings)
-    effort: EffortSettings = Field(default_factory=EffortSettings)
-    agent: AgentSettings = Field(default_factory=AgentSettings)
-    load: LoadSettings = Field(default_factory=LoadSettings)  # the load suite: rate, sweep, SLO (docs/plans.md)
+
+
+class Plan(SuiteSettings, _PlanHead):
+    """A plan file: its head, then one section per registered suite (the fields of `SuiteSettings`, whose
+    keys are the suites' spec keys: suites/_registry.py), then the run's own settings and the rigs."""
+
     seed: int = 0
     sanity: bool = True  # false: skip the known-answer gate (every run is then untrusted)
     sanity_max_tokens: int = Field(default=1024, ge=8)  # token budget per known-answer question
@@ -129,6 +126,5 @@ class Plan(_Model):
 
     def suite_settings(self) -> SuiteSettings:
         """Every suite's settings, with `allow_unconfined` given to the suites that run model code."""
-        s = SuiteSettings(speed=self.speed, mmlu_pro=self.mmlu_pro, packs=self.packs, effort=self.effort,
-                          agent=self.agent, load=self.load)
+        s = SuiteSettings(**{key: getattr(self, key) for key in SuiteSettings.model_fields})
         return s.unconfined() if self.allow_unconfined else s

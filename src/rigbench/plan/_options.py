@@ -19,6 +19,7 @@ from rigbench.errors import UsageError
 from rigbench.inputs import explain, shown
 from rigbench.records import Input
 from rigbench.rig import Flag, RigFlags
+from rigbench.suites import suite_help
 
 __all__ = ["RunOptions"]
 
@@ -32,8 +33,7 @@ class RunOptions(Input):
         "Environment variable holding the API key (never printed or saved).",
         metavar="VAR", rich_help_panel="Rig")] = None
     suite: Annotated[str, Flag(
-        "Suites to run, comma-separated: speed, load, quality, mmlu_pro, packs, effort, agent (or a "
-        "part of it: agent_probes, agent_tools, agent_bfcl, agent_tasks).",
+        f"Suites to run, comma-separated: {suite_help()}.",
         metavar="LIST", rich_help_panel="Suites")] = "speed"
     profile: Annotated[str, Flag(
         "Speed shapes: quick (small, for CPU rigs) or full (the production-size shapes of the "

@@ -52,6 +52,7 @@ from rigbench.records._stream import (
     RequestErrorKind,
     RetryAttempt,
     StreamResult,
+    send_lag_ns,
 )
 from rigbench.records._telemetry import Phase, TelemetryRecord, TelemetrySample
 from rigbench.records._traffic import CacheSource, ScenarioPrefixCache, TrafficCheck
@@ -124,4 +125,5 @@ __all__ = [
     "TurnObservation",
     "older_fingerprint",
     "record_adapter",
+    "send_lag_ns",
 ]

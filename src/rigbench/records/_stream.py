@@ -13,7 +13,7 @@ from pydantic import Field
 
 from rigbench.records._base import Frozen
 
-__all__ = ["ArrivalStamps", "ChunkKind", "RequestError", "RequestErrorKind", "RetryAttempt", "StreamResult"]
+__all__ = ["ArrivalStamps", "ChunkKind", "RequestError", "RequestErrorKind", "RetryAttempt", "StreamResult", "send_lag_ns"]
 
 RequestErrorKind = Literal[
     "connect",  # could not open a connection
@@ -129,3 +129,15 @@ class StreamResult(Frozen):
         if self.usage and isinstance(self.usage.get("prompt_tokens"), int):
             return int(self.usage["prompt_tokens"])
         return None
+
+
+def send_lag_ns(ready_ns: int, sent_ns: int, connect_ns: int | None) -> int:
+    """The client's lateness in sending one request (docs/metrics.md, "Send lag"): its send less the time it spent
+    opening a connection (that is the network's), minus the moment it was ready to go (its intended start, or
+    when a `max_concurrency` slot freed); never below zero.
+
+    The one formula of the send lag: the client's self-check (while the run goes) and the analysis (after it,
+    `rigbench.analysis`'s `send_lag_s` metric) both call it. It lives in records, below both, because the
+    client and the analysis sit on one layer and may not import each other."""
+    acted = connect_ns if connect_ns is not None else sent_ns
+    return max(0, acted - ready_ns)

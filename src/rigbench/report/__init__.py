@@ -4,12 +4,11 @@ from typing import TYPE_CHECKING, Any
 
 from rigbench.report._answer import short_answer
 from rigbench.report._blog import render_blog_markdown, speedup_table
+from rigbench.report._checks import preflight_terminal
+from rigbench.report._comparison import comparison_markdown, comparison_terminal
 from rigbench.report._differences import differences_terminal
-from rigbench.report._honesty import (
-    comparison_markdown,
-    comparison_terminal,
+from rigbench.report._hardware import (
     kv_terminal,
-    preflight_terminal,
     roofline_terminal,
     speculation_markdown,
     speculation_terminal,
@@ -26,12 +25,13 @@ from rigbench.report._load import load_comparison_markdown, load_comparison_term
 from rigbench.report._ls import RunListing, runs_table
 from rigbench.report._publish import report_title
 from rigbench.report._run import render_json, render_markdown, render_terminal, shift_headings
-from rigbench.report._speed import speed_markdown, speed_table
+from rigbench.report._speed import NOT_COMPARABLE, speed_markdown, speed_table
 from rigbench.report._suite_compare import suite_comparison_markdown, suite_comparison_terminal
 from rigbench.report._summary import summary_terminal
 from rigbench.report._vllm_export import vllm_detailed_result
 
 __all__ = [
+    "NOT_COMPARABLE",
     "RunListing",
     "comparison_markdown",
     "comparison_terminal",

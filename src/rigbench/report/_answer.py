@@ -36,6 +36,7 @@ from rigbench.analysis import (
 from rigbench.report._cells import Cell, Note, Section, Severity
 from rigbench.report._fmt import fmt_tok_s_median
 from rigbench.report._load import knee_text
+from rigbench.report._speed import NM, NOT_COMPARABLE
 
 __all__ = ["EXPERIENCE_KEY", "Answer", "answer_lines", "answer_sections", "answer_table_across", "answers", "short_answer"]
 
@@ -80,8 +81,8 @@ def _speed(speed: SpeedSummary, trusted: bool, busy: bool) -> Answer | None:
         levels = sorted((r for r in speed.rows if r.scenario == sc), key=lambda r: r.concurrency)
         lo, hi = levels[0], levels[-1]
         ex = experience(lo, trusted=judged)
-        first = "n/m†" if lo.latency_not_measurable else "n/c*" if lo.ttft_not_comparable else _wait(ex.ttft_s)
-        decode = "n/m†" if lo.latency_not_measurable else "–" if ex.decode_tok_s is None \
+        first = NM if lo.latency_not_measurable else NOT_COMPARABLE if lo.ttft_not_comparable else _wait(ex.ttft_s)
+        decode = NM if lo.latency_not_measurable else "–" if ex.decode_tok_s is None \
             else f"{fmt_tok_s_median(lo.decode_tok_s)} tok/s"
         word, severity = _LABELS[ex.kind]
         label = Cell(word.format(wait=_wait(ex.ttft_s)), severity)

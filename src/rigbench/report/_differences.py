@@ -10,7 +10,7 @@ from rich.console import Console
 
 from rigbench.analysis import fingerprint_differences, session_neutral
 from rigbench.report._cells import Cell, Note, Section, section_terminal
-from rigbench.report._honesty import argv_diff
+from rigbench.report._comparison import argv_diff
 from rigbench.store import RunHeader
 
 __all__ = ["differences_section", "differences_terminal"]

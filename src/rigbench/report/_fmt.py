@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from rigbench.analysis import MAX_NEEDED, Stat
 
-__all__ = ["fmt_bytes", "fmt_itl_ms", "fmt_margin", "fmt_stat", "fmt_tok_s", "fmt_tok_s_mean", "fmt_tok_s_median", "fmt_ttft_ms", "verdict_cell",
-           "verdict_sentence"]
+__all__ = ["fmt_bytes", "fmt_fixed", "fmt_itl_ms", "fmt_margin", "fmt_pct", "fmt_stat", "fmt_tok_s",
+           "fmt_tok_s_mean", "fmt_tok_s_median", "fmt_ttft_ms", "verdict_cell", "verdict_sentence"]
 
 
 def fmt_stat(s: Stat | None, *, digits: int = 2, scale: float = 1.0, unit: str = "") -> str:
@@ -91,3 +91,13 @@ def verdict_sentence(verdict: str, margin: float, needed: int | None, *, unit: s
     if needed is None:
         return f"inconclusive: {reason or 'no spread to plan from'}"
     return f"inconclusive: about {_count(needed)} {per} would tell {fmt_margin(margin, unit)}"
+
+
+def fmt_fixed(v: float | None, digits: int = 2, suffix: str = "") -> str:
+    """A figure to fixed digits, "–" when there is none."""
+    return "–" if v is None else f"{v:.{digits}f}{suffix}"
+
+
+def fmt_pct(v: float | None) -> str:
+    """A share as a percentage to 0.1, "–" when there is none."""
+    return "–" if v is None else f"{v:.1%}"

@@ -35,7 +35,7 @@ from rigbench.report._plots import (
 )
 from rigbench.report._publish import hide_session_details, machine_name, model_name, report_title
 from rigbench.report._run_sections import findings_section, run_parts, trust_label
-from rigbench.report._speed import LATENCY_KEY
+from rigbench.report._speed import LATENCY_KEY, NC_NOTE, NOT_COMPARABLE
 from rigbench.report._suite_compare import NOT_SIGNIFICANT_NOTE, suite_comparison_sections
 from rigbench.store import RunReader
 
@@ -190,11 +190,13 @@ def _speed_side_by_side(names: Sequence[str], analyses: Sequence[RunAnalysis]) -
                 rows.append([sc, str(c), n, Cell("not measured", "muted"), "", "", "", "", ""])
                 continue
             rows.append([sc, str(c), n, str(r.requests - r.failed), fmt_tok_s(r.e2e_tok_s), fmt_tok_s(r.decode_tok_s),
-                         "n/c" if r.ttft_not_comparable else fmt_ttft_ms(r.ttft_s), fmt_itl_ms(r.itl_mean_s),
+                         NOT_COMPARABLE if r.ttft_not_comparable else fmt_ttft_ms(r.ttft_s), fmt_itl_ms(r.itl_mean_s),
                          fmt_tok_s(r.aggregate_tok_s)])
     head = ["scenario", "c", "run", "n", "e2e tok/s", "decode tok/s", "TTFT ms", "ITL ms", "aggregate tok/s"]
+    nc = any(r.ttft_not_comparable for rs in by_run for r in rs.values())
     return ("<h2>Speed, run by run</h2>" + html_table(head, rows, numeric_from=3)
-            + f'<p class="note">Median ± standard deviation over requests (warm-up excluded). {_e(LATENCY_KEY)}</p>')
+            + f'<p class="note">Median ± standard deviation over requests (warm-up excluded). {_e(LATENCY_KEY)}'
+            + (f" {_e(NC_NOTE)}" if nc else "") + "</p>")
 
 
 def render_html(names: Sequence[str], analyses: Sequence[RunAnalysis], comparisons: Sequence[Comparison] = (),

@@ -16,6 +16,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from rigbench.analysis import Comparison, RunAnalysis, Stat
+from rigbench.report._speed import NOT_COMPARABLE
 
 __all__ = ["plot_accuracy", "plot_agent_matrix", "plot_concurrency", "plot_goodput", "plot_latency",
            "plot_latency_cdf", "plot_rate_latency", "plot_speedup", "plot_tok_s", "plot_tokens_over_time", "svg"]
@@ -198,7 +199,7 @@ def plot_latency(names: Sequence[str], analyses: Sequence[RunAnalysis]) -> str |
         for r in a.speed.rows if a.speed else []:
             label = f"{name} · {r.scenario} c={r.concurrency}"
             nm = " (n/m: buffered)" if r.latency_not_measurable else ""
-            ttft.append((label + (" (n/c)" if r.ttft_not_comparable else nm), r.ttft_s))
+            ttft.append((label + (f" ({NOT_COMPARABLE})" if r.ttft_not_comparable else nm), r.ttft_s))
             itl.append((label + nm, r.itl_mean_s))
     if not any(s for _, s in ttft + itl):
         return None

@@ -21,15 +21,9 @@ from rigbench.analysis import RunAnalysis
 from rigbench.records import StartupTiming, TrafficCheck
 from rigbench.report._agent import agent_head, agent_sections, probe_terminal
 from rigbench.report._cells import Cell, Note, Section, Severity
+from rigbench.report._checks import preflight_section, sanity_section, traffic_text
 from rigbench.report._fingerprint import fingerprint_section
-from rigbench.report._honesty import (
-    decode_efficiency_text,
-    preflight_section,
-    roofline_section,
-    sanity_section,
-    telemetry_sections,
-    traffic_text,
-)
+from rigbench.report._hardware import decode_efficiency_text, roofline_section
 from rigbench.report._host import host_section
 from rigbench.report._labels import synth_mark, synth_note, synthetic_acceptance
 from rigbench.report._load import PERCENTILES_TITLE, load_sections, percentiles_terminal
@@ -37,6 +31,7 @@ from rigbench.report._quality import quality_sections
 from rigbench.report._retries import retries_section
 from rigbench.report._speed import latency_section, speed_section
 from rigbench.report._stability import stability_section
+from rigbench.report._telemetry import telemetry_sections
 
 __all__ = ["Part", "findings_section", "run_parts", "startup_section", "trust_label"]
 

@@ -15,7 +15,7 @@ from rigbench.analysis import ScenarioSpeed, SpeedSummary, Stat
 from rigbench.report._cells import Note, Section, section_markdown, simple_table
 from rigbench.report._fmt import fmt_itl_ms, fmt_tok_s, fmt_ttft_ms
 
-__all__ = ["LATENCY_HEAD", "NM", "PROVENANCE_KEY", "SPEED_HEAD", "latency_cells", "latency_markdown", "latency_section",
+__all__ = ["LATENCY_HEAD", "NC_NOTE", "NM", "NOT_COMPARABLE", "PROVENANCE_KEY", "SPEED_HEAD", "latency_cells", "latency_markdown", "latency_section",
            "latency_table", "not_measurable_notes", "speed_cells", "speed_markdown", "speed_section", "speed_table"]
 
 
@@ -47,9 +47,11 @@ _SPEED_KEY = ("e2e tok/s = output tokens / (last chunk − sent); decode tok/s =
 PROVENANCE_KEY = ("tokens from: usage = server usage, timings = llama.cpp timings, est. = estimated from chunks; "
                   "~chunk = tokens per chunk inferred from characters; ~reasoning = reasoning split estimated; "
                   "! = estimated where the engine could have reported exact counts")
-_NC_NOTE = "n/c*: TTFT not comparable: chunks carried several tokens each, so the first is not the first token."
+# TTFT withheld: chunks carried several tokens (RequestTiming.ttft_not_comparable); every report and the progress line
+NOT_COMPARABLE = "n/c*"
+NC_NOTE = f"{NOT_COMPARABLE}: TTFT not comparable: chunks carried several tokens each, so the first is not the first token."
 NM = "n/m†"  # latency not measurable: the streams arrived buffered (ScenarioSpeed.latency_not_measurable)
-_NM_NOTE = ("n/m†: not measurable: the streams arrived buffered by the server or a proxy (the finding above names "
+_NM_NOTE = (f"{NM}: not measurable: the streams arrived buffered by the server or a proxy (the finding above names "
             "the pattern), so TTFT, ITL and decode tok/s would time the buffer, not the engine.")
 
 
@@ -68,7 +70,7 @@ def speed_cells(summary: SpeedSummary) -> list[list[str]]:
     `speed_section`)."""
     rows = []
     for r in summary.rows:
-        ttft = fmt_ttft_ms(r.ttft_s) if r.ttft_not_comparable is None else "n/c*"
+        ttft = fmt_ttft_ms(r.ttft_s) if r.ttft_not_comparable is None else NOT_COMPARABLE
         decode, itl = fmt_tok_s(r.decode_tok_s), fmt_itl_ms(r.itl_mean_s)
         if r.latency_not_measurable:
             ttft = decode = itl = NM
@@ -102,8 +104,8 @@ def speed_section(summary: SpeedSummary) -> Section:
     if "tokens" not in drop:
         notes.append(Note(PROVENANCE_KEY, "muted"))
     if any(r.ttft_not_comparable for r in summary.rows):
-        notes.append(Note(_NC_NOTE, "muted"))
-    notes += [Note(f"{r.scenario} (c={r.concurrency}): n/c* TTFT not comparable: {r.ttft_not_comparable}", "warn")
+        notes.append(Note(NC_NOTE, "muted"))
+    notes += [Note(f"{r.scenario} (c={r.concurrency}): {NOT_COMPARABLE} TTFT not comparable: {r.ttft_not_comparable}", "warn")
               for r in summary.rows if r.ttft_not_comparable]
     if any(r.latency_not_measurable for r in summary.rows):
         notes.append(Note(_NM_NOTE, "muted"))
@@ -153,7 +155,7 @@ def latency_cells(summary: SpeedSummary) -> list[list[str]]:
     rows = []
     for r in summary.rows:
         label = r.scenario + (f" c={r.concurrency}" if multi_conc else "")
-        ttft = ["n/c*", "", "", ""] if r.ttft_not_comparable else _pcts(r.ttft_s, 0)
+        ttft = [NOT_COMPARABLE, "", "", ""] if r.ttft_not_comparable else _pcts(r.ttft_s, 0)
         itl, gaps = _pcts(r.itl_mean_s, 1), _pcts(r.itl_gaps_s, 1)
         if r.latency_not_measurable:
             ttft = itl = gaps = [NM, "", "", ""]

@@ -19,9 +19,9 @@ from pydantic import PlainValidator, SerializeAsAny, ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from rigbench.errors import UsageError
+from rigbench.rig._spec import EngineSpec, LaunchCommand, Spec
 from rigbench.rig._verbatim import CommandLaunch, ContainerLaunch, EndpointSpec, verbatim_command
 from rigbench.rig.engines._registry import engine_problem, get_engine, known_engines
-from rigbench.rig.engines._spec import EngineSpec, LaunchCommand, Spec
 
 __all__ = [
     "CommandLaunch",

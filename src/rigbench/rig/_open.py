@@ -18,10 +18,10 @@ from typing import Any
 
 from rigbench.rig._launcher import launched_rig
 from rigbench.rig._rig import AttachedRig, LaunchedRig
+from rigbench.rig._spec import EngineSpec
 from rigbench.rig._verbatim import CommandLaunch, EndpointSpec
 from rigbench.rig.engines import EmbeddedRig
 from rigbench.rig.engines._registry import get_engine, known_engines
-from rigbench.rig.engines._spec import EngineSpec
 
 __all__ = ["EmbeddedRig", "RigSpec", "check_rig", "describe_rig", "open_rig", "size_rig"]
 

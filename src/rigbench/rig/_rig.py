@@ -23,10 +23,10 @@ from rigbench.client import ChatClient, is_loopback_url, redact_url
 from rigbench.errors import EndpointError, RigbenchError, RigStartError
 from rigbench.records import Speculation, StartupTiming
 from rigbench.rig._fingerprint import EngineBinary, Fingerprint, ModelInfo, host_info, now_iso, sha256_text
+from rigbench.rig._http import probe_json
 from rigbench.rig._info import RigInfo
 from rigbench.rig._process import EngineProcess
-from rigbench.rig.engines._http import probe_json
-from rigbench.rig.engines._spec import LaunchCommand
+from rigbench.rig._spec import LaunchCommand
 
 __all__ = ["AttachedRig", "LaunchedRig", "RigAdapter", "RigEngine", "identify_engine", "speculative_in_argv"]
 

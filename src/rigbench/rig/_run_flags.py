@@ -15,9 +15,9 @@ from typing import Any
 
 from rigbench.errors import UsageError
 from rigbench.rig._launch_spec import EndpointSpec
+from rigbench.rig._spec import EngineSpec
 from rigbench.rig.engines._registry import get_engine
 from rigbench.rig.engines._run_flags import Flag, RigFlags
-from rigbench.rig.engines._spec import EngineSpec
 
 __all__ = ["Flag", "RigFlags", "check_rig_flags", "rig_from_flags", "size_flag_rig"]
 

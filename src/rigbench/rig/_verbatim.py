@@ -11,7 +11,7 @@ from pydantic import field_validator
 
 from rigbench.client import redact_url
 from rigbench.errors import UsageError
-from rigbench.rig.engines._spec import LaunchCommand, Spec
+from rigbench.rig._spec import LaunchCommand, Spec
 
 __all__ = ["CommandLaunch", "ContainerLaunch", "EndpointSpec", "verbatim_command"]
 

@@ -7,7 +7,8 @@ server while suites record (`_watch`), the honesty steps around the suites (`_ho
 itself (`_run`).
 """
 
+from rigbench.runner._busy import BusyHostPolicy
 from rigbench.runner._config import RunConfig, check_concurrency
 from rigbench.runner._run import execute_run
 
-__all__ = ["RunConfig", "check_concurrency", "execute_run"]
+__all__ = ["BusyHostPolicy", "RunConfig", "check_concurrency", "execute_run"]

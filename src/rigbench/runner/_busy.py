@@ -12,24 +12,45 @@ window that is the run's last measurement does not stop anything: the run ends w
 from __future__ import annotations
 
 from collections.abc import Callable
+from enum import StrEnum
 from pathlib import Path
 
 from rigbench.analysis import assess_host
 from rigbench.errors import BusyHostError
 from rigbench.records import HostConditions
 
-__all__ = ["BusyHostGuard"]
+__all__ = ["BusyHostGuard", "BusyHostPolicy"]
+
+
+class BusyHostPolicy(StrEnum):
+    """What a run does at a busy window: one decision (`decide`), read by the guard and the trust verdict."""
+
+    STOP = "stop"  # stop before the next window; what was measured is kept, the run interrupted (resumable)
+    MEASURE_UNTRUSTED = "measure_untrusted"  # measure on; the busy-host finding untrusts the run
+    MEASURE_TRUSTED = "measure_trusted"  # measure on; the figures stay trusted, the finding shown (kept)
+
+    @classmethod
+    def decide(cls, *, allow_busy_host: bool, measure_untrusted: bool) -> BusyHostPolicy:
+        """`allow_busy_host` (`--allow-busy-host`, a plan's `allow_busy_host: true`) keeps the figures trusted;
+        else `measure_untrusted` (a single run's `--allow-untrusted`: the whole run, whatever its verdict)
+        measures on untrusted; else the run stops. A plan's rigs keep going past an untrusted rig, but stop
+        at a busy window: they never measure untrusted."""
+        if allow_busy_host:
+            return cls.MEASURE_TRUSTED
+        return cls.MEASURE_UNTRUSTED if measure_untrusted else cls.STOP
 
 
 class BusyHostGuard:
-    """The runner's `WindowJudge` (rig/_host.py): says a busy window live, and stops the run unless `keep`."""
+    """The runner's `WindowJudge` (rig/_host.py): says a busy window live, and stops the run when the
+    policy is STOP."""
 
-    def __init__(self, run_dir: Path, *, keep: bool, note: Callable[[str], None],
-                 write: Callable[[HostConditions], None], untrusted_ok: bool = False) -> None:
+    def __init__(self, run_dir: Path, policy: BusyHostPolicy, *, note: Callable[[str], None],
+                 write: Callable[[HostConditions], None]) -> None:
         self.run_dir = run_dir
-        self.keep = keep or untrusted_ok  # measure on, the finding shown
+        self.keep = policy is not BusyHostPolicy.STOP  # measure on, the finding shown
         # why it measures on, as the console says it
-        self._why = "kept by --allow-busy-host" if keep else "the run will be UNTRUSTED for speed; --allow-untrusted"
+        self._why = ("kept by --allow-busy-host" if policy is BusyHostPolicy.MEASURE_TRUSTED
+                     else "the run will be UNTRUSTED for speed; --allow-untrusted")
         self._note = note
         self._write = write
         self._finding: str | None = None  # the first busy window's, in the final verdict's words

@@ -16,6 +16,7 @@ from rigbench.rig import (
     RigSpec,
     describe_rig,
 )
+from rigbench.runner._busy import BusyHostPolicy
 from rigbench.suites import Suite, SuiteSettings, build_suites
 from rigbench.suites.speed import SpeedSettings
 
@@ -31,7 +32,6 @@ class RunConfig:
     rig: RigSpec = field(default_factory=EmbeddedRig)  # what to launch or attach to (`rigbench.rig.open_rig`)
     api_key: str | None = None
     allow_untrusted: bool = False
-    allow_busy_host: bool = False  # keep speed figures measured on a busy host trusted (the finding still shows)
     sanity: bool = True
     sanity_max_tokens: int = 1024
     sanity_seed: int | None = None  # seed of the gate's generated questions (None: a fresh one, recorded)
@@ -44,10 +44,9 @@ class RunConfig:
     deadlines: Deadlines = field(default_factory=Deadlines)  # per-request deadlines, handed to the client
     retries: RetryPolicy = field(default_factory=RetryPolicy)  # refusals sent again (--retry-on), to the client
     allow_long_run: bool = field(default=False, compare=False)  # run past a day when the speed projects it
-    # stop at the first busy window (runner/_busy.py); False measures on, the run UNTRUSTED for speed. None: as
-    # `allow_untrusted` says (a run asked for whatever its verdict measures on); a plan's rigs, whose
-    # `allow_untrusted` is always on, set True (they must still stop)
-    stop_on_busy_host: bool | None = field(default=None, compare=False)
+    # at a busy window: stop, measure on untrusted, or measure on trusted (`BusyHostPolicy.decide`; a plan's rigs:
+    # `plan.run_config_for`). None: a config made in code, decided from `allow_untrusted` (measure on untrusted)
+    busy_host: BusyHostPolicy | None = None
     cli_options: dict[str, Any] | None = field(default=None, compare=False)  # so --resume can rebuild them
     command: list[str] = field(default_factory=lambda: _redacted_argv(sys.argv), compare=False)
     # The suites themselves, built from the names and settings (scale-out swaps the speed suite's client).
@@ -56,10 +55,8 @@ class RunConfig:
 
     def __post_init__(self) -> None:
         self.suites, self.suite_settings = build_suites(self.suite_names, self.settings)
-
-    @property
-    def stops_on_busy_host(self) -> bool:
-        return not self.allow_untrusted if self.stop_on_busy_host is None else self.stop_on_busy_host
+        if self.busy_host is None:
+            self.busy_host = BusyHostPolicy.decide(allow_busy_host=False, measure_untrusted=self.allow_untrusted)
 
     def recorded(self) -> dict[str, Any]:
         """The resolved settings as run.json records them (`plan`); a resume must match them."""

@@ -32,23 +32,24 @@ from rigbench.rig import (
     AttachedRig,
     LaunchedRig,
 )
+from rigbench.runner._busy import BusyHostPolicy
 from rigbench.runner._config import RunConfig
-from rigbench.store import RunReader, RunWriter
+from rigbench.store import Finding, FindingKind, RunReader, RunWriter
 from rigbench.suites import Progress
 
 
 async def _after_suites(cfg: RunConfig, run_dir: Path, writer: RunWriter, rig: LaunchedRig | AttachedRig,
-                        info: Any, done: set[str]) -> list[str]:
-    """The honesty steps on what the suites recorded: each untrusting reason found."""
-    reasons = _rejections(RunReader(run_dir))
-    reasons += _screen_outputs(RunReader(run_dir), writer)
-    reasons += await _traffic_check(RunReader(run_dir), writer, rig.client, info, done)
-    reasons += _buffered_latency(RunReader(run_dir))
-    reasons += _host_check(RunReader(run_dir), cfg.allow_busy_host)
-    return reasons
+                        info: Any, done: set[str]) -> list[Finding]:
+    """The honesty steps on what the suites recorded: each untrusting finding."""
+    found = _rejections(RunReader(run_dir))
+    found += _screen_outputs(RunReader(run_dir), writer)
+    found += await _traffic_check(RunReader(run_dir), writer, rig.client, info, done)
+    found += _buffered_latency(RunReader(run_dir))
+    found += _host_check(RunReader(run_dir), cfg.busy_host)
+    return found
 
 
-def _preflight(cfg: RunConfig, rig: Any, info: Any, writer: RunWriter, done: set[str]) -> list[str]:
+def _preflight(cfg: RunConfig, rig: Any, info: Any, writer: RunWriter, done: set[str]) -> list[Finding]:
     """Config traps (token budgets, parsers, context, slots), checked against the live server's figures.
 
     Errors make the run untrusted (with the fix in the report); warnings are only shown.
@@ -65,17 +66,17 @@ def _preflight(cfg: RunConfig, rig: Any, info: Any, writer: RunWriter, done: set
                            engine=info.engine)
     report = preflight(getattr(rig, "argv", None), given)
     writer.append(report)
-    return [f"preflight: {f.problem} (fix: {f.fix})" for f in report.errors]
+    return [Finding(kind=FindingKind.PREFLIGHT, text=f"preflight: {f.problem} (fix: {f.fix})") for f in report.errors]
 
 
 async def _sanity_gate(client: Any, info: Any, writer: RunWriter, prog: Progress, done: set[str],
-                       max_tokens: int, question_seed: int | None = None) -> list[str]:
-    """Known-answer questions before any speed number. Returns reasons for distrust (empty: passed)."""
+                       max_tokens: int, question_seed: int | None = None) -> list[Finding]:
+    """Known-answer questions before any speed number. Returns findings of distrust (empty: passed)."""
 
     if "sanity" in done:  # resumed run: the gate already ran on this rig
         reader = RunReader(writer.dir)
         prior = reader.records("sanity", SanityVerdict)[-1]
-        return list(prior.reasons)
+        return [Finding(kind=FindingKind.SANITY, text=r) for r in prior.reasons]
     seed = new_question_seed() if question_seed is None else question_seed
     questions = generate_questions(seed)
     task = prog.task(f"sanity gate: {len(questions)} known-answer questions (seed {seed})", len(questions))
@@ -84,10 +85,11 @@ async def _sanity_gate(client: Any, info: Any, writer: RunWriter, prog: Progress
     verdict = verdict.model_copy(update={"question_seed": seed})
     prog.done(task)
     writer.append(verdict)
-    return list(verdict.reasons)
+    return [Finding(kind=FindingKind.SANITY, text=r) for r in verdict.reasons]
 
 
-async def _traffic_check(reader: RunReader, writer: RunWriter, client: Any, info: Any, done: set[str]) -> list[str]:
+async def _traffic_check(reader: RunReader, writer: RunWriter, client: Any, info: Any,
+                         done: set[str]) -> list[Finding]:
     """The measured traffic: prompt dependence, reported token counts, server timings (honesty/_traffic.py),
     and prompt tokens served from a prefix cache (honesty/_prefix_cache.py)."""
 
@@ -104,7 +106,7 @@ async def _traffic_check(reader: RunReader, writer: RunWriter, client: Any, info
     check = check.model_copy(update={"prefix_cache": cache, "reasons": check.reasons + verdict.reasons,
                                      "warnings": check.warnings + verdict.warnings})
     writer.append(check)
-    return list(check.reasons)
+    return [Finding(kind=FindingKind.TRAFFIC, text=r) for r in check.reasons]
 
 
 def session_history(loads: list[LoadRequest]) -> dict[str, list[str]]:
@@ -118,7 +120,7 @@ def session_history(loads: list[LoadRequest]) -> dict[str, list[str]]:
             for qs in turns.values() for q in qs}
 
 
-def _rejections(reader: RunReader) -> list[str]:
+def _rejections(reader: RunReader) -> list[Finding]:
     """A run whose server turned away most measured requests (HTTP 429 rate limits, 503 overload, any
     other status) measured the few it let through, not the planned load: a finding that names it."""
     statuses: dict[int, int] = {}
@@ -134,22 +136,28 @@ def _rejections(reader: RunReader) -> list[str]:
         return []
     which = ", ".join(f"HTTP {s} x{n}" for s, n in sorted(statuses.items()))
     retried = f"; {gave_up} of them after their --retry-on budget ran out" if gave_up else ""
-    return [f"the server rejected {rejected} of {total} measured requests ({which}{retried}): the figures cover the "
-            "few it let through, not the planned load. Lower --concurrency, or measure when the server is not "
-            "overloaded or rate-limited"]
+    return [Finding(kind=FindingKind.REJECTED, figures={"rejected": rejected, "requests": total, "gave_up": gave_up},
+                    text=f"the server rejected {rejected} of {total} measured requests ({which}{retried}): the figures "
+                    "cover the few it let through, not the planned load. Lower --concurrency, or measure when the "
+                    "server is not overloaded or rate-limited")]
 
 
-def _host_check(reader: RunReader, allow_busy_host: bool) -> list[str]:
+def _host_check(reader: RunReader, policy: BusyHostPolicy | None) -> list[Finding]:
     """Speed measured on a busy host (other processes or steal on the engine's cores) untrusts the run,
-    unless `--allow-busy-host` keeps the figures (the finding is shown either way: analysis/_host.py)."""
+    unless the policy keeps the figures trusted (the finding is shown either way: analysis/_host.py)."""
 
     verdict = assess_host(reader.records("host_conditions", HostConditions))
-    if not verdict.busy or allow_busy_host:
+    if not verdict.busy or policy is BusyHostPolicy.MEASURE_TRUSTED:
         return []
-    return [verdict.reason + "; measure on a quiet host, or pass --allow-busy-host to keep these figures"]
+    busy = [r for r in verdict.rows if r.busy]
+    figures = {"busy_windows": len(busy),
+               "other_cores_max": max((r.other_cores or 0.0 for r in busy), default=0.0),
+               "steal_cores_max": max((r.steal_cores or 0.0 for r in busy), default=0.0)}
+    return [Finding(kind=FindingKind.HOST_BUSY, figures=figures, text=verdict.reason
+                    + "; measure on a quiet host, or pass --allow-busy-host to keep these figures")]
 
 
-def _screen_outputs(reader: RunReader, writer: RunWriter) -> list[str]:
+def _screen_outputs(reader: RunReader, writer: RunWriter) -> list[Finding]:
     """Screen every speed output for gibberish; one that no working model would write untrusts the run."""
 
     outputs = [(r["unit_id"], r["result"]["content"])
@@ -159,13 +167,14 @@ def _screen_outputs(reader: RunReader, writer: RunWriter) -> list[str]:
     writer.append(screen)
     if screen.trusted:
         return []
-    return [f"{screen.failed_outputs} of {screen.outputs} measured outputs look like gibberish, e.g. "
-            + "; ".join(screen.examples[:2])]
+    return [Finding(kind=FindingKind.GIBBERISH, figures={"failed": screen.failed_outputs, "outputs": screen.outputs},
+                    text=f"{screen.failed_outputs} of {screen.outputs} measured outputs look like gibberish, e.g. "
+                    + "; ".join(screen.examples[:2]))]
 
 
-def _buffered_latency(reader: RunReader) -> list[str]:
+def _buffered_latency(reader: RunReader) -> list[Finding]:
     """Rows whose streams arrived buffered by the server or a proxy: their latency is not the engine's."""
     speed = summarize_speed(reader)
     rows = speed.rows if speed is not None else []
-    return [f for r in rows if r.arrival is not None
+    return [Finding(kind=FindingKind.BUFFERED_LATENCY, text=f) for r in rows if r.arrival is not None
             and (f := latency_finding(r.scenario, r.concurrency, r.arrival)) is not None]

@@ -27,7 +27,7 @@ from rigbench.runner._config import RunConfig, check_concurrency
 from rigbench.runner._honesty import _after_suites, _preflight, _sanity_gate
 from rigbench.runner._resume import _open_run, _refuse_changed_rig, _WrongRig
 from rigbench.runner._watch import _EndpointWatch, _EngineWatch, _WriterWatch
-from rigbench.store import RunHeader, RunWriter, TrustVerdict
+from rigbench.store import Finding, FindingKind, RunHeader, RunWriter, TrustVerdict
 from rigbench.suites import NullProgress, Progress, SuiteContext
 
 
@@ -66,20 +66,21 @@ async def execute_run(cfg: RunConfig, progress: Progress | None = None,
                 check = getattr(suite, "check_rig", None)
                 if check is not None:
                     check(info)
-            reasons: list[str] = []
-            reasons += _preflight(cfg, rig, info, writer, done)
+            found: list[Finding] = []
+            found += _preflight(cfg, rig, info, writer, done)
             # results recorded after a launched engine died would be marked done and never redone
             # ...and so would results recorded after an attached server stopped answering
             suite_writer = cast(RunWriter, _EngineWatch(writer, rig) if isinstance(rig, LaunchedRig)
                                 else _EndpointWatch(writer, rig))
             if cfg.sanity:
-                reasons += await _sanity_gate(rig.client, info, suite_writer, prog, done, cfg.sanity_max_tokens,
+                found += await _sanity_gate(rig.client, info, suite_writer, prog, done, cfg.sanity_max_tokens,
                                               cfg.sanity_seed)
             else:
-                reasons.append("the sanity gate was skipped (--no-sanity): answers were not checked")
+                found.append(Finding(kind=FindingKind.SANITY_SKIPPED,
+                                     text="the sanity gate was skipped (--no-sanity): answers were not checked"))
             await _run_suites(cfg, rig, info, writer, suite_writer, prog, done)
-            reasons += await _after_suites(cfg, run_dir, writer, rig, info, done)
-            trust = TrustVerdict(trusted=not reasons, reasons=reasons)
+            found += await _after_suites(cfg, run_dir, writer, rig, info, done)
+            trust = TrustVerdict.of(found)
             status = "complete"
         finally:
             gc.unfreeze()  # a plan runs several rigs in one process: let this one's objects go
@@ -111,8 +112,8 @@ async def _run_suites(cfg: RunConfig, rig: LaunchedRig | AttachedRig, info: Any,
     """Each suite in turn, its own overhead measured, host use watched around each measured window."""
     # who uses the host's CPU around each measured window: the engine is found once; a busy window is said
     # at once and, unless --allow-busy-host, stops the run before the next one
-    guard = BusyHostGuard(writer.dir, keep=cfg.allow_busy_host, untrusted_ok=not cfg.stops_on_busy_host,
-                          note=prog.note, write=suite_writer.append)
+    assert cfg.busy_host is not None  # decided when the config is made
+    guard = BusyHostGuard(writer.dir, cfg.busy_host, note=prog.note, write=suite_writer.append)
     host = HostWatch(locate_engine(pid=rig.process.pid) if isinstance(rig, LaunchedRig)
                      else locate_engine(base_url=rig.base_url), judge=guard)
     # Long-lived objects (rig, client, settings) leave the collector's view, so the

@@ -1,9 +1,18 @@
 """Engine adapters: what rigbench knows about llama.cpp, vLLM, SGLang and Ollama."""
 
-from rigbench.rig.engines._base import Engine, EngineAdapter, PreflightInput, ScenarioLength
+from rigbench.rig._spec import EngineSpec, LaunchCommand
+from rigbench.rig.engines._base import (
+    BaseAdapter,
+    BaseEngine,
+    Engine,
+    EngineAdapter,
+    PreflightInput,
+    ScenarioLength,
+)
 from rigbench.rig.engines._detect import detect_engine
 from rigbench.rig.engines._flags import FlagReading, FlagSyntax, int_flag, parse_flags
 from rigbench.rig.engines._llamacpp import LlamaCppAdapter
+from rigbench.rig.engines._llamacpp._embedded import EmbeddedRig
 from rigbench.rig.engines._ollama import OllamaAdapter
 from rigbench.rig.engines._prometheus import MetricSample, canonical_values, parse_prometheus
 from rigbench.rig.engines._registry import (
@@ -21,17 +30,14 @@ from rigbench.rig.engines._registry import (
     unregister_engine,
 )
 from rigbench.rig.engines._sglang import SGLangAdapter
-from rigbench.rig.engines._spec import EngineSpec, LaunchCommand
 from rigbench.rig.engines._speculative import speculative_from_argv
 from rigbench.rig.engines._vllm import VLLMAdapter
-
-# isort: split
-# Last: the embedded rig (llama.cpp's) imports rig modules that read this package's names above.
-from rigbench.rig.engines._llamacpp._embedded import EmbeddedRig
 
 __all__ = [
     "ENGINE_NAMES",
     "ENTRY_POINT_GROUP",
+    "BaseAdapter",
+    "BaseEngine",
     "EmbeddedRig",
     "Engine",
     "EngineAdapter",

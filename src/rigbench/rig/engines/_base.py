@@ -9,27 +9,36 @@ module (docs/engines.md).
 
 An adapter holds the engine's facts (endpoints, metric names, request knobs) and the few calls
 that differ between engines. Everything else talks plain OpenAI API through `ChatClient`.
+
+`BaseEngine` and `BaseAdapter` implement both protocols with defaults that work for a plain
+OpenAI-compatible server that rigbench launches from a typed spec, so an engine writes only what
+differs: its `name`, `launch_spec`, `command(spec)`, `identify(client)` and `adapter()` (an adapter
+writes its `name`). A plain object implementing the protocols is still an engine (the registry
+checks every member); subclassing is how an engine gets the defaults.
 """
 
 from __future__ import annotations
 
+import signal
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from types import MappingProxyType
+from typing import Any, ClassVar, Protocol
 
 from pydantic import Field
 
 from rigbench.analysis import BlockAccounting
 from rigbench.client import ChatClient
 from rigbench.records import Frozen, PreflightFinding, ServingCommand
+from rigbench.rig._http import probe_json
+from rigbench.rig._launcher import launched_rig
+from rigbench.rig._rig import LaunchedRig
+from rigbench.rig._spec import EngineSpec, LaunchCommand
 from rigbench.rig.engines._flags import FlagReading, FlagSyntax
 from rigbench.rig.engines._run_flags import RigFlags
-from rigbench.rig.engines._spec import EngineSpec, LaunchCommand
 
-if TYPE_CHECKING:
-    from rigbench.rig._rig import LaunchedRig
-
-__all__ = ["Engine", "EngineAdapter", "MetricNames", "PreflightInput", "ScenarioLength"]
+__all__ = ["BaseAdapter", "BaseEngine", "Engine", "EngineAdapter", "MetricNames", "PreflightInput", "ScenarioLength"]
 
 
 class ScenarioLength(Frozen):
@@ -169,7 +178,8 @@ class Engine(Protocol):
              build_progress: Any) -> LaunchedRig:
         """The rig `spec` (its launch spec, or another spec it owns: llama.cpp's embedded rig) starts, ready
         to `start()`, its log at `log_path`: what it needs found, built or fetched first. An engine with
-        nothing of its own to prepare returns `rigbench.rig.launched_rig(spec, log_path, engine=self, api_key=api_key)`."""
+        nothing of its own to prepare returns `rigbench.rig.launched_rig(spec, log_path, engine=self, api_key=api_key)`
+        (`BaseEngine.open`)."""
         ...
 
     def setup(self, flags: RigFlags, note: Callable[[str], None],
@@ -238,3 +248,134 @@ class Engine(Protocol):
     def stop_strings(self, options: Mapping[str, str | bool]) -> list[str]:
         """Stop strings its flags set server-side."""
         ...
+
+
+# -- the defaults: an engine subclasses these and writes only what differs ----------------------------
+
+
+class BaseAdapter(ABC):
+    """An `EngineAdapter` for a plain OpenAI-compatible server; a subclass sets `name` and overrides what its
+    engine does otherwise. The defaults claim nothing the server has not shown: no telemetry names, no
+    tokenize endpoint, no forced output length (so a run counts the tokens actually produced)."""
+
+    @property
+    @abstractmethod
+    def name(self) -> str:
+        """The engine's name (a class attribute in the subclass)."""
+
+    health_path = "/v1/models"  # any OpenAI-compatible server answers it once it is up
+    metrics_path: str | None = None
+    # class-level tables, copied per instance into `metric_names` / `metric_fallbacks` (adapters may edit theirs)
+    metrics: ClassVar[Mapping[str, str]] = MappingProxyType({})
+    fallbacks: ClassVar[Mapping[str, str]] = MappingProxyType({})  # older versions' names (canonical_values)
+    per_position_metric: str | None = None
+    reports_usage = True  # the fingerprint records it; analysis flags a run whose server then left usage out
+    tokenize_unidentified = False
+    extra_gauges: Mapping[str, str] = MappingProxyType({})
+    forced_length_exact = False  # max_tokens only caps: a run must count the tokens actually produced
+
+    def __init__(self) -> None:
+        self.metric_names: dict[str, str] = dict(self.metrics)
+        self.metric_fallbacks: dict[str, str] = dict(self.fallbacks)
+
+    async def server_info(self, client: ChatClient) -> dict[str, Any]:
+        """What `/v1/models` shows: the served model and its context when listed; no version (None)."""
+        models = await probe_json(client, "/v1/models")
+        data = models.get("data") if isinstance(models, dict) else None
+        first = data[0] if isinstance(data, list) and data and isinstance(data[0], dict) else {}
+        return {"engine": self.name, "version": None, "model": first.get("id"),
+                "context_length": first.get("max_model_len"), "slots": None, "raw": {"models": models}}
+
+    async def tokenize(self, client: ChatClient, text: str) -> list[int] | None:
+        return None
+
+    async def detokenize(self, client: ChatClient, tokens: list[int]) -> str | None:
+        return None
+
+    async def count_chat_tokens(
+        self, client: ChatClient, model: str, messages: list[dict[str, Any]]
+    ) -> int | None:
+        return None  # known only afterwards, from usage.prompt_tokens
+
+    def forced_length_fields(self, max_tokens: int) -> dict[str, Any]:
+        return {"max_tokens": max_tokens}
+
+    def reasoning_fields(self, effort: str | None) -> dict[str, Any]:
+        # the OpenAI API's own field; None leaves the model's default
+        return {} if effort is None else {"reasoning_effort": effort}
+
+
+class BaseEngine(ABC):
+    """An `Engine` with working defaults: launched from its typed spec as `command(spec)` says, nothing to
+    set up, no command line of its own for preflight to read, no remedies to quote. A subclass sets `name` and
+    `launch_spec` and writes `command`, `identify` and `adapter` (abstract: a subclass missing one cannot be
+    made, so it fails when imported, never mid-run); every other member is overridable."""
+
+    @property
+    @abstractmethod
+    def name(self) -> str:
+        """The launch spec's `kind` and the fingerprint's `engine` (a class attribute in the subclass)."""
+
+    @property
+    @abstractmethod
+    def launch_spec(self) -> type[EngineSpec]:
+        """Its typed launch spec (a class attribute in the subclass)."""
+
+    aliases: tuple[str, ...] = ()
+    default_port = 8000
+    start_timeout_s = 300.0
+    death_signal: int = signal.SIGTERM  # shuts down in its handler
+    speculative_flags: Mapping[str, str] = MappingProxyType({})
+    flag_syntax = FlagSyntax(markers=(), programs=())  # no command line preflight recognises as its own
+    context_overrun_note = ""
+    context_fix = ""
+    model_stop_fix = ""
+    prefix_cache_reset = ""
+
+    @property
+    def display_name(self) -> str:
+        return self.name
+
+    @abstractmethod
+    def adapter(self) -> EngineAdapter:
+        """A fresh adapter (a `BaseAdapter` subclass, say)."""
+
+    @abstractmethod
+    async def identify(self, client: ChatClient) -> bool:
+        """Whether the server behind `client` is this engine, from endpoints only it has."""
+
+    @abstractmethod
+    def command(self, spec: Any) -> LaunchCommand:
+        """The exact argv and environment that start `spec`."""
+
+    def crash_hint(self, exit_code: int | None, log_text: str) -> str:
+        return ""
+
+    def open(self, spec: Any, log_path: Path, *, api_key: str | None, note: Callable[[str], None],
+             build_progress: Any) -> LaunchedRig:
+        return launched_rig(spec, log_path, engine=self, api_key=api_key)
+
+    def setup(self, flags: RigFlags, note: Callable[[str], None],
+              progress: Callable[[int, int | None, str], None]) -> str | None:
+        return None  # started by the user or by a plan rig: nothing of rigbench's to prepare
+
+    def rig_from_run_flags(self, flags: RigFlags) -> dict[str, Any] | None:
+        return None  # started by the user (attach with --endpoint) or by a plan rig's `launch:`
+
+    def slots_fix(self, slots: int) -> str:
+        return ""
+
+    def kv_accounting(self, settings: Mapping[str, int]) -> BlockAccounting | None:
+        return None
+
+    def preflight_rules(self, cmd: ServingCommand, given: PreflightInput) -> list[PreflightFinding]:
+        return []
+
+    def served_context(self, options: Mapping[str, str | bool]) -> FlagReading:
+        return FlagReading(None, "")
+
+    def flag_slots(self, options: Mapping[str, str | bool]) -> FlagReading:
+        return FlagReading(None, "")
+
+    def stop_strings(self, options: Mapping[str, str | bool]) -> list[str]:
+        return []

@@ -44,8 +44,8 @@ _loaded = False
 _loading = threading.RLock()
 # Launch kinds that are not engines (rig/_launch_spec.py), and the name of an undetected engine.
 _RESERVED = frozenset({"command", "container", "endpoint", "unknown"})
-# What an engine must have: every member of the Engine protocol (an engine is a plain object, not a
-# subclass, so a missing one would only fail when first used, mid-run).
+# What an engine must have: every member of the Engine protocol (an engine need not subclass BaseEngine,
+# whose defaults fill them in: a plain object missing one would only fail when first used, mid-run).
 _MEMBERS = tuple(sorted(n for n in vars(Engine) if not n.startswith("_")))
 # ...and of its adapter, whose facts (telemetry names, tokenizing, usage) are read mid-run
 _ADAPTER_MEMBERS = tuple(sorted({n for n in vars(EngineAdapter) if not n.startswith("_")}

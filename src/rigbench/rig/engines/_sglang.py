@@ -2,24 +2,18 @@
 
 from __future__ import annotations
 
-import signal
-from collections.abc import Callable, Mapping
-from pathlib import Path
+from collections.abc import Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from rigbench.client import ChatClient
 from rigbench.errors import EndpointError
 from rigbench.records import PreflightFinding, ServingCommand
-from rigbench.rig.engines._base import PreflightInput
+from rigbench.rig._http import fetch_json, probe_json
+from rigbench.rig._spec import EngineSpec, LaunchCommand, Spec, finish_argv, opt
+from rigbench.rig.engines._base import BaseAdapter, BaseEngine, PreflightInput
 from rigbench.rig.engines._flags import FlagReading, FlagSyntax, int_flag
-from rigbench.rig.engines._http import post_json, probe_json, require_json
 from rigbench.rig.engines._reasoning import template_reasoning_fields
-from rigbench.rig.engines._run_flags import RigFlags
-from rigbench.rig.engines._spec import EngineSpec, LaunchCommand, Spec, finish_argv, opt
-
-if TYPE_CHECKING:
-    from rigbench.rig._rig import LaunchedRig
 
 __all__ = ["SGLANG", "SGLangAdapter", "SGLangEngine", "SGLangLaunch", "SGLangSpeculative", "sglang_command"]
 
@@ -38,20 +32,15 @@ _METRICS = {
 }
 
 
-class SGLangAdapter:
+class SGLangAdapter(BaseAdapter):
     name = "sglang"
     health_path = "/health"  # 200 once a tiny generation succeeds; 503 while unhealthy
     metrics_path: str | None = "/metrics"  # only with --enable-metrics
+    metrics = MappingProxyType(_METRICS)
     forced_length_exact = True
-
-    per_position_metric: str | None = None  # only per-batch means (spec_accept_length / spec_accept_rate)
-    reports_usage = True
-    tokenize_unidentified = False
+    # per_position_metric: none, only per-batch means (spec_accept_length / spec_accept_rate)
     # the KV pool's size in tokens, from collector.py; not in the recorded scrape, so not in metric_names
     extra_gauges: Mapping[str, str] = MappingProxyType({"kv_pool_tokens": "sglang:max_total_num_tokens"})
-
-    def __init__(self) -> None:
-        self.metric_names: dict[str, str] = dict(_METRICS)
 
     async def server_info(self, client: ChatClient) -> dict[str, Any]:
         # /server_info and /model_info are the current names; the get_ forms are deprecated aliases
@@ -78,21 +67,17 @@ class SGLangAdapter:
         }
 
     async def tokenize(self, client: ChatClient, text: str) -> list[int] | None:
-        url = client.server_root + "/v1/tokenize"
-        status, body = await post_json(client, "/v1/tokenize", {"prompt": text, "add_special_tokens": False})
-        body = require_json(status, body, engine="SGLang", what="tokenizing", url=url, key="tokens")
+        body = await fetch_json(client, "/v1/tokenize", {"prompt": text, "add_special_tokens": False},
+                                engine="SGLang", what="tokenizing", key="tokens")
         return [int(t) for t in body["tokens"]]
 
     async def detokenize(self, client: ChatClient, tokens: list[int]) -> str | None:
-        url = client.server_root + "/v1/detokenize"
-        status, body = await post_json(client, "/v1/detokenize", {"tokens": tokens})
-        body = require_json(status, body, engine="SGLang", what="detokenizing", url=url, key="text")
+        body = await fetch_json(client, "/v1/detokenize", {"tokens": tokens}, engine="SGLang", what="detokenizing",
+                                key="text")
         return str(body["text"])
 
-    async def count_chat_tokens(
-        self, client: ChatClient, model: str, messages: list[dict[str, Any]]
-    ) -> int | None:
-        return None  # /v1/tokenize takes a prompt only; usage.prompt_tokens gives the count afterwards
+    # count_chat_tokens: the default (None): /v1/tokenize takes a prompt only; usage.prompt_tokens gives the
+    # count afterwards
 
     def forced_length_fields(self, max_tokens: int) -> dict[str, Any]:
         return {"max_tokens": max_tokens, "min_tokens": max_tokens, "ignore_eos": True}
@@ -173,21 +158,17 @@ def sglang_preflight(cmd: ServingCommand, inp: PreflightInput) -> list[Preflight
     return out
 
 
-class SGLangEngine:
+class SGLangEngine(BaseEngine):
     name = "sglang"
-    aliases: tuple[str, ...] = ()
     display_name = "SGLang"
     launch_spec = SGLangLaunch
     default_port = DEFAULT_PORT
     start_timeout_s = 1800.0  # CUDA graph capture and warm-up take minutes on a large model
-    death_signal = signal.SIGTERM  # shuts down in its handler
     speculative_flags = MappingProxyType({"--speculative-algorithm": "algorithm",
                                           "--speculative-num-draft-tokens": "num_draft_tokens"})
 
     flag_syntax = SGLANG_FLAGS
-    context_overrun_note = ""
     context_fix = "SGLang --context-length"
-    model_stop_fix = ""
     prefix_cache_reset = "SGLang POST /flush_cache"
 
     def adapter(self) -> SGLangAdapter:
@@ -195,9 +176,6 @@ class SGLangEngine:
 
     def slots_fix(self, slots: int) -> str:
         return f"start SGLang with --max-running-requests {slots}"
-
-    def kv_accounting(self, settings: Mapping[str, int]) -> None:
-        return None
 
     async def identify(self, client: ChatClient) -> bool:
         # told apart from vLLM's dev-mode /server_info by its keys; older releases only have the get_ form
@@ -210,23 +188,6 @@ class SGLangEngine:
     def command(self, spec: SGLangLaunch) -> LaunchCommand:
         return sglang_command(spec)
 
-    def open(self, spec: Any, log_path: Path, *, api_key: str | None, note: Callable[[str], None],
-             build_progress: Any) -> LaunchedRig:
-        # function-level: the launcher is in the rig layer, which imports this registry
-        from rigbench.rig._launcher import launched_rig
-
-        return launched_rig(spec, log_path, engine=self, api_key=api_key)
-
-    def setup(self, flags: RigFlags, note: Callable[[str], None],
-              progress: Callable[[int, int | None, str], None]) -> None:
-        return None  # started by the user or by a plan rig: nothing of rigbench's to prepare
-
-    def rig_from_run_flags(self, flags: RigFlags) -> None:
-        return None  # started by the user (attach with --endpoint) or by a plan rig's `launch:`
-
-    def crash_hint(self, exit_code: int | None, log_text: str) -> str:
-        return ""
-
     def preflight_rules(self, cmd: ServingCommand, given: PreflightInput) -> list[PreflightFinding]:
         return sglang_preflight(cmd, given)
 
@@ -234,11 +195,7 @@ class SGLangEngine:
         v = int_flag(options, "--context-length")
         return FlagReading(v, f"--context-length {v}")
 
-    def flag_slots(self, options: Mapping[str, str | bool]) -> FlagReading:
-        return FlagReading(None, "")  # --max-running-requests caps the batch; the live server's figure is used
-
-    def stop_strings(self, options: Mapping[str, str | bool]) -> list[str]:
-        return []
+    # flag_slots: the default (None): --max-running-requests caps the batch; the live server's figure is used
 
 
 SGLANG = SGLangEngine()

@@ -58,21 +58,21 @@ def _bounded(expected: float) -> int:
     return MAX_SCHEDULED if not expected < MAX_SCHEDULED else max(0, math.ceil(expected))
 
 
-def arrival_offsets_s(rate_rps: float, arrival: str, burstiness: float, *, seed: int,
+def arrival_offsets_s(offered_rate_rps: float, arrival: str, burstiness: float, *, seed: int,
                       duration_s: float | None = None, count: int | None = None) -> list[float]:
     """Intended start offsets in seconds: the first `count`, or every one before `duration_s`."""
-    if not rate_rps > 0:
-        raise ValueError(f"a schedule needs a positive rate; got {rate_rps!r}")
+    if not offered_rate_rps > 0:
+        raise ValueError(f"a schedule needs a positive rate; got {offered_rate_rps!r}")
     if (duration_s is None) == (count is None):
         raise ValueError("give a duration or a count, not both or neither")
     if arrival == "constant":
-        n = count if count is not None else _bounded((duration_s or 0.0) * rate_rps)
-        offsets = np.arange(n, dtype=float) / rate_rps
+        n = count if count is not None else _bounded((duration_s or 0.0) * offered_rate_rps)
+        offsets = np.arange(n, dtype=float) / offered_rate_rps
     elif arrival in ("poisson", "gamma"):
         shape = 1.0 if arrival == "poisson" else burstiness
         rng = np.random.default_rng(seed)
-        mean_gap = 1.0 / rate_rps
-        n = count if count is not None else _bounded((duration_s or 0.0) * rate_rps * 1.5 + 16)
+        mean_gap = 1.0 / offered_rate_rps
+        n = count if count is not None else _bounded((duration_s or 0.0) * offered_rate_rps * 1.5 + 16)
         while True:
             gaps = rng.gamma(shape, mean_gap / shape, size=max(0, n - 1))
             offsets = np.concatenate(([0.0], np.cumsum(gaps))) if n > 0 else np.zeros(0)

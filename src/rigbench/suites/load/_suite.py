@@ -73,12 +73,12 @@ class LoadSuite:
             await self._sessions(ctx, builder, s.rates[0], s.sessions)
             return
         if not s.sweep:
-            for k, rate in enumerate(s.rates):
-                await self._window(ctx, builder, f"r{k}", rate)
+            for k, offered_rate_rps in enumerate(s.rates):
+                await self._window(ctx, builder, f"r{k}", offered_rate_rps)
             return
         saturation = await self._saturation(ctx, builder)
-        for k, rate in enumerate(sweep_rates(saturation, s.sweep_points)):
-            await self._window(ctx, builder, f"r{k}", rate)
+        for k, offered_rate_rps in enumerate(sweep_rates(saturation, s.sweep_points)):
+            await self._window(ctx, builder, f"r{k}", offered_rate_rps)
 
     def _lengths(self, ctx: SuiteContext, window: str, n: int) -> list[tuple[int, int]]:
         """(input, output) tokens per request, drawn from the settings' distributions; refused when one
@@ -131,8 +131,8 @@ class LoadSuite:
         _, reqs = read_trace(s.trace, s.requests)
         self._trace_fits(ctx.rig, reqs)
         span = reqs[-1].offset_s - reqs[0].offset_s
-        rate = (len(reqs) - 1) / span if len(reqs) > 1 and span > 0 else None
-        await self._send(ctx, builder, "trace", rate, [r.offset_s for r in reqs],
+        offered_rate_rps = (len(reqs) - 1) / span if len(reqs) > 1 and span > 0 else None
+        await self._send(ctx, builder, "trace", offered_rate_rps, [r.offset_s for r in reqs],
                          [(r.input_tokens, r.output_tokens) for r in reqs], mode="trace")
 
     async def _saturation(self, ctx: SuiteContext, builder: PromptBuilder) -> float:
@@ -158,20 +158,22 @@ class LoadSuite:
         wall_s = (end - window.started_ns) / 1e9
         return len(ok) / wall_s
 
-    async def _window(self, ctx: SuiteContext, builder: PromptBuilder, window: str, rate: float) -> None:
+    async def _window(self, ctx: SuiteContext, builder: PromptBuilder, window: str, offered_rate_rps: float) -> None:
         if f"load/{window}" in ctx.done_units:
             return
         s = self.settings
-        seed = (ctx.seed * 1_000_003 + int(rate * 1000) * 7919 + len(window)) & 0x7FFFFFFF
-        offsets = arrival_offsets_s(rate, s.arrival, s.burstiness, seed=seed, duration_s=s.window_duration_s,
+        seed = (ctx.seed * 1_000_003 + int(offered_rate_rps * 1000) * 7919 + len(window)) & 0x7FFFFFFF
+        offsets = arrival_offsets_s(offered_rate_rps, s.arrival, s.burstiness, seed=seed,
+                                    duration_s=s.window_duration_s,
                                     count=s.count)
-        await self._send(ctx, builder, window, rate, offsets, self._lengths(ctx, window, len(offsets)), mode="rate")
+        await self._send(ctx, builder, window, offered_rate_rps, offsets, self._lengths(ctx, window, len(offsets)),
+                         mode="rate")
 
-    async def _send(self, ctx: SuiteContext, builder: PromptBuilder, window: str, rate: float | None,
+    async def _send(self, ctx: SuiteContext, builder: PromptBuilder, window: str, offered_rate_rps: float | None,
                     offsets: list[float], lengths: list[tuple[int, int]],
                     mode: LoadMode) -> tuple[LoadWindow, list[LoadRequest]]:
         s = self.settings
-        label = {"rate": f"load {window}: {rate or 0:.3g} req/s {s.arrival}",
+        label = {"rate": f"load {window}: {offered_rate_rps or 0:.3g} req/s {s.arrival}",
                  "saturation": "load saturation: every request at once",
                  "trace": f"load trace replay: {s.trace}"}[mode]
         prompts = await self._prompts(ctx, builder, window, [inp for inp, _ in lengths])
@@ -183,7 +185,7 @@ class LoadSuite:
                                  duration_s=s.window_duration_s if mode == "rate" else None)
         # who used the host's CPU while this window's load ran (judged as the speed suite's windows are)
         burst = min(len(offsets), s.max_concurrency or len(offsets))
-        host = _host_window(ctx, window, rate, burst)
+        host = _host_window(ctx, window, offered_rate_rps, burst)
         async with host or contextlib.nullcontext():
             sent = await self._dispatch(ctx, window, bodies, offsets, task)
         start, results, slot_at = sent.start_ns, sent.results, sent.slot_ns
@@ -200,7 +202,7 @@ class LoadSuite:
             ctx.writer.append(host.record)  # before the window record: a finished window always has one
         record = LoadWindow(unit_id=f"load/{window}", window=window, mode=mode,
                             arrival=s.arrival if mode == "rate" else None,
-                            burstiness=s.burstiness if mode == "rate" else None, offered_rate_rps=rate,
+                            burstiness=s.burstiness if mode == "rate" else None, offered_rate_rps=offered_rate_rps,
                             max_concurrency=s.max_concurrency, requests=len(offsets),
                             failed=sum(1 for r in records if not r.result.ok), started_ns=start, ended_ns=ended,
                             slo=s.slo)
@@ -252,18 +254,20 @@ class LoadSuite:
                     t.cancel()
         return Dispatched(start, [r for r in results if r is not None], slot_at)
 
-    async def _sessions(self, ctx: SuiteContext, builder: PromptBuilder, rate: float, sessions: int) -> None:
+    async def _sessions(self, ctx: SuiteContext, builder: PromptBuilder, offered_rate_rps: float,
+                        sessions: int) -> None:
         """`sessions` sessions start on the arrival schedule (open loop); within one, turn t + 1 is sent as
         soon as turn t's reply has ended (a user answering at once), with the whole history."""
         if "load/r0" in ctx.done_units:
             return
         s, turns = self.settings, self.settings.turns
-        seed = (ctx.seed * 1_000_003 + int(rate * 1000) * 7919 + 2) & 0x7FFFFFFF
-        offsets = arrival_offsets_s(rate, s.arrival, s.burstiness, seed=seed, count=sessions)
+        seed = (ctx.seed * 1_000_003 + int(offered_rate_rps * 1000) * 7919 + 2) & 0x7FFFFFFF
+        offsets = arrival_offsets_s(offered_rate_rps, s.arrival, s.burstiness, seed=seed, count=sessions)
         lengths = self._lengths(ctx, "r0", sessions * turns)
         _sessions_fit(ctx.rig.context_length, lengths, turns)
         prompts = await self._prompts(ctx, builder, "r0", [inp for inp, _ in lengths])
-        task = ctx.progress.task(f"load r0: {sessions} sessions of {turns} turns, starting at {rate:.3g}/s {s.arrival}",
+        task = ctx.progress.task(f"load r0: {sessions} sessions of {turns} turns, starting at "
+                                 f"{offered_rate_rps:.3g}/s {s.arrival}",
                                  sessions * turns)
         slots = asyncio.Semaphore(s.max_concurrency) if s.max_concurrency else None
         done: list[LoadRequest] = []
@@ -303,7 +307,7 @@ class LoadSuite:
                 shared = p + c if p is not None and c is not None else None
                 due = res.done_ns or _perf_ns()
 
-        host = _host_window(ctx, "r0", rate, sessions)
+        host = _host_window(ctx, "r0", offered_rate_rps, sessions)
         async with host or contextlib.nullcontext():
             with no_full_collection():
                 start = _perf_ns() + _LEAD_NS
@@ -325,7 +329,7 @@ class LoadSuite:
         ended = max((q.result.done_ns or q.result.sent_ns) for q in done)
         ctx.writer.append(LoadWindow(
             unit_id="load/r0", window="r0", mode="rate", arrival=s.arrival, burstiness=s.burstiness,
-            offered_rate_rps=rate, max_concurrency=s.max_concurrency, requests=len(done),
+            offered_rate_rps=offered_rate_rps, max_concurrency=s.max_concurrency, requests=len(done),
             failed=sum(1 for q in done if not q.result.ok), started_ns=start, ended_ns=ended, slo=s.slo,
             sessions=sessions, turns=turns))
         ctx.progress.done(task)
@@ -382,14 +386,14 @@ def _sessions_fit(ctx_len: int | None, lengths: list[tuple[int, int]], turns: in
             history += inp + out
 
 
-def _host_window(ctx: SuiteContext, window: str, rate: float | None, burst: int) -> HostWindow | None:
+def _host_window(ctx: SuiteContext, window: str, offered_rate_rps: float | None, burst: int) -> HostWindow | None:
     """The host-conditions window of one load window ("load/r0 rate=5/s"; the saturation burst, or a
     one-request trace, has no rate: "load/saturation c=64"). None: not measured (`ctx.host` unset)."""
     if ctx.host is None:
         return None
-    if rate is None:
+    if offered_rate_rps is None:
         return ctx.host.window(f"load/{window}", concurrency=max(1, burst))
-    return ctx.host.window(f"load/{window}", rate_rps=rate)
+    return ctx.host.window(f"load/{window}", rate_rps=offered_rate_rps)
 
 
 def _forced_length_fields(engine: str, max_tokens: int) -> dict[str, Any]:

@@ -15,9 +15,9 @@ from rigbench.rig._fingerprint import model_info
 from rigbench.rig._models import EMBEDDED_MODEL, LocalFile, ModelSource, WheelFile, model_source_from_spec
 from rigbench.rig._process import free_port
 from rigbench.rig._rig import LaunchedRig, RigEngine
+from rigbench.rig._spec import Spec
 from rigbench.rig.engines._llamacpp._launch import LlamaCppLaunch, server_argv
 from rigbench.rig.engines._llamacpp._smoke import ensure_llama_server
-from rigbench.rig.engines._spec import Spec
 from rigbench.sizing import context_per_slot, slots_for
 
 __all__ = ["EmbeddedRig", "LlamaCppConfig", "llamacpp_argv", "prepare_llamacpp_rig"]

@@ -5,15 +5,19 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rigbench.client import ChatClient
 from rigbench.errors import UsageError
 from rigbench.records import PreflightFinding, ServingCommand
-from rigbench.rig.engines._base import PreflightInput
+from rigbench.rig._http import fetch_json, probe_json
+from rigbench.rig._models import EMBEDDED_MODEL
+from rigbench.rig._rig import LaunchedRig
+from rigbench.rig._spec import LaunchCommand
+from rigbench.rig.engines._base import BaseAdapter, BaseEngine, PreflightInput
 from rigbench.rig.engines._flags import FlagReading, FlagSyntax, int_flag
-from rigbench.rig.engines._http import get_json, post_json, probe_json, require_json
 from rigbench.rig.engines._llamacpp._crash import classify_crash
+from rigbench.rig.engines._llamacpp._embedded import EmbeddedRig, prepare_llamacpp_rig
 from rigbench.rig.engines._llamacpp._launch import (
     DEATH_SIGNAL,
     DEFAULT_PORT,
@@ -22,11 +26,8 @@ from rigbench.rig.engines._llamacpp._launch import (
     server_argv,
 )
 from rigbench.rig.engines._llamacpp._run_flags import embedded_from_run_flags
+from rigbench.rig.engines._llamacpp._smoke import ensure_llama_server
 from rigbench.rig.engines._run_flags import RigFlags
-from rigbench.rig.engines._spec import LaunchCommand
-
-if TYPE_CHECKING:
-    from rigbench.rig._rig import LaunchedRig
 
 __all__ = [
     "LLAMACPP", "LlamaCppAdapter", "LlamaCppEngine", "LlamaCppLaunch", "llamacpp_command", "llamacpp_speculation",
@@ -60,25 +61,19 @@ def llamacpp_speculation(props: dict[str, Any], slots: Any) -> dict[str, Any]:
     return {"state": "unknown", "source": "the server serves no /slots (--no-slots), which alone tells"}
 
 
-class LlamaCppAdapter:
+class LlamaCppAdapter(BaseAdapter):
     name = "llamacpp"
     health_path = "/health"  # 503 {"error": ...} while loading, 200 {"status": "ok"} when ready
     metrics_path: str | None = "/metrics"  # only with --metrics
+    metrics = MappingProxyType(_METRICS)
+    fallbacks = MappingProxyType(_FALLBACKS)
     forced_length_exact = True
     # pinned build 11434, tools/server/server-context.cpp; checked against a live `llama-server --metrics`
     per_position_metric: str | None = "llamacpp:spec_decode_num_accepted_tokens_per_pos_total"
-    reports_usage = True
     tokenize_unidentified = True  # POST /tokenize {"content": ...}
-    extra_gauges: Mapping[str, str] = MappingProxyType({})
-
-    def __init__(self) -> None:
-        self.metric_names: dict[str, str] = dict(_METRICS)
-        self.metric_fallbacks: dict[str, str] = dict(_FALLBACKS)
 
     async def server_info(self, client: ChatClient) -> dict[str, Any]:
-        url = client.server_root + "/props"
-        status, props = await get_json(client, "/props")
-        props = require_json(status, props, engine="llama.cpp", what="reading /props", url=url)
+        props = await fetch_json(client, "/props", engine="llama.cpp", what="reading /props")
         settings = props.get("default_generation_settings") or {}
         info: dict[str, Any] = {
             "engine": self.name,
@@ -97,15 +92,13 @@ class LlamaCppAdapter:
         return info
 
     async def tokenize(self, client: ChatClient, text: str) -> list[int] | None:
-        url = client.server_root + "/tokenize"
-        status, body = await post_json(client, "/tokenize", {"content": text, "add_special": False})
-        body = require_json(status, body, engine="llama.cpp", what="tokenizing", url=url, key="tokens")
+        body = await fetch_json(client, "/tokenize", {"content": text, "add_special": False}, engine="llama.cpp",
+                                what="tokenizing", key="tokens")
         return [int(t) for t in body["tokens"]]
 
     async def detokenize(self, client: ChatClient, tokens: list[int]) -> str | None:
-        url = client.server_root + "/detokenize"
-        status, body = await post_json(client, "/detokenize", {"tokens": tokens})
-        body = require_json(status, body, engine="llama.cpp", what="detokenizing", url=url, key="content")
+        body = await fetch_json(client, "/detokenize", {"tokens": tokens}, engine="llama.cpp", what="detokenizing",
+                                key="content")
         return str(body["content"])
 
     async def count_chat_tokens(
@@ -113,24 +106,18 @@ class LlamaCppAdapter:
     ) -> int | None:
         # Render with the server's own template, then tokenize the way the chat path does
         # (add_special and parse_special both on), so the count equals usage.prompt_tokens.
-        url = client.server_root + "/apply-template"
-        status, body = await post_json(client, "/apply-template", {"messages": messages})
-        body = require_json(status, body, engine="llama.cpp", what="rendering the chat template", url=url,
-                            key="prompt")
-        tok_url = client.server_root + "/tokenize"
-        status, toks = await post_json(client, "/tokenize", {"content": body["prompt"], "add_special": True,
-                                                             "parse_special": True})
-        toks = require_json(status, toks, engine="llama.cpp", what="tokenizing the rendered chat",
-                            url=tok_url, key="tokens")
+        body = await fetch_json(client, "/apply-template", {"messages": messages}, engine="llama.cpp",
+                                what="rendering the chat template", key="prompt")
+        toks = await fetch_json(client, "/tokenize", {"content": body["prompt"], "add_special": True,
+                                                      "parse_special": True},
+                                engine="llama.cpp", what="tokenizing the rendered chat", key="tokens")
         return len(toks["tokens"])
 
     def forced_length_fields(self, max_tokens: int) -> dict[str, Any]:
         return {"max_tokens": max_tokens, "ignore_eos": True}
 
-    def reasoning_fields(self, effort: str | None) -> dict[str, Any]:
-        # The server maps reasoning_effort "none" to enable_thinking=false and passes any other
-        # value to the chat template as `reasoning_effort` (needs --jinja).
-        return {} if effort is None else {"reasoning_effort": effort}
+    # reasoning_fields: the default (reasoning_effort): the server maps "none" to enable_thinking=false and
+    # passes any other value to the chat template as `reasoning_effort` (needs --jinja).
 
 
 # -- reading a `llama-server` command line, and its traps -----------------------------------------
@@ -184,7 +171,7 @@ def _llamacpp_slots(o: Mapping[str, str | bool]) -> FlagReading:
     return FlagReading(slots, how)
 
 
-class LlamaCppEngine:
+class LlamaCppEngine(BaseEngine):
     name = "llamacpp"
     aliases = ("llama.cpp", "llama-server", "llama_cpp")
     display_name = "llama.cpp"
@@ -200,19 +187,13 @@ class LlamaCppEngine:
     })
 
     flag_syntax = LLAMACPP_FLAGS
-    context_overrun_note = ""
     context_fix = "llama-server -c with fewer -np slots"
-    model_stop_fix = ""
-    prefix_cache_reset = ""
 
     def adapter(self) -> LlamaCppAdapter:
         return LlamaCppAdapter()
 
     def slots_fix(self, slots: int) -> str:
         return f"start llama-server with -np {slots} (and -c scaled to keep per-slot context)"
-
-    def kv_accounting(self, settings: Mapping[str, int]) -> None:
-        return None
 
     async def identify(self, client: ChatClient) -> bool:
         props = await probe_json(client, "/props")
@@ -224,21 +205,13 @@ class LlamaCppEngine:
     def open(self, spec: Any, log_path: Path, *, api_key: str | None, note: Callable[[str], None],
              build_progress: Any) -> LaunchedRig:
         """The embedded rig (llama-server found or built and smoke-tested, the model fetched), or a launch spec."""
-        # function-level: the embedded rig and the launcher import the rig layer, which imports this registry
-        from rigbench.rig._launcher import launched_rig
-        from rigbench.rig.engines._llamacpp._embedded import EmbeddedRig, prepare_llamacpp_rig
-
         if isinstance(spec, EmbeddedRig):
             return prepare_llamacpp_rig(spec.config(), log_path, llamacpp=self, build_progress=build_progress, note=note)
-        return launched_rig(spec, log_path, engine=self, api_key=api_key)
+        return super().open(spec, log_path, api_key=api_key, note=note, build_progress=build_progress)
 
     def setup(self, flags: RigFlags, note: Callable[[str], None],
               progress: Callable[[int, int | None, str], None]) -> str:
         """The embedded rig's parts: SmolLM2-135M (sha256-checked), llama-server found or built and smoke-tested."""
-        # function-level: the build and the model sources import the rig layer, which imports this registry
-        from rigbench.rig._models import EMBEDDED_MODEL
-        from rigbench.rig.engines._llamacpp._smoke import ensure_llama_server
-
         model = EMBEDDED_MODEL.resolve()
         note(f"model: {model} (sha256 verified)")
         found = ensure_llama_server(Path(flags.llama_server) if flags.llama_server else None, lambda: model,

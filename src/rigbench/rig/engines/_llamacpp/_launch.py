@@ -8,7 +8,7 @@ import signal
 from typing import Literal
 
 from rigbench.rig._cpu import affinity_threads
-from rigbench.rig.engines._spec import EngineSpec, LaunchCommand, finish_argv, opt
+from rigbench.rig._spec import EngineSpec, LaunchCommand, finish_argv, opt
 
 __all__ = ["DEATH_SIGNAL", "DEFAULT_PORT", "LlamaCppLaunch", "llamacpp_command", "server_argv"]
 

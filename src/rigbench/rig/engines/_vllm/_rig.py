@@ -19,15 +19,8 @@ from rigbench.records import StartupTiming
 from rigbench.rig._fingerprint import ModelInfo, model_info
 from rigbench.rig._models import EMBEDDED_MODEL, LocalFile
 from rigbench.rig._process import EngineProcess, free_port
-from rigbench.rig._rig import LaunchedRig
-from rigbench.rig.engines._vllm._engine import (
-    VLLM,
-    VLLMAdapter,
-    VLLMLaunch,
-    parse_vllm_log,
-    pool_from_metrics,
-    with_cached_token_counts,
-)
+from rigbench.rig._rig import LaunchedRig, RigEngine
+from rigbench.rig.engines._vllm._adapter import VLLMAdapter
 from rigbench.rig.engines._vllm._env import (
     Progress,
     find_vllm,
@@ -36,6 +29,13 @@ from rigbench.rig.engines._vllm._env import (
     vllm_serve_argv,
 )
 from rigbench.rig.engines._vllm._kv import VLLMAccounting
+from rigbench.rig.engines._vllm._launch import (
+    START_TIMEOUT_S,
+    VLLMLaunch,
+    vllm_command,
+    with_cached_token_counts,
+)
+from rigbench.rig.engines._vllm._log import parse_vllm_log, pool_from_metrics
 
 __all__ = ["VLLMRig"]
 
@@ -57,19 +57,19 @@ def _chat_template(model_dir: Path) -> str | None:
 class VLLMRig(LaunchedRig):
     """vLLM started by rigbench from a `VLLMLaunch` spec (plan rigs and `rigbench run --engine vllm`)."""
 
-    def __init__(self, spec: VLLMLaunch, log_path: Path, *, api_key: str | None = None,
+    def __init__(self, spec: VLLMLaunch, log_path: Path, *, engine: RigEngine, api_key: str | None = None,
                  note: Callable[[str], None] = lambda msg: None, progress: Progress | None = None,
-                 start_timeout_s: float = VLLM.start_timeout_s) -> None:
+                 start_timeout_s: float = START_TIMEOUT_S) -> None:
         if spec.port is None:
             spec = spec.model_copy(update={"port": free_port(spec.host)})
         self.spec = spec
         self._note = note
         self._progress = progress
         self._prepared = False
-        cmd = VLLM.command(spec)
+        cmd = vllm_command(spec)
         model = ModelInfo(path=spec.model, served_name=spec.served_model_name, source="as given to vllm")
         assert spec.port is not None
-        super().__init__(cmd.argv, engine=VLLM, port=spec.port, log_path=log_path, model=model, host=spec.host,
+        super().__init__(cmd.argv, engine=engine, port=spec.port, log_path=log_path, model=model, host=spec.host,
                          health_path=VLLMAdapter.health_path, start_timeout_s=start_timeout_s, api_key=api_key,
                          env=cmd.env)
         self.vllm_python: Path | None = None
@@ -109,7 +109,7 @@ class VLLMRig(LaunchedRig):
         version = install.version if install is not None and spec.executable is None else None
         self.spec, said = with_cached_token_counts(spec.model_copy(update=updates), version)
         self._note(said)
-        cmd = VLLM.command(self.spec)
+        cmd = vllm_command(self.spec)
         self.argv = cmd.argv
         self.process = EngineProcess(cmd.argv, self.process.log_path, env=cmd.env,
                                      death_signal=self.process.death_signal)

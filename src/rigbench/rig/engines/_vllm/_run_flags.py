@@ -6,8 +6,8 @@ from pathlib import Path
 
 from rigbench.errors import UsageError
 from rigbench.rig.engines._run_flags import RigFlags
-from rigbench.rig.engines._vllm._engine import VLLMLaunch
 from rigbench.rig.engines._vllm._env import find_vllm, vllm_serve_argv
+from rigbench.rig.engines._vllm._launch import VLLMLaunch
 
 __all__ = ["launch_from_run_flags"]
 

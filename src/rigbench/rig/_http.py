@@ -9,7 +9,7 @@ import aiohttp
 from rigbench.client import ChatClient
 from rigbench.errors import EndpointError
 
-__all__ = ["get_json", "has_metric_prefix", "post_json", "probe_json", "probe_text", "require_json"]
+__all__ = ["fetch_json", "get_json", "has_metric_prefix", "post_json", "probe_json", "probe_text", "require_json"]
 
 
 def _url(client: ChatClient, path: str) -> str:
@@ -54,6 +54,17 @@ def require_json(status: int, body: Any, *, engine: str, what: str, url: str, ke
         f"{engine} {what} failed: {url} returned HTTP {status} with {seen[:300]}; expected {expected}. "
         f"Check that the server really is {engine} and that the model is loaded."
     )
+
+
+async def fetch_json(client: ChatClient, path: str, body: dict[str, Any] | None = None, *, engine: str, what: str,
+                     key: str | None = None) -> dict[str, Any]:
+    """GET `path` (POST `body` when given) and the JSON object it answers, which must carry `key`; otherwise an
+    EndpointError naming `engine`, `what` was being done, the URL and what came back (`require_json`)."""
+    if body is None:
+        status, got = await get_json(client, path)
+    else:
+        status, got = await post_json(client, path, body)
+    return dict(require_json(status, got, engine=engine, what=what, url=_url(client, path), key=key))
 
 
 async def has_metric_prefix(client: ChatClient, prefix: str) -> bool:
