@@ -10,10 +10,11 @@ Two workloads per run:
              core is the client's ceiling, CPU/event its cost under batching.
   paced      512 streams at a realistic pace (ITL 20 ms ± 10 ms): CPU/event when events trickle in
              one per wake-up, the worst case for per-event cost.
-Stacks: `protocol` (rigbench's streaming path: asyncio.Protocol, stamps in data_received),
-`aiohttp` (rigbench's http_stack="aiohttp"), `streams` (asyncio.open_connection + StreamReader,
-written here the way a user would). All three share the same SSE parser and accumulator, so the
-difference is the HTTP layer.
+Stacks, each a `StreamTransport` under the same `ChatClient`: `protocol` (rigbench's default
+`StampedTransport`: asyncio.Protocol or the kernel-stamped reader, stamps as the bytes arrive),
+`aiohttp` (`AiohttpTransport`), `streams` (asyncio.open_connection + StreamReader, written here the
+way a user would). All three share the same client, SSE parser and accumulator, so the difference is
+the HTTP layer.
 `--kernel-ab` runs every protocol row twice, interleaved sample by sample: `protocol` (the default:
 plain HTTP read with recvmsg and kernel arrival stamps) and `protocol/user` (`_http.KERNEL_STAMPS`
 off: the asyncio.Protocol reader with user-space stamps only, the path before issue 25).
@@ -37,33 +38,38 @@ import sys
 import time
 from typing import Any
 
-from rigbench.client import ChatClient
-from rigbench.client._client import _Accumulator
+from rigbench.client import (
+    Accumulator,
+    AiohttpTransport,
+    ChatClient,
+    StampedTransport,
+    StreamRequest,
+    StreamTransport,
+)
 from rigbench.client._sse import SSEParser
-from rigbench.records import StreamResult
 from rigbench.testing import Delay, EmulatorProcess, EmulatorScript
 
 STACKS = ("protocol", "aiohttp", "streams")
 BODY = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
 
 
-class StreamsClient:
-    """The straightforward asyncio-streams client: one coroutine hop per read."""
+class StreamsTransport(StreamTransport):
+    """The straightforward asyncio-streams transport: one coroutine hop per read."""
 
-    def __init__(self, url: str) -> None:
-        hostport = url.split("//", 1)[1].split("/", 1)[0]
-        self.host, port = hostport.rsplit(":", 1)
-        self.port = int(port)
+    def __init__(self) -> None:
         self.pool: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
 
-    async def stream_chat(self, body: dict[str, Any]) -> StreamResult:
-        data = json.dumps({**body, "stream": True, "stream_options": {"include_usage": True}}).encode()
+    async def handle_stream(self, request: StreamRequest) -> Accumulator:
+        assert self.client is not None
+        hostport = self.client.base_url.split("//", 1)[1].split("/", 1)[0]
+        host, port = hostport.rsplit(":", 1)
+        data = request.data
         req = (
-            f"POST /v1/chat/completions HTTP/1.1\r\nHost: {self.host}\r\nContent-Type: application/json\r\n"
+            f"POST /v1{request.path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
             f"Content-Length: {len(data)}\r\n\r\n"
         ).encode() + data
-        reader, writer = self.pool.pop() if self.pool else await asyncio.open_connection(self.host, self.port)
-        acc = _Accumulator()
+        reader, writer = self.pool.pop() if self.pool else await asyncio.open_connection(host, int(port))
+        acc = Accumulator()
         parser = SSEParser()
         acc.sent_ns = time.perf_counter_ns()
         writer.write(req)
@@ -81,7 +87,7 @@ class StreamsClient:
                 acc.on_events(events, now)
         self.pool.append((reader, writer))
         acc.end_check()
-        return acc.result()
+        return acc
 
     async def aclose(self) -> None:
         for _, w in self.pool:
@@ -89,12 +95,9 @@ class StreamsClient:
 
 
 async def _workload(urls: list[str], stack: str, streams: int, tokens: int) -> dict[str, float]:
-    clients: list[Any] = [
-        StreamsClient(u)
-        if stack == "streams"
-        else ChatClient(u, http_stack="aiohttp" if stack == "aiohttp" else "asyncio")
-        for u in urls
-    ]
+    transports: dict[str, type[StampedTransport | AiohttpTransport | StreamsTransport]] = {
+        "protocol": StampedTransport, "aiohttp": AiohttpTransport, "streams": StreamsTransport}
+    clients = [ChatClient(u, transport=transports[stack]()) for u in urls]
     body = {**BODY, "max_tokens": tokens}
 
     async def batch(n_tok: int) -> tuple[int, int]:
@@ -150,7 +153,7 @@ def _parse_only(fast: bool, tokens: int, requests: int) -> float:
     """CPU µs per event of the read path alone: recorded chunk bytes fed to a connection, one
     read per event, no socket and no wake-up (what paced load costs above this is the loop)."""
     from rigbench.client import _http, _sse
-    from rigbench.client._client import _StreamSink
+    from rigbench.client._stamped import _StreamSink
 
     _http.FAST_PATH = _sse.FAST_PATH = fast
 
@@ -177,7 +180,7 @@ def _parse_only(fast: bool, tokens: int, requests: int) -> float:
         conn.transport = _Transport()  # type: ignore[assignment]
         t0 = time.thread_time_ns()
         for _ in range(requests):
-            acc = _Accumulator()
+            acc = Accumulator()
             conn.send(b"", _StreamSink(acc, loop.create_future()))
             conn.data_received(head)
             for _ in range(tokens):

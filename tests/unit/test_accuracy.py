@@ -24,8 +24,7 @@ from typing import Any
 
 import pytest
 
-from rigbench.client import ChatClient, _http
-from rigbench.client._client import _Accumulator
+from rigbench.client import Accumulator, ChatClient, _http
 from rigbench.records import StreamResult
 from rigbench.testing import Delay, EmulatorProcess, EmulatorScript, compare_with_truth
 from rigbench.testing._accuracy import AccuracyReport
@@ -158,7 +157,7 @@ def test_a_slowed_client_fails_the_check_on_a_busy_machine_too(
     # schedule: it falls behind on any machine.
     # per SSE event, in the accumulator both readers feed (a per-read burn lets reads merge and
     # the client keep up: it escaped the judge in 3 of 10 runs, benchmarks/results/timing_10x_*.log)
-    real_events = _Accumulator.on_events
+    real_events = Accumulator.on_events
 
     def burn_per_event(self: Any, events: list[Any], now: int, kernel: int = 0) -> None:
         real_events(self, events, now, kernel)
@@ -166,7 +165,7 @@ def test_a_slowed_client_fails_the_check_on_a_busy_machine_too(
         while time.thread_time() < end:
             pass
 
-    monkeypatch.setattr(_Accumulator, "on_events", burn_per_event)
+    monkeypatch.setattr(Accumulator, "on_events", burn_per_event)
     verdicts = _measure(emu, 64, {}, loop)
     assert [v.kind for v in verdicts] == ["fail", "fail"], [v.reason for v in verdicts]
 

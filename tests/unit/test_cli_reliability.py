@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from rigbench.client import AiohttpTransport, StampedTransport, StreamTransport
 from rigbench.store import RunReader
 from rigbench.testing import Delay, EmulatorProcess, EmulatorScript, Fault
 from tests.needs import missing
@@ -302,17 +303,15 @@ def test_the_report_says_the_concurrency_actually_reached(tmp_path: Path, monkey
         assert said == (name == "capped")
 
 
-@pytest.mark.parametrize("stack", ["asyncio", "aiohttp"])
-async def test_idle_deadline_counts_tokens_not_keepalives_on_both_http_stacks(stack: str) -> None:
-    from typing import Literal, cast
-
+@pytest.mark.parametrize("transport", [StampedTransport, AiohttpTransport])
+async def test_idle_deadline_counts_tokens_not_keepalives_on_both_transports(transport: type[StreamTransport]) -> None:
     from rigbench.client import ChatClient, Deadlines
     from rigbench.testing import Emulator
 
     body = {"model": "m", "messages": [{"role": "user", "content": "hi"}],
             "x_emulator": {"faults": [{"kind": "stall", "at_token": 2, "stall_ms": 60_000}]}}
     async with Emulator(FAST.model_copy(update={"keepalive_ms": 30.0})) as emu, \
-            ChatClient(emu.url, deadlines=Deadlines(idle_s=0.3), http_stack=cast(Literal["asyncio", "aiohttp"], stack)) as c:
+            ChatClient(emu.url, deadlines=Deadlines(idle_s=0.3), transport=transport()) as c:
         r = await c.stream_chat(body)
         assert r.error is not None and r.error.kind == "idle_timeout" and r.comment_events >= 3
         assert len(r.chunk_ns) == 2  # what arrived before the stall is kept

@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 
 import pytest
 
-from rigbench.client import ChatClient, _http, _sse
+from rigbench.client import AiohttpTransport, ChatClient, StampedTransport, StreamTransport, _http, _sse
 from rigbench.records import StreamResult
 
 BODY = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
@@ -163,8 +163,8 @@ async def test_response_id_and_api_key_header() -> None:
     assert "sk-test" not in r.model_dump_json()
 
 
-@pytest.mark.parametrize("stack", ["asyncio", "aiohttp"])
-async def test_a_body_encoded_ahead_goes_out_byte_for_byte_as_the_dict_would(stack: str) -> None:
+@pytest.mark.parametrize("transport", [StampedTransport, AiohttpTransport])
+async def test_a_body_encoded_ahead_goes_out_byte_for_byte_as_the_dict_would(transport: type[StreamTransport]) -> None:
     """The load suite encodes a window's bodies before its schedule starts (`encode_stream`): the server
     gets the same request (streamed, usage asked for, the caller's own stream_options kept), and the
     result is the same."""
@@ -184,7 +184,7 @@ async def test_a_body_encoded_ahead_goes_out_byte_for_byte_as_the_dict_would(sta
     srv = await asyncio.start_server(handle, "127.0.0.1", 0)
     url = f"http://127.0.0.1:{srv.sockets[0].getsockname()[1]}/v1"
     body = {**BODY, "stream_options": {"continuous_usage_stats": True}}
-    async with ChatClient(url, http_stack=stack) as c:  # type: ignore[arg-type]
+    async with ChatClient(url, transport=transport()) as c:
         encoded = c.encode_stream(body)
         plain, ahead = await c.stream_chat(body), await c.stream_chat(encoded)
     srv.close()

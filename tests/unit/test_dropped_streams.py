@@ -21,9 +21,10 @@ import time
 
 import pytest
 
-from rigbench.client import ChatClient
+from rigbench.client import AiohttpTransport, ChatClient
 from rigbench.client._http import ConnectionPool, KernelStampedConnection
 from rigbench.honesty import run_sanity_gate
+from rigbench.records import StreamResult
 from rigbench.testing import Delay, Emulator, EmulatorScript, Fault
 
 HEALTHY = EmulatorScript(persona="healthy", ttft=Delay(mean_ms=1.0), itl=Delay(mean_ms=0.5))
@@ -162,3 +163,32 @@ def test_an_idle_connection_the_server_closed_is_not_reused() -> None:
     with socket.create_server(("127.0.0.1", 0)) as lsock:
         open_before, usable_after = asyncio.run(go(lsock))
     assert open_before and not usable_after
+
+
+def test_the_aiohttp_transport_sends_a_request_lost_on_a_closed_kept_alive_connection_once_more() -> None:
+    """The same adversary through the other transport: each later request goes out first on the kept-alive
+    connection the server closed after the previous stream and is lost unanswered; it is sent once more,
+    on a new connection, and answered (it failed as `disconnect` before: seen on the real llama-server,
+    tests/live/test_transports_live.py)."""
+    async def go() -> tuple[list[StreamResult], int]:
+        async with Emulator(HEALTHY.model_copy(update={"close_after_stream": True})) as emu, \
+                ChatClient(emu.url, transport=AiohttpTransport()) as client:
+            results = [await client.stream_chat(BODY) for _ in range(3)]
+        return results, emu.dropped_requests
+
+    results, dropped = asyncio.run(go())
+    assert [r.error for r in results] == [None, None, None]
+    assert dropped == 2  # the race was really played, once per later request
+
+
+def test_the_aiohttp_transport_never_sends_again_a_stream_dropped_mid_answer() -> None:
+    """The control: a stream the server cut after it began answering was taken by the server; it fails
+    as `disconnect` and is served once."""
+    script = HEALTHY.model_copy(update={"faults": [Fault(kind="disconnect", at_token=2, every=1000)]})
+
+    async def go() -> tuple[StreamResult, Emulator]:
+        async with Emulator(script) as emu, ChatClient(emu.url, transport=AiohttpTransport()) as client:
+            return await client.stream_chat(BODY), emu
+
+    r, emu = asyncio.run(go())
+    assert r.error is not None and r.error.kind == "disconnect" and len(emu.truth) == 1

@@ -5,12 +5,12 @@ from __future__ import annotations
 import asyncio
 import itertools
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 import numpy as np
 import pytest
 
-from rigbench.client import ChatClient
+from rigbench.client import Accumulator, ChatClient, StreamRequest, StreamTransport
 from rigbench.errors import UsageError
 from rigbench.records import LoadRequest, LoadWindow
 from rigbench.rig import RigInfo
@@ -85,13 +85,15 @@ def test_a_bad_trace_is_one_clear_line_naming_file_line_and_value_and_exit_2(tex
     assert "cannot reach" not in res.stderr and not (tmp_path / "runs").exists()
 
 
-class _NoSend:
-    async def stream_chat(self, *a: Any, **kw: Any) -> Any:
+class _NoSend(StreamTransport):
+    """A stand-in server that fails the test if a request reaches it."""
+
+    async def handle_stream(self, request: StreamRequest) -> Accumulator:
         raise AssertionError("a request was sent")
 
 
 def test_trace_lines_and_drawn_lengths_over_the_served_context_are_refused_before_any_send(tmp_path: Path) -> None:
-    ctx = SuiteContext(client=cast(ChatClient, _NoSend()), writer=cast(RunWriter, None),
+    ctx = SuiteContext(client=ChatClient("http://x/v1", transport=_NoSend()), writer=cast(RunWriter, None),
                        rig=RigInfo(engine="unknown", model="m", base_url="http://x/v1", server_root="http://x",
                                    context_length=60))
     over = next(r for r in read_trace(MOONCAKE)[1] if r.input_tokens + r.output_tokens > 60)
@@ -177,7 +179,7 @@ def test_a_canned_server_is_caught_across_sessions_though_each_turn_may_repeat_i
 def test_sessions_whose_history_outgrows_the_served_context_are_refused_before_any_send() -> None:
     """Each turn's drawn lengths fit alone, but turn t resends the t turns before it: a server refuses the
     later turns (vLLM: HTTP 400 past --max-model-len) minutes into the run unless rigbench refuses first."""
-    ctx = SuiteContext(client=cast(ChatClient, _NoSend()), writer=cast(RunWriter, None),
+    ctx = SuiteContext(client=ChatClient("http://x/v1", transport=_NoSend()), writer=cast(RunWriter, None),
                        rig=RigInfo(engine="unknown", model="m", base_url="http://x/v1", server_root="http://x",
                                    context_length=600))
 

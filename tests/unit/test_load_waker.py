@@ -19,7 +19,7 @@ from typing import Any, cast
 
 import pytest
 
-from rigbench.client import ChatClient
+from rigbench.client import Accumulator, ChatClient, EncodedBody, StreamRequest, StreamTransport
 from rigbench.records import StreamResult
 from rigbench.rig import RigInfo
 from rigbench.store import RunWriter
@@ -145,9 +145,9 @@ def test_sleepers_due_in_any_order_each_wake_at_their_own_time_and_a_cancelled_o
 # -- no full collection while a window sends --------------------------------------------------------
 
 
-class _Churn:
-    """A stand-in client whose every request leaves objects behind, as results do: enough of them bring
-    the collector's full (oldest-generation) collection due."""
+class _Churn(StreamTransport):
+    """A stand-in server behind a real ChatClient whose every request leaves objects behind, as results do:
+    enough of them bring the collector's full (oldest-generation) collection due."""
 
     def __init__(self) -> None:
         self.kept: list[object] = []
@@ -156,12 +156,12 @@ class _Churn:
     def churn(self) -> None:
         self.kept.append([{"k": [i]} for i in range(3000)])
 
-    async def stream_chat(self, body: Any, *, scheduled_ns: int | None = None) -> StreamResult:
+    async def handle_stream(self, request: StreamRequest) -> Accumulator:
         now = _perf_ns()
         self.first_ns = self.first_ns or now
         self.churn()
         self.last_ns = _perf_ns()
-        return StreamResult(sent_ns=now, done_ns=self.last_ns, scheduled_ns=scheduled_ns, finish_reason="length")
+        return Accumulator.replay(StreamResult(sent_ns=now, done_ns=self.last_ns, finish_reason="length"))
 
 
 def _full_collections(run: Callable[[], object]) -> list[int]:
@@ -190,7 +190,7 @@ def test_no_full_collection_pauses_the_sends_of_a_load_window_and_the_collector_
     assert _full_collections(lambda: [control.churn() for _ in range(200)]), "the churn brings no full collection due"
 
     client = _Churn()
-    ctx = SuiteContext(client=cast(ChatClient, client), writer=cast(RunWriter, _Memory()),
+    ctx = SuiteContext(client=ChatClient("http://x/v1", transport=client), writer=cast(RunWriter, _Memory()),
                        rig=RigInfo(engine="unknown", model="m", base_url="http://x/v1", server_root="http://x"))
     suite = LoadSuite(LoadSettings.model_validate({"rate_rps": 2000, "requests": 200, "arrival": "constant",
                                                    "input_tokens": 8, "output_tokens": 4}))
@@ -209,23 +209,25 @@ class _Memory:
         self.records.append(record)
 
 
-class _EncodingChurn(_Churn):
-    """_Churn that also encodes bodies as ChatClient does, counting how many were encoded before the first send."""
+class _EncodingChurn(ChatClient):
+    """A ChatClient on the _Churn server that counts how many bodies were encoded before the first send."""
 
     def __init__(self) -> None:
-        super().__init__()
+        self.server = _Churn()
+        super().__init__("http://x/v1", transport=self.server)
         self.encoded = 0
         self.encoded_at_first_send = -1
 
-    def encode_stream(self, body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    def encode_stream(self, body: dict[str, Any]) -> EncodedBody:  # type: ignore[override]
         self.encoded += 1
-        return ("encoded", body)
+        return ChatClient.encode_stream(body)
 
-    async def stream_chat(self, body: Any, *, scheduled_ns: int | None = None) -> StreamResult:
-        assert body[0] == "encoded", "a Ray actor sent a body it had not encoded ahead"
+    async def stream_chat(self, body: dict[str, Any] | EncodedBody, *, path: str = "/chat/completions",
+                          scheduled_ns: int | None = None) -> StreamResult:
+        assert isinstance(body, EncodedBody), "a Ray actor sent a body it had not encoded ahead"
         if self.encoded_at_first_send < 0:
             self.encoded_at_first_send = self.encoded
-        return await super().stream_chat(body, scheduled_ns=scheduled_ns)
+        return await super().stream_chat(body, path=path, scheduled_ns=scheduled_ns)
 
 
 def test_a_ray_client_actor_encodes_its_share_first_and_holds_off_full_collections_while_it_sends(
@@ -245,7 +247,7 @@ def test_a_ray_client_actor_encodes_its_share_first_and_holds_off_full_collectio
     saved = gc.get_threshold()
     actor = ClientActor("a0", "http://127.0.0.1:9/v1", None)
     churn = _EncodingChurn()
-    actor.client = cast(ChatClient, churn)
+    actor.client = churn
     try:
         n = 200
         zero = actor.now_ns() + 20_000_000
@@ -255,8 +257,8 @@ def test_a_ray_client_actor_encodes_its_share_first_and_holds_off_full_collectio
     finally:
         actor.loop.call_soon_threadsafe(actor.loop.stop)
     assert churn.encoded_at_first_send == n
-    assert churn.first_ns and churn.last_ns > churn.first_ns
-    assert [t for t in starts if churn.first_ns <= t <= churn.last_ns] == []
+    assert churn.server.first_ns and churn.server.last_ns > churn.server.first_ns
+    assert [t for t in starts if churn.server.first_ns <= t <= churn.server.last_ns] == []
     assert gc.get_threshold() == saved
 
 

@@ -1,5 +1,5 @@
 """MMLU-Pro: official prompt and extraction, loader (fixture in the real schema), sampling,
-the suite end to end against a canned client, resume, and the seed's standard-error arithmetic."""
+the suite end to end against a canned server, resume, and the seed's standard-error arithmetic."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 
 from rigbench.analysis._proportion import proportion
 from rigbench.analysis._quality import summarize_quality
+from rigbench.client import Accumulator, ChatClient, StreamRequest, StreamTransport
 from rigbench.errors import SetupError, UsageError
 from rigbench.records import MMLUProAnswer, StreamResult
 from rigbench.rig import RigInfo
@@ -121,13 +122,17 @@ def test_letter_comes_from_content_not_reasoning() -> None:
     assert (e.extraction, e.correct) == ("request_failed", False)
 
 
-class CannedClient:
-    """Answers math correctly, history with the wrong letter, law with no letter at all."""
+class CannedServer(StreamTransport):
+    """A stand-in server behind a real ChatClient: answers math correctly, history with the wrong letter,
+    law with no letter at all."""
 
     def __init__(self) -> None:
         self.bodies: list[dict[str, Any]] = []
 
-    async def stream_chat(self, body: dict[str, Any]) -> StreamResult:
+    async def handle_stream(self, request: StreamRequest) -> Accumulator:
+        return Accumulator.replay(self._answer(request.json()))
+
+    def _answer(self, body: dict[str, Any]) -> StreamResult:
         self.bodies.append(body)
         prompt = body["messages"][0]["content"]
         subject = re.search(r"about (\w+)\.", prompt).group(1)  # type: ignore[union-attr]
@@ -142,15 +147,16 @@ class CannedClient:
         return _result("hmm, hard to say")
 
 
-def _ctx(tmp_path: Path, client: Any, done: set[str] | None = None) -> SuiteContext:
+def _ctx(tmp_path: Path, server: CannedServer, done: set[str] | None = None) -> SuiteContext:
     writer = RunWriter(tmp_path, RunHeader(run_id="r1", created_at="now", rigbench_version="0"),
                        resume=done is not None)
     rig = RigInfo(engine="llamacpp", model="m", base_url="http://x/v1", server_root="http://x", slots=2)
-    return SuiteContext(client=client, writer=writer, rig=rig, done_units=done or set())
+    return SuiteContext(client=ChatClient("http://x/v1", transport=server), writer=writer, rig=rig,
+                        done_units=done or set())
 
 
 async def test_suite_end_to_end_records_grades_and_resumes(tmp_path: Path) -> None:
-    client = CannedClient()
+    client = CannedServer()
     suite = MMLUProSuite(MMLUProSettings(data=str(FIXTURE), questions_per_subject=3, sample_seed=1,
                                          max_tokens=64))
     ctx = _ctx(tmp_path, client)
@@ -179,7 +185,7 @@ async def test_suite_end_to_end_records_grades_and_resumes(tmp_path: Path) -> No
     kept = [ln for ln in lines if json.loads(ln)["unit_id"] not in {answers[0].unit_id, answers[-1].unit_id}]
     (tmp_path / "records.jsonl").write_text("\n".join(kept) + "\n")
     done = {json.loads(ln)["unit_id"] for ln in kept}
-    client2 = CannedClient()
+    client2 = CannedServer()
     ctx2 = _ctx(tmp_path, client2, done)
     await MMLUProSuite(MMLUProSettings(data=str(FIXTURE), questions_per_subject=3, sample_seed=1)).run(ctx2)
     ctx2.writer.finish("complete")

@@ -1,5 +1,5 @@
 """Task packs: the shipped multilingual pack, every grader kind, the code sandbox, pack errors,
-and the pack suite end to end against a canned client."""
+and the pack suite end to end against a canned server."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from rigbench.client import Accumulator, ChatClient, StreamRequest, StreamTransport
 from rigbench.errors import UsageError
 from rigbench.records import PackAnswer, StreamResult
 from rigbench.rig import RigInfo
@@ -132,13 +133,17 @@ def test_bad_pack_files_say_where_and_what(tmp_path: Path) -> None:
     assert [t.id for t in PackSuite(PackSettings(tasks=["en_capital_50"])).packs[0].tasks] == ["en_capital_50"]
 
 
-class PackClient:
-    """Knows the arithmetic and the code; answers the capital questions at length."""
+class PackServer(StreamTransport):
+    """A stand-in server behind a real ChatClient: knows the arithmetic and the code; answers the capital
+    questions at length."""
 
     def __init__(self) -> None:
         self.bodies: list[dict[str, Any]] = []
 
-    async def stream_chat(self, body: dict[str, Any]) -> StreamResult:
+    async def handle_stream(self, request: StreamRequest) -> Accumulator:
+        return Accumulator.replay(self._answer(request.json()))
+
+    def _answer(self, body: dict[str, Any]) -> StreamResult:
         self.bodies.append(body)
         prompt = body["messages"][-1]["content"]
         if "dedup_sort" in prompt:
@@ -155,12 +160,12 @@ async def test_pack_suite_end_to_end_and_user_pack(tmp_path: Path) -> None:
     user.write_text("name: mine\ndefaults: {max_tokens: 77}\ntasks:\n"
                     "  - {id: json1, prompt: 'Give JSON',\n"
                     "     graders: [{type: json_schema, schema: {type: object}}]}\n")
-    client = PackClient()
+    client = PackServer()
     run = tmp_path / "run"
     writer = RunWriter(run, RunHeader(run_id="p", created_at="now", rigbench_version="0"))
     rig = RigInfo(engine="llamacpp", model="m", base_url="http://x/v1", server_root="http://x")
     await PackSuite(PackSettings(packs=["multilingual", str(user)])).run(
-        SuiteContext(client=client, writer=writer, rig=rig))  # type: ignore[arg-type]
+        SuiteContext(client=ChatClient("http://x/v1", transport=client), writer=writer, rig=rig))
     writer.finish("complete")
     answers = RunReader(run).records("pack_answer", PackAnswer)
     got = {a.task_id: a.correct for a in answers}

@@ -37,8 +37,8 @@ PUBLIC: dict[str, list[str]] = {
         "app", "main",
     ],
     "rigbench.client": [
-        "ChatClient", "Deadlines", "EncodedBody", "RetryPolicy", "SelfCheckMonitor",
-        "current_monitor", "event_loop_name", "is_loopback_url", "redact_text", "redact_url", "run",
+        "Accumulator", "AiohttpTransport", "ChatClient", "Deadlines", "EncodedBody", "RetryPolicy", "SelfCheckMonitor",
+        "StampedTransport", "StreamRequest", "StreamTransport", "current_monitor", "event_loop_name", "is_loopback_url", "redact_text", "redact_url", "run",
         "url_has_userinfo", "use_monitor",
     ],
     "rigbench.errors": [

@@ -13,12 +13,11 @@ import email.utils
 import json
 import time
 from pathlib import Path
-from typing import Literal, cast
 
 import pytest
 
 from rigbench.analysis import analyze_run, load_timing, request_rows
-from rigbench.client import ChatClient, RetryPolicy
+from rigbench.client import AiohttpTransport, ChatClient, RetryPolicy, StampedTransport, StreamTransport
 from rigbench.client._retry import parse_retry_after, parse_statuses
 from rigbench.records import LoadRequest, SpeedRequest
 from rigbench.report import render_html, render_markdown
@@ -65,10 +64,9 @@ def test_only_http_error_statuses_are_retried(text: str) -> None:
 # -- the client -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("stack", ["asyncio", "aiohttp"])
-async def test_two_429s_with_retry_after_1_then_success(stack: str) -> None:
-    http_stack = cast(Literal["asyncio", "aiohttp"], stack)
-    async with Emulator(_refusing(2, "1")) as emu, ChatClient(emu.url, http_stack=http_stack) as c:
+@pytest.mark.parametrize("transport", [StampedTransport, AiohttpTransport])
+async def test_two_429s_with_retry_after_1_then_success(transport: type[StreamTransport]) -> None:
+    async with Emulator(_refusing(2, "1")) as emu, ChatClient(emu.url, transport=transport()) as c:
         c.configure(retries=RetryPolicy(statuses=[429, 503]))
         t0 = time.perf_counter_ns()
         r = await c.stream_chat(BODY, scheduled_ns=t0)

@@ -13,11 +13,10 @@ import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Literal, cast
 
 import pytest
 
-from rigbench.client import ChatClient
+from rigbench.client import AiohttpTransport, ChatClient, StampedTransport, StreamTransport
 from rigbench.testing import Delay, EmulatorProcess, EmulatorScript, Fault
 from tests.unit.cli_inproc import invoke
 
@@ -61,10 +60,11 @@ def server() -> Iterator[str]:
     srv.shutdown()
 
 
-@pytest.mark.parametrize("stack", ["asyncio", "aiohttp"])
+@pytest.mark.parametrize("transport", [StampedTransport, AiohttpTransport])
 @pytest.mark.parametrize("case", list(BODIES))
-async def test_every_kind_of_malformed_stream_is_an_error_record(server: str, case: str, stack: str) -> None:
-    async with ChatClient(server, http_stack=cast(Literal["asyncio", "aiohttp"], stack)) as c:
+async def test_every_kind_of_malformed_stream_is_an_error_record(server: str, case: str,
+                                                              transport: type[StreamTransport]) -> None:
+    async with ChatClient(server, transport=transport()) as c:
         r = await c.stream_chat({"model": "m", "messages": [{"role": "user", "content": "x"}]},
                                 path=f"/{case}/chat/completions")
     if case == "healthy":

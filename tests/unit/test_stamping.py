@@ -1,5 +1,5 @@
 """Kernel arrival stamps: recorded for every read on plain HTTP, used for TTFT/ITL, the client's own
-stamping error reported; user-space stamps (TLS, the aiohttp stack, an OS that refuses) said so,
+stamping error reported; user-space stamps (TLS, the aiohttp transport, an OS that refuses) said so,
 never a crash; records of format 4 load as "not recorded"."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 
 from rigbench.analysis import arrival_ns, request_timing, stamping_text
 from rigbench.analysis._stamping import stamping_error
-from rigbench.client import ChatClient, _arrival, _http
+from rigbench.client import Accumulator, AiohttpTransport, ChatClient, _arrival, _http
 from rigbench.records import SpeedRequest, StreamResult
 from rigbench.testing import Delay, Emulator, EmulatorScript
 
@@ -43,8 +43,8 @@ async def test_every_chunk_carries_a_kernel_arrival_no_later_than_rigbench_own_s
     assert "kernel arrivals" in stamping_text(se)
 
 
-async def test_the_aiohttp_stack_says_user_space_stamps_and_why() -> None:
-    async with Emulator(_script()) as emu, ChatClient(emu.url, http_stack="aiohttp") as c:
+async def test_the_aiohttp_transport_says_user_space_stamps_and_why() -> None:
+    async with Emulator(_script()) as emu, ChatClient(emu.url, transport=AiohttpTransport()) as c:
         r = await c.stream_chat(BODY)
     assert r.ok and r.arrival is not None and r.arrival.source == "user" and r.chunk_kernel_ns == []
     assert "aiohttp" in (r.arrival.reason or "")
@@ -75,10 +75,9 @@ def test_https_and_other_platforms_name_the_reason() -> None:
 
 
 def test_a_read_without_a_kernel_stamp_drops_to_user_space_stamps_for_that_request() -> None:
-    from rigbench.client._client import _Accumulator
     from rigbench.records import ArrivalStamps
 
-    acc = _Accumulator()
+    acc = Accumulator()
     acc.arrival = ArrivalStamps(source="kernel", clock_offset_ns=0, clock_uncertainty_ns=10)
     ev = [json.dumps({"choices": [{"delta": {"content": "a"}}]}).encode()]
     acc.on_events(list(ev), 100, 90)

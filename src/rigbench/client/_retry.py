@@ -1,5 +1,5 @@
 """Retrying a request the server turned away (`rigbench run --retry-on 429,503`): one settings object,
-its defaults beside it, and the decision after each refused attempt.
+its defaults beside it, the decision after each refused attempt, and the wait it asks (`after_attempt`).
 
 Off unless asked: by default a 429 or 503 is a typed rejected record, as a benchmark should see it.
 With `statuses`, a request answered with one of those statuses waits what the server's `Retry-After` asks
@@ -11,6 +11,7 @@ a server answering `Retry-After: 1000000000000`, a negative number, NaN, or a me
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import math
 import re
@@ -20,9 +21,11 @@ from typing import NamedTuple
 
 from pydantic import Field, field_validator
 
-from rigbench.records import Input
+from rigbench.records import Input, RetryAttempt
 
 __all__ = ["BACKOFF_S", "RETRY_AFTER_CHARS", "RetryDecision", "RetryPolicy", "parse_retry_after", "parse_statuses"]
+
+_perf_ns = time.perf_counter_ns
 
 # The wait before retry k (1-based) when the server gives no usable Retry-After: 1, 2, 4, 8... s.
 BACKOFF_S = 1.0
@@ -121,6 +124,24 @@ class RetryPolicy(Input):
             return RetryDecision(False, asked, 0.0, f"HTTP {status}: {what} {wait:g} s, more than the {max(0.0, left):g} "
                                  "s left of the wait budget (--max-retry-wait); not waited")
         return RetryDecision(True, asked, wait, None)
+
+    async def after_attempt(self, status: int | None, retry_after: str | None, sent_ns: int, connect_ns: int | None,
+                            done_ns: int | None, retries: list[RetryAttempt]) -> tuple[bool, str | None]:
+        """After an attempt: (send it again?, why the retries stopped). When the policy covers the refusal and
+        the request's budget allows, waits what it asks and records the attempt in `retries`."""
+        if not self.statuses:
+            return False, None
+        decision = self.decide(status, retry_after, retries_done=len(retries), waited_s=sum(a.wait_s for a in retries))
+        if decision is None or not decision.retry:
+            return False, decision.reason if decision is not None else None
+        t0 = _perf_ns()
+        await asyncio.sleep(decision.wait_s)
+        retries.append(RetryAttempt(
+            attempt=len(retries) + 1, http_status=status or 0,
+            retry_after=retry_after[:RETRY_AFTER_CHARS] if retry_after is not None else None,
+            wait_asked_s=decision.wait_asked_s, wait_s=(_perf_ns() - t0) / 1e9, sent_ns=sent_ns,
+            connect_ns=connect_ns, done_ns=done_ns if done_ns is not None else t0))
+        return True, None
 
     def recorded(self) -> dict[str, object]:
         return self.model_dump()

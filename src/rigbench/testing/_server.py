@@ -21,32 +21,20 @@ from __future__ import annotations
 
 import asyncio
 import json
-import random
 import time
 from collections import deque
 from functools import cache
 from typing import Any, cast
 
 from rigbench.testing._prefix_cache import PromptPrefixCache
-from rigbench.testing._rogue import PersonaState, persona_reply, pieces, prose
-from rigbench.testing._script import EmulatorScript, Fault
+from rigbench.testing._reply import Reply, frame, prompt_text
+from rigbench.testing._rogue import PersonaState
+from rigbench.testing._script import EmulatorScript
 from rigbench.testing._truth import RequestTruth
 
 __all__ = ["Emulator"]
 
 _perf_ns = time.perf_counter_ns
-_WORDS = [w.encode() for w in ("the ", "cat ", "sat ", "on ", "a ", "mat ", "and ", "ran ")]
-
-
-_TOKENS: dict[int, list[bytes]] = {}
-
-
-def _token(i: int, width: int) -> bytes:
-    """Output token i: a fixed-width word so tests can count tokens from characters."""
-    table = _TOKENS.get(width)
-    if table is None:
-        table = _TOKENS[width] = [(w.strip() + b"." * width)[: width - 1] + b" " for w in _WORDS]
-    return table[i % len(table)]
 
 
 class _Req:
@@ -308,7 +296,7 @@ class _Conn(asyncio.Protocol):
             emu.reset()
             self._simple(200, {"ok": True})
         elif req.method == "POST" and p in ("/tokenize", "/v1/tokenize"):
-            tokens = emu.token_ids(_prompt_text(_json(req.body)))
+            tokens = emu.token_ids(prompt_text(_json(req.body)))
             self._simple(200, {"tokens": tokens, "count": len(tokens), "max_model_len": 32768})
         elif req.method == "POST" and p in ("/detokenize", "/v1/detokenize"):
             obj = _json(req.body)
@@ -339,67 +327,25 @@ def _json(body: bytes) -> Any:
         return None
 
 
-def _prompt_text(obj: Any) -> str:
-    if not isinstance(obj, dict):
-        return ""
-    if isinstance(obj.get("content"), str):
-        return str(obj["content"])
-    if isinstance(obj.get("prompt"), str):
-        return str(obj["prompt"])
-    parts = []
-    for m in obj.get("messages") or []:
-        c = m.get("content") if isinstance(m, dict) else None
-        if isinstance(c, str):
-            parts.append(c)
-        elif isinstance(c, list):
-            parts.extend(str(x.get("text", "")) for x in c if isinstance(x, dict))
-    return " ".join(parts)
-
-
 class _Stream:
-    """One response. Streams are chains of call_at callbacks, never coroutines (cheaper)."""
+    """One response on its way out: when each byte goes (a chain of call_at callbacks on an absolute
+    schedule, never coroutines: cheaper), the faults that interrupt it, the slot it holds and the truth of
+    what was written. What it says is its `Reply` (`_reply.py`)."""
 
     def __init__(self, conn: _Conn, body: dict[str, Any], received_ns: int, *, chat: bool, path: str) -> None:
         self.conn = conn
         emu = conn.emu
         self.emu = emu
-        script = emu.script
-        override = body.get("x_emulator")
-        if isinstance(override, dict):
-            script = EmulatorScript.model_validate({**script.model_dump(), **override})
-        self.s = script
-        self.index = emu.next_index()
-        self.rng = random.Random(script.seed * 1_000_003 + self.index)
-        self.chat = chat
-        self.stream = bool(body.get("stream"))
-        opts = body.get("stream_options") or {}
-        self.include_usage = bool(opts.get("include_usage")) if isinstance(opts, dict) else False
-        cap = body.get("max_completion_tokens") or body.get("max_tokens")
-        self.n_tokens = (
-            min(script.output_tokens, int(cap))
-            if isinstance(cap, int) and cap > 0
-            else (script.output_tokens)
-        )
-        prompt_words = _prompt_text(body).split()
-        self.prompt_tokens = len(prompt_words)
-        self.cached_tokens = emu.prefix_cache.serve(prompt_words) if script.prefix_cache else 0
-        self.words: list[bytes] | None = None
-        self.usage_factor = 1
-        self.timings_speedup = 1.0
-        self.persona_finish: str | None = None
-        if script.persona is not None:
-            self._persona_text(body, cap)
-        self.id = f"{'chatcmpl' if chat else 'cmpl'}-emu{self.index}"
-        self.created = int(time.time())
-        self.fault: Fault | None = next((f for f in script.faults if f.applies(self.index)), None)
-        # A chunk is either reasoning or content, never both (as servers send them).
-        n_reason = min(script.reasoning_tokens, self.n_tokens)
-        self.sizes = script.chunk_sizes(n_reason, self.rng) + script.chunk_sizes(
-            self.n_tokens - n_reason, self.rng
-        )
-        if script.spec_depth > 0:  # each chunk is one draft of spec_depth tokens, all but its first accepted
+        self.reply = reply = Reply(body, emu.script, emu.next_index(), chat=chat, prefix_cache=emu.prefix_cache,
+                                   persona_state=emu.persona_state)
+        self.s = reply.s
+        self.rng = reply.rng
+        self.stream = reply.stream
+        self.fault = reply.fault
+        self.sizes = reply.sizes
+        if reply.s.spec_depth > 0:  # each chunk is one draft of spec_depth tokens, all but its first accepted
             emu.spec_drafts_total += len(self.sizes)
-            emu.spec_draft_tokens_total += len(self.sizes) * script.spec_depth
+            emu.spec_draft_tokens_total += len(self.sizes) * reply.s.spec_depth
             emu.spec_accepted_tokens_total += sum(self.sizes) - len(self.sizes)
         self.counted = False
         self.recorded = False
@@ -418,35 +364,14 @@ class _Stream:
         self.t_kinds: list[str] = []
         self.comments = 0
         self.usage_sent = False
-        pre = f'data: {{"id":"{self.id}","object":"{"chat.completion.chunk" if chat else "text_completion"}",'
-        pre += f'"created":{self.created},"model":{json.dumps(script.model)},"choices":[{{"index":0,'
-        self.pre = pre.encode()
         self.due = self.loop.time()
-
-    def _persona_text(self, body: dict[str, Any], cap: Any) -> None:
-        """The persona writes the reply; its words become the tokens."""
-        s = self.s
-        assert s.persona is not None
-        limit = int(cap) if isinstance(cap, int) and cap > 0 else s.output_tokens
-        forced = bool(body.get("ignore_eos")) or bool(body.get("min_tokens"))
-        prompt = _prompt_text(body)
-        reply = persona_reply(s.persona, prompt, self.emu.persona_state, limit)
-        toks = pieces(reply.text)
-        if forced and len(toks) < limit:  # forced length: the text runs on, as a model past its end does
-            toks = pieces(reply.text.rstrip() + " " + prose(prompt + "+", limit))
-        self.persona_finish = "length" if len(toks) > limit or forced else "stop"
-        toks = toks[:limit]
-        self.words = [json.dumps(t, ensure_ascii=False)[1:-1].encode() for t in toks]
-        self.n_tokens = len(toks)
-        self.usage_factor = reply.usage_factor
-        self.timings_speedup = reply.timings_speedup
 
     # -- lifecycle ---------------------------------------------------------------------------
 
     def start(self) -> None:
         emu = self.emu
         emu.requests_total += 1
-        emu.prompt_tokens_total += self.prompt_tokens
+        emu.prompt_tokens_total += self.reply.prompt_tokens
         f = self.fault
         if f is not None and f.kind == "http_status":
             self.fault_fired = True
@@ -467,7 +392,7 @@ class _Stream:
         self.counted = True
         if not self.stream:
             total = self.s.ttft.draw_s(self.rng) + sum(
-                self.s.itl.draw_s(self.rng) for _ in range(self.n_tokens - 1)
+                self.s.itl.draw_s(self.rng) for _ in range(self.reply.n_tokens - 1)
             )
             self.handle = self.loop.call_later(total, self._whole)
             return
@@ -475,11 +400,7 @@ class _Stream:
             b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
             b"Transfer-Encoding: chunked\r\nConnection: keep-alive\r\n\r\n"
         )
-        first = b""
-        if self.chat and self.s.role_chunk:
-            first = _frame(
-                self.pre + b'"delta":{"role":"assistant","content":""},"finish_reason":null}]}\n\n'
-            )
+        first = frame(self.reply.role_event()) if self.reply.chat and self.s.role_chunk else b""
         tr = self.conn.transport
         if tr is None:
             self.cancel()
@@ -511,7 +432,7 @@ class _Stream:
         tr = self.conn.transport
         if tr is None:
             return
-        tr.write(_frame(b": keep-alive\n\n"))
+        tr.write(frame(b": keep-alive\n\n"))
         self.comments += 1
         self._wait()
 
@@ -535,49 +456,27 @@ class _Stream:
                 self._record(end_ns=now)
                 return
             if f.kind == "malformed":
-                tr.write(_frame(self.pre + b'"delta":{"content":"oops"'))  # cut-off JSON, then on
-                tr.write(_frame(b"\n\n"))
+                tr.write(frame(self.reply.pre + b'"delta":{"content":"oops"'))  # cut-off JSON, then on
+                tr.write(frame(b"\n\n"))
             elif f.kind == "error_event":
                 err = json.dumps({"error": {"message": f.message, "type": "emulated", "code": 500}}).encode()
                 now = _perf_ns()
-                tr.write(_frame(b"data: " + err + b"\n\n") + _frame(b"data: [DONE]\n\n") + b"0\r\n\r\n")
+                tr.write(frame(b"data: " + err + b"\n\n") + frame(b"data: [DONE]\n\n") + b"0\r\n\r\n")
                 self._record(end_ns=now)
                 self.conn.finished()
                 return
         k = self.sizes[self.j]
         s = self.s
-        width = s.token_chars
-        if self.words is not None:
-            text = b"".join(self.words[self.tok : self.tok + k])
-        else:
-            text = b"".join(_token(self.tok + i, width) for i in range(k))
-        if s.tool_call:
-            kind = "t"
-            args = text.decode()
-            if self.j == 0:
-                args = '{"q": "' + args
-            tc: dict[str, Any] = {"index": 0, "function": {"arguments": args}}
-            if self.j == 0:
-                tc.update(id=f"call_{self.index}", type="function")
-                tc["function"] = {"name": "search", "arguments": args}
-            delta = b'"delta":' + json.dumps({"tool_calls": [tc]}).encode()
-        elif self.tok < s.reasoning_tokens:
-            kind = "r"
-            delta = b'"delta":{"' + s.reasoning_field.encode() + b'":"' + text + b'"}'
-        elif self.chat:
-            kind = "c"
-            delta = b'"delta":{"content":"' + text + b'"}'
-        else:
-            kind = "c"
-            delta = b'"text":"' + text + b'"'
+        kind, payload = self.reply.chunk(self.j, self.tok)
         self.tok += k
         self.j += 1
         last = self.j >= len(self.sizes)
-        payload = self.pre + delta + b',"finish_reason":null}]}\n\n'
         if last:
-            payload += self._tail()
+            tail, self.usage_sent = self.reply.tail(self.tok, self.t_chunks[0] if self.t_chunks else None,
+                                                    self.received_ns)
+            payload += tail
         now = _perf_ns()
-        tr.write(_frame(payload) + (b"0\r\n\r\n" if last else b""))
+        tr.write(frame(payload) + (b"0\r\n\r\n" if last else b""))
         self.t_chunks.append(now)
         self.t_kinds.append(kind)
         self.emu.generation_tokens_total += k
@@ -591,101 +490,11 @@ class _Stream:
         self.due += sum(s.itl.draw_s(self.rng) for _ in range(nk)) if nk > 1 else s.itl.draw_s(self.rng)
         self._wait()
 
-    def _tail(self) -> bytes:
-        s = self.s
-        fr = "tool_calls" if s.tool_call else ("length" if self.n_tokens < s.output_tokens else "stop")
-        fr = s.finish_reason if s.finish_reason is not None else self.persona_finish or fr
-        reported = self.tok * self.usage_factor
-        usage: dict[str, Any] = {
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": reported,
-            "total_tokens": self.prompt_tokens + reported,
-        }
-        if s.prefix_cache:
-            usage["prompt_tokens_details"] = {"cached_tokens": self.cached_tokens}
-        finish = '"finish_reason":' + json.dumps(fr) + '}]'
-        if (s.persona is not None or s.prefix_cache) and self.t_chunks:
-            # llama.cpp-style timings; predicted_ms spans the tokens after the first, as llama.cpp's does
-            now = _perf_ns()
-            first = self.t_chunks[0]
-            timings = {
-                "cache_n": self.cached_tokens,
-                "prompt_n": self.prompt_tokens - self.cached_tokens,
-                "prompt_ms": (first - self.received_ns) / 1e6,
-                "predicted_n": reported,
-                "predicted_ms": (now - first) / 1e6 / self.timings_speedup,
-            }
-            finish += ',"timings":' + json.dumps(timings)
-        if s.tool_call:
-            close = json.dumps({"tool_calls": [{"index": 0, "function": {"arguments": '"}'}}]})
-        else:
-            close = "{}" if self.chat else ""
-        body = '"delta":' + close if close else '"text":""'
-        out = self.pre + body.encode() + b"," + finish.encode()
-        if self.include_usage and s.usage == "last_token_chunk":
-            out += b',"usage":' + json.dumps(usage).encode()
-            self.usage_sent = True
-        out += b"}\n\n"
-        if self.include_usage and s.usage == "final_chunk":
-            kind = "chat.completion.chunk" if self.chat else "text_completion"
-            out += (
-                "data: "
-                + json.dumps(
-                    {
-                        "id": self.id,
-                        "object": kind,
-                        "created": self.created,
-                        "model": s.model,
-                        "choices": [],
-                        "usage": usage,
-                    }
-                )
-                + "\n\n"
-            ).encode()
-            self.usage_sent = True
-        return out + b"data: [DONE]\n\n"
-
     def _whole(self) -> None:
-        s = self.s
-        sizes_text = "".join(_token(i, s.token_chars).decode() for i in range(self.n_tokens))
-        n_reason = min(s.reasoning_tokens, self.n_tokens)
-        reasoning = sizes_text[: n_reason * s.token_chars]
-        content = sizes_text[n_reason * s.token_chars :]
-        if self.words is not None:
-            reasoning, content = "", json.loads(b'"' + b"".join(self.words) + b'"')
-        usage = {
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.n_tokens * self.usage_factor,
-            "total_tokens": self.prompt_tokens + self.n_tokens * self.usage_factor,
-        }
-        fr = "tool_calls" if s.tool_call else ("length" if self.n_tokens < s.output_tokens else "stop")
-        fr = s.finish_reason if s.finish_reason is not None else fr
-        if self.chat:
-            msg: dict[str, Any] = {"role": "assistant", "content": None if s.tool_call else content}
-            if reasoning:
-                msg[s.reasoning_field] = reasoning
-            if s.tool_call:
-                msg["tool_calls"] = [
-                    {
-                        "id": f"call_{self.index}",
-                        "type": "function",
-                        "function": {"name": "search", "arguments": json.dumps({"q": content})},
-                    }
-                ]
-            choice: dict[str, Any] = {"index": 0, "message": msg, "finish_reason": fr}
-        else:
-            choice = {"index": 0, "text": content, "finish_reason": fr}
-        obj = {
-            "id": self.id,
-            "object": "chat.completion" if self.chat else "text_completion",
-            "created": self.created,
-            "model": s.model,
-            "choices": [choice],
-            "usage": usage,
-        }
+        obj = self.reply.whole()
         self.handle = None
-        self.tok = self.n_tokens
-        self.emu.generation_tokens_total += self.n_tokens
+        self.tok = self.reply.n_tokens
+        self.emu.generation_tokens_total += self.reply.n_tokens
         if self.conn.transport is None:
             return
         now = self.conn._simple(200, obj)
@@ -704,8 +513,8 @@ class _Stream:
         fault = self.fault.kind if (self.fault is not None and self.fault_fired) else None
         self.emu.truth.append(
             RequestTruth(
-                index=self.index,
-                response_id=self.id,
+                index=self.reply.index,
+                response_id=self.reply.id,
                 path=self.path,
                 stream=self.stream,
                 received_ns=self.received_ns,
@@ -717,13 +526,8 @@ class _Stream:
                 comments=self.comments,
                 end_ns=end_ns,
                 fault=fault,
-                prompt_tokens=self.prompt_tokens,
+                prompt_tokens=self.reply.prompt_tokens,
                 output_tokens=self.tok,
                 usage_sent=self.usage_sent,
             )
         )
-
-
-def _frame(payload: bytes) -> bytes:
-    """One HTTP/1.1 chunked-transfer frame."""
-    return b"%x\r\n%b\r\n" % (len(payload), payload)
