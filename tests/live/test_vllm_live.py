@@ -293,8 +293,11 @@ class TestSharedServer:
         assert all(r.steady is not None and r.steady.state == "too short" for r in sweep.rates)
         assert sweep.knee is None and sweep.knee_rps is None
         # late sends only where the window's host record shows other processes held them back (this shared box),
-        # beside the points too short to judge
+        # or named as the client's own lateness: vLLM's CPU engine shares the client's two cores and is counted as
+        # the engine, not as other processes, so a send woken some ms late is CLIENT-BOUND (seen once in CI: 11 ms
+        # at 0.1 req/s); beside the points too short to judge. No other warning.
         assert all((x.startswith("LATE SENDS:") and "The host was busy during this window" in x)
+                   or (x.startswith("CLIENT-BOUND: load ") and "send lag p99" in x)
                    or "too short for steady state" in x or x.startswith("3 of 3 rates left out of the knee")
                    for x in sweep.warnings), sweep.warnings
         assert "Load: goodput under the SLO (TTFT ≤ 20000 ms, e2e ≤ 60000 ms)" in res.stdout
