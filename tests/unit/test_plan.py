@@ -3,27 +3,23 @@
 from __future__ import annotations
 
 import json
-import signal
 import sys
 import textwrap
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any, Literal
 
 import pytest
 
 from rigbench.client import ChatClient
 from rigbench.errors import UsageError
-from rigbench.honesty import PreflightInput
 from rigbench.plan import EmbeddedRig, PlanError, load_plan, run_config_for
 from rigbench.plan._index import read_plan_index
-from rigbench.records import PreflightFinding, ServingCommand
-from rigbench.rig import EndpointSpec, LaunchedRig, RigFlags, launched_rig, port_in_use
+from rigbench.rig import EndpointSpec, port_in_use
 from rigbench.rig._launch_spec import ContainerLaunch
 from rigbench.rig.engines import (
+    BaseEngine,
     EngineSpec,
-    FlagReading,
     FlagSyntax,
     LaunchCommand,
     register_engine,
@@ -373,26 +369,14 @@ class EmulatorAdapter:
         return {}
 
 
-class EmulatorEngine:
+class EmulatorEngine(BaseEngine):
+    """The reference emulator as a plan engine: only what differs from BaseEngine's defaults."""
+
     name = "emulator"
-    aliases: tuple[str, ...] = ()
     launch_spec = EmulatorLaunch
-    default_port = 8000
     start_timeout_s = 60.0
-    death_signal = signal.SIGTERM
-    speculative_flags: Mapping[str, str] = MappingProxyType({})
     flag_syntax = FlagSyntax(markers=("rigbench.testing",), programs=())
-    context_overrun_note = ""
-    context_fix = ""
-    prefix_cache_reset = ""
-    model_stop_fix = ""
     display_name = "the emulator"
-
-    def slots_fix(self, slots: int) -> str:
-        return ""
-
-    def kv_accounting(self, settings: Mapping[str, int]) -> None:
-        return None
 
     def adapter(self) -> EmulatorAdapter:
         return EmulatorAdapter()
@@ -406,32 +390,6 @@ class EmulatorEngine:
         argv = [*(spec.executable or [sys.executable, "-m", "rigbench.testing"]), "--host", spec.host,
                 "--port", str(spec.port or self.default_port), "--script-json", spec.script.model_dump_json()]
         return LaunchCommand(argv + list(spec.extra_args), {})
-
-    def open(self, spec: EmulatorLaunch, log_path: Path, *, api_key: str | None, note: Callable[[str], None],
-             build_progress: Any) -> LaunchedRig:
-        return launched_rig(spec, log_path, engine=self, api_key=api_key)
-
-    def setup(self, flags: RigFlags, note: Callable[[str], None],
-              progress: Callable[[int, int | None, str], None]) -> None:
-        return None  # started by the user or by a plan rig: nothing of rigbench's to prepare
-
-    def rig_from_run_flags(self, flags: RigFlags) -> None:
-        return None
-
-    def crash_hint(self, exit_code: int | None, log_text: str) -> str:
-        return ""
-
-    def preflight_rules(self, cmd: ServingCommand, given: PreflightInput) -> list[PreflightFinding]:
-        return []
-
-    def served_context(self, options: Mapping[str, str | bool]) -> FlagReading:
-        return FlagReading(None, "")
-
-    def flag_slots(self, options: Mapping[str, str | bool]) -> FlagReading:
-        return FlagReading(None, "")
-
-    def stop_strings(self, options: Mapping[str, str | bool]) -> list[str]:
-        return []
 
 
 @pytest.fixture
